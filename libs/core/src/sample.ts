@@ -1,0 +1,81 @@
+/**
+ * A `Sample` is one training record: one agent's completion at one point of a rollout, with its
+ * reward, return, advantage and group, and the provenance that traces any number in a report back
+ * to the rollout behind it. Samples are what rollout shards hold, one row each.
+ */
+import { z } from "zod";
+import { ChatMessageSchema } from "./messages.ts";
+import { SamplingParamsSchema } from "./policy.ts";
+import { SplitSchema } from "./task.ts";
+
+export const SAMPLE_SCHEMA_VERSION = 1;
+
+export const StrategyNameSchema = z.enum(["parallel", "magrpo", "atgrpo"]);
+export type StrategyName = z.infer<typeof StrategyNameSchema>;
+
+export const ProvenanceSchema = z.object({
+  runId: z.string(),
+  /** Training step whose rollouts produced this sample. */
+  step: z.number().int().min(0),
+  strategy: StrategyNameSchema,
+  environment: z.string(),
+  taskId: z.string(),
+  split: SplitSchema,
+  /** Episode index within the task's group (parallel rollouts), 0 otherwise. */
+  episode: z.number().int().min(0),
+  turn: z.number().int().min(0),
+  agent: z.string(),
+  /** Child indices from the root of the rollout tree to the node this sample was drawn at. */
+  branch: z.array(z.number().int().min(0)),
+  /** Index of this completion among the siblings sampled for the same agent at the same node. */
+  candidate: z.number().int().min(0),
+  policyId: z.string(),
+  policyVersion: z.number().int().min(0),
+  sampling: SamplingParamsSchema,
+  /** Seed of the generation request. */
+  seed: z.number().int().min(0),
+});
+export type Provenance = z.infer<typeof ProvenanceSchema>;
+
+export const RewardPartsSchema = z.object({
+  team: z.number(),
+  local: z.number(),
+  /** The reward the estimator used: teamWeight · team + localWeight · local. */
+  total: z.number(),
+});
+export type RewardParts = z.infer<typeof RewardPartsSchema>;
+
+export const SampleSchema = z.object({
+  schemaVersion: z.literal(SAMPLE_SCHEMA_VERSION),
+  provenance: ProvenanceSchema,
+  observation: z.array(ChatMessageSchema),
+  completionText: z.string(),
+  promptTokenIds: z.array(z.number().int().min(0)),
+  completionTokenIds: z.array(z.number().int().min(0)),
+  samplingLogprobs: z.array(z.number()),
+  finishReason: z.enum(["stop", "length"]),
+  reward: RewardPartsSchema,
+  /** Discounted return the advantage was computed from. */
+  return: z.number(),
+  advantage: z.number(),
+  groupKey: z.string(),
+  /** Whether the episode this sample belongs to ended in success, when known. */
+  success: z.boolean().optional(),
+});
+export type Sample = z.infer<typeof SampleSchema>;
+
+/** Validates a sample read from outside (a shard, a worker), naming the field that is wrong. */
+export function parseSample(value: unknown, where = "sample"): Sample {
+  const parsed = SampleSchema.safeParse(value);
+  if (!parsed.success) {
+    const issue = parsed.error.issues[0]!;
+    throw new Error(`${where}: ${issue.path.join(".") || "(root)"}: ${issue.message}`);
+  }
+  const s = parsed.data;
+  if (s.samplingLogprobs.length !== s.completionTokenIds.length) {
+    throw new Error(
+      `${where}: samplingLogprobs has ${s.samplingLogprobs.length} entries for ${s.completionTokenIds.length} completion tokens`,
+    );
+  }
+  return s;
+}
