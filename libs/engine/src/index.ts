@@ -1,0 +1,2 @@
+export * from "./policy.ts";
+export * from "./types.ts";
