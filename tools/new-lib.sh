@@ -47,12 +47,9 @@ cat > "$dir/tsconfig.lib.json" <<JSON
 }
 JSON
 cat > "$dir/vitest.config.ts" <<TS
-import { defineConfig } from "vitest/config";
+import { sharedConfig } from "../../vitest.shared.ts";
 
-export default defineConfig({
-  resolve: { conditions: ["@troupe/source"] },
-  test: { include: ["src/**/*.test.ts", "test/**/*.test.ts"] },
-});
+export default sharedConfig;
 TS
 echo "export {};" > "$dir/src/index.ts"
 echo "created $dir"

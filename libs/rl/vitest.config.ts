@@ -1,6 +1,3 @@
-import { defineConfig } from "vitest/config";
+import { sharedConfig } from "../../vitest.shared.ts";
 
-export default defineConfig({
-  resolve: { conditions: ["@troupe/source"] },
-  test: { include: ["src/**/*.test.ts", "test/**/*.test.ts"] },
-});
+export default sharedConfig;

@@ -1,1 +1,4 @@
+export * from "./limits.ts";
+export * from "./sandbox.ts";
 export * from "./types.ts";
+export * from "./python-tests.ts";

@@ -1,1 +1,11 @@
-export {};
+export * from "./aux-main-env.ts";
+export * from "./aux-main-reward.ts";
+export * from "./coder-tester-env.ts";
+export * from "./dataset.ts";
+export * from "./expert-client.ts";
+export * from "./extract.ts";
+export * from "./feedback.ts";
+export * from "./harness.ts";
+export * from "./load.ts";
+export * from "./pass-at-k.ts";
+export * from "./split.ts";

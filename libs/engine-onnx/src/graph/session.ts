@@ -1,0 +1,92 @@
+/**
+ * An ONNX Runtime session over a built graph, with the options that matter on a small CPU:
+ * all graph optimisations (fusions such as Transpose+MatMul → FusedMatMul), a fixed thread count,
+ * sequential execution. Feeds are plain typed arrays wrapped as ORT tensors without copying.
+ */
+import * as ort from "onnxruntime-node";
+import type { DType, Graph } from "./builder.ts";
+
+/** Intra-op threads: the machine has 2 cores. */
+export const DEFAULT_INTRA_OP_THREADS = 2;
+
+export interface SessionOptions {
+  readonly intraOpThreads?: number;
+  /** Default: "all" for float32 graphs, "basic" for float64 ones (see defaultOptimization). */
+  readonly optimization?: "disabled" | "basic" | "extended" | "all";
+}
+
+export type TypedArray = Float32Array | Float64Array | BigInt64Array | Uint8Array;
+export type Feed = ort.Tensor;
+
+export class GraphSession {
+  private constructor(
+    readonly session: ort.InferenceSession,
+    readonly inputNames: readonly string[],
+    readonly outputNames: readonly string[],
+  ) {}
+
+  static async create(graph: Graph, options: SessionOptions = {}): Promise<GraphSession> {
+    const session = await ort.InferenceSession.create(graph.toBytes(), {
+      intraOpNumThreads: options.intraOpThreads ?? DEFAULT_INTRA_OP_THREADS,
+      interOpNumThreads: 1,
+      executionMode: "sequential",
+      graphOptimizationLevel: options.optimization ?? defaultOptimization(graph),
+    });
+    return new GraphSession(
+      session,
+      graph.inputs.map((v) => v.name),
+      graph.outputs.map((v) => v.name),
+    );
+  }
+
+  /** Runs with the given feeds; every graph input must be fed. */
+  async run(feeds: Readonly<Record<string, ort.Tensor>>, outputs?: readonly string[]): Promise<Record<string, ort.Tensor>> {
+    for (const name of this.inputNames) {
+      if (feeds[name] === undefined) throw new Error(`session: input ${name} was not fed`);
+    }
+    const result = outputs === undefined ? await this.session.run(feeds) : await this.session.run(feeds, outputs);
+    return result as Record<string, ort.Tensor>;
+  }
+
+  async release(): Promise<void> {
+    await this.session.release();
+  }
+}
+
+/**
+ * "all" enables ORT's fusions, some of which (QuickGelu, SimplifiedLayerNorm...) exist only for
+ * float32; a float64 graph (gradient checks, reference comparisons) keeps the basic level.
+ */
+function defaultOptimization(graph: Graph): "basic" | "all" {
+  return graph.inputs.some((v) => v.dtype === "float64") ? "basic" : "all";
+}
+
+/** Wraps a typed array as an ORT tensor (no copy). */
+export function tensor(dtype: DType, data: TypedArray, dims: readonly number[]): ort.Tensor {
+  const size = dims.reduce((a, b) => a * b, 1);
+  if (data.length !== size) throw new Error(`tensor: ${data.length} values for dims [${dims}]`);
+  switch (dtype) {
+    case "float32":
+      return new ort.Tensor("float32", data as Float32Array, dims);
+    case "float64":
+      return new ort.Tensor("float64", data as Float64Array, dims);
+    case "int64":
+      return new ort.Tensor("int64", data as BigInt64Array, dims);
+    case "bool":
+      return new ort.Tensor("bool", data as Uint8Array, dims);
+  }
+}
+
+/** A float tensor of `dtype` from numbers. */
+export function floatTensor(dtype: "float32" | "float64", values: ArrayLike<number>, dims: readonly number[]): ort.Tensor {
+  const data = dtype === "float32" ? Float32Array.from(values) : Float64Array.from(values);
+  return tensor(dtype, data, dims);
+}
+
+export function int64Tensor(values: ArrayLike<number>, dims: readonly number[]): ort.Tensor {
+  const data = new BigInt64Array(values.length);
+  for (let i = 0; i < values.length; i++) data[i] = BigInt(values[i]!);
+  return tensor("int64", data, dims);
+}
+
+export { ort };

@@ -1,0 +1,162 @@
+/**
+ * Helper + main (CoMLRL MAGRPO code generation): two agents solve one HumanEval problem
+ * together, in parallel. The helper writes a function `aux(...)`; main writes the entry-point
+ * function and may call `aux`. Neither sees the other's code on the first turn. The team is
+ * scored with CoMLRL's tiered reward (aux-main-reward.ts). With `maxTurns > 1`, a failed attempt
+ * is followed by another turn in which each agent sees both codes and the feedback transition's
+ * message (execution diagnostics by default).
+ *
+ * Rewards per step: team = tiered reward in [0, 4]; local = the agent's own structure tier
+ * (helper: 0.4 when `aux` is defined with a return, main: 0.6 when the entry point is).
+ * The episode ends when every hidden test passes or after `maxTurns` turns.
+ */
+import { type AgentId, type Environment, type JointAction, type StepResult, type Task, userObservation } from "@troupe/core";
+import type { CodeRunner } from "@troupe/sandbox";
+import { AUX_MAIN_REWARD_TIERS, type AuxMainRewardBreakdown, auxMainReward } from "./aux-main-reward.ts";
+import type { CodingProblem } from "./dataset.ts";
+import { extractCode } from "./extract.ts";
+import { diagnosticsFeedback, type FeedbackTransition } from "./feedback.ts";
+import { type HarnessOptions, runTests, type TestReport } from "./harness.ts";
+
+export const AUX_MAIN_AGENTS = ["helper", "main"] as const;
+
+export interface AuxMainEnvOptions {
+  /** Runs the model-written code (the sandbox). */
+  readonly runner: CodeRunner;
+  /** Turns per episode; CoMLRL's default setup is single-turn. */
+  readonly maxTurns?: number;
+  /** What agents are told between turns. Default: execution diagnostics without the hidden asserts. */
+  readonly feedback?: FeedbackTransition;
+  readonly harness?: Partial<HarnessOptions>;
+}
+
+export const defaultAuxMainOptions = { maxTurns: 1 } as const;
+
+export interface AuxMainAttempt {
+  readonly aux: string;
+  readonly main: string;
+  readonly reward: AuxMainRewardBreakdown;
+  readonly passed: number;
+  readonly total: number;
+  /** Feedback each agent reads on the next turn (empty on the last turn). */
+  readonly feedback: Readonly<Record<AgentId, string>>;
+}
+
+export interface AuxMainState {
+  readonly problem: CodingProblem;
+  readonly turn: number;
+  readonly maxTurns: number;
+  readonly attempts: readonly AuxMainAttempt[];
+  readonly done: boolean;
+}
+
+const RESPONSIBILITY: Record<(typeof AUX_MAIN_AGENTS)[number], (p: CodingProblem) => string> = {
+  helper: () => "the helper function `aux`",
+  main: (p) => `the main function \`${p.entryPoint}\``,
+};
+
+function instructions(agent: AgentId, p: CodingProblem): string {
+  if (agent === "helper") {
+    return (
+      `You are the helper in a two-programmer team solving the Python problem below. Your teammate writes \`${p.entryPoint}\` ` +
+      "at the same time and can call your function. Write ONE helper function named `aux` that does a useful " +
+      "part of the work (with any imports it needs). Do not write the main function. Answer with one ```python block."
+    );
+  }
+  return (
+    `You are the main programmer in a two-programmer team solving the Python problem below. Implement \`${p.entryPoint}\`. ` +
+    "Your teammate writes a helper function `aux(...)` at the same time; you may call it, assuming it does a " +
+    "useful part of the work. Do not define `aux` yourself. Answer with one ```python block."
+  );
+}
+
+/** The program the tests run: the prompt (helpers, imports, the stub), then aux, then main. */
+export function auxMainProgram(problem: CodingProblem, aux: string, main: string): string {
+  return `${problem.prompt}\n\n${aux}\n\n${main}\n`;
+}
+
+export function auxMainEnv(options: AuxMainEnvOptions): Environment<AuxMainState, CodingProblem> {
+  const maxTurns = options.maxTurns ?? defaultAuxMainOptions.maxTurns;
+  if (!Number.isInteger(maxTurns) || maxTurns < 1) throw new Error(`auxMainEnv: maxTurns must be >= 1, got ${maxTurns}`);
+  const feedback = options.feedback ?? diagnosticsFeedback();
+  return {
+    name: "humaneval-aux-main",
+    agents: AUX_MAIN_AGENTS,
+    rewardBounds: { team: [0, AUX_MAIN_REWARD_TIERS.max], local: [0, AUX_MAIN_REWARD_TIERS.mainDefined] },
+    reset(task: Task<CodingProblem>): AuxMainState {
+      return { problem: task.payload, turn: 0, maxTurns, attempts: [], done: false };
+    },
+    observe(state, agent) {
+      const p = state.problem;
+      let text = `${instructions(agent, p)}\n\nProblem:\n\`\`\`python\n${p.prompt}\`\`\``;
+      const last = state.attempts.at(-1);
+      if (last) {
+        const own = agent === "helper" ? last.aux : last.main;
+        const other = agent === "helper" ? last.main : last.aux;
+        text +=
+          `\n\nTurn ${state.turn + 1} of ${state.maxTurns}. Your previous code:\n\`\`\`python\n${own}\n\`\`\`` +
+          `\nYour teammate's previous code:\n\`\`\`python\n${other}\n\`\`\`\n${last.feedback[agent] ?? ""}`;
+      }
+      return userObservation(text);
+    },
+    async step(state, actions: JointAction): Promise<StepResult<AuxMainState>> {
+      if (state.done) throw new Error("humaneval-aux-main: step called on a finished episode");
+      const p = state.problem;
+      const aux = extractCode(actions.helper ?? "");
+      const main = extractCode(actions.main ?? "");
+      const program = auxMainProgram(p, aux, main);
+      const report = await runTests(
+        options.runner,
+        {
+          program,
+          tests: p.test,
+          style: "check",
+          entryPoint: p.entryPoint,
+          functions: [
+            { label: "aux", code: aux, name: "aux" },
+            { label: "main", code: main, name: p.entryPoint, callee: "aux" },
+          ],
+        },
+        options.harness,
+      );
+      const reward = auxMainReward(report);
+      const success = isAllPassed(report);
+      const turn = state.turn + 1;
+      const done = success || turn >= state.maxTurns;
+      const feedbackByAgent: Record<AgentId, string> = {};
+      if (!done) {
+        for (const agent of AUX_MAIN_AGENTS) {
+          feedbackByAgent[agent] = await feedback.feedback({
+            problem: p,
+            agent,
+            responsibility: RESPONSIBILITY[agent](p),
+            code: agent === "helper" ? aux : main,
+            program,
+            report,
+            turn: state.turn,
+          });
+        }
+      }
+      const attempt: AuxMainAttempt = {
+        aux,
+        main,
+        reward,
+        passed: report.passed,
+        total: report.total,
+        feedback: feedbackByAgent,
+      };
+      return {
+        state: { ...state, turn, attempts: [...state.attempts, attempt], done },
+        teamReward: reward.total,
+        localRewards: { helper: reward.auxDefined, main: reward.mainDefined },
+        done,
+        success,
+        info: { reward, report },
+      };
+    },
+  };
+}
+
+export function isAllPassed(report: TestReport): boolean {
+  return report.harnessError === undefined && report.syntaxOk && report.total > 0 && report.passed === report.total;
+}

@@ -1,0 +1,82 @@
+/**
+ * CoMLRL's tiered reward for the helper + main coding team (MAGRPO code generation,
+ * OpenMLRL/LLM_Collab_Code_Generation `execution_reward_aux`). Tiers are checked in order; a
+ * failed gate stops the count.
+ *
+ * | tier | check                                                              | reward            | gate             |
+ * |------|--------------------------------------------------------------------|-------------------|------------------|
+ * | 1    | helper defines `aux` with a `return <value>`                       | +0.4              | no (optional)    |
+ * | 1    | main defines the entry point with a `return <value>`               | +0.6              | yes: else stop   |
+ * | 2    | prompt + aux + main compiles (Python `compile`)                    | +0.5              | yes: else stop   |
+ * | 3    | fraction of the problem's asserts passed                           | +1.0 × passed/all | no               |
+ * | 3b   | at least one assert passed, `aux` is defined, and main calls `aux` | +0.5              | for 3c, 3d       |
+ * | 3c   | … and main is not a trivial wrapper of `aux`                       | +1.0              |                  |
+ * | 3d   | … and main throws away an `aux(...)` result (a bare call statement) | −0.5              |                  |
+ *
+ * Maximum 4.0, minimum 0. "Trivial wrapper": main's body (docstring and `pass` aside) is empty,
+ * one `return <expr calling aux>`, or `v = aux(...)` then `return v`. These are judged with
+ * Python's `ast` (CoMLRL uses regular expressions; `ast` gives the same answers on well-formed
+ * code and no false matches inside strings or comments).
+ */
+import type { FunctionReport, TestReport } from "./harness.ts";
+
+export const AUX_MAIN_REWARD_TIERS = {
+  auxDefined: 0.4,
+  mainDefined: 0.6,
+  syntax: 0.5,
+  tests: 1.0,
+  auxUsed: 0.5,
+  notWrapper: 1.0,
+  ignoredAuxResult: -0.5,
+  max: 4.0,
+} as const;
+
+export interface AuxMainRewardBreakdown {
+  readonly auxDefined: number;
+  readonly mainDefined: number;
+  readonly syntax: number;
+  readonly tests: number;
+  readonly auxUsed: number;
+  readonly notWrapper: number;
+  readonly ignoredAuxResult: number;
+  readonly total: number;
+  /** The tier whose gate failed, if any. */
+  readonly stoppedAt?: "structure" | "syntax";
+}
+
+/**
+ * The reward from a harness report whose `functions` hold the `aux` query (label "aux") and the
+ * main query (label "main", callee "aux").
+ */
+export function auxMainReward(report: TestReport): AuxMainRewardBreakdown {
+  const T = AUX_MAIN_REWARD_TIERS;
+  const aux = findFunction(report, "aux");
+  const main = findFunction(report, "main");
+  const parts = { auxDefined: 0, mainDefined: 0, syntax: 0, tests: 0, auxUsed: 0, notWrapper: 0, ignoredAuxResult: 0 };
+  const done = (stoppedAt?: AuxMainRewardBreakdown["stoppedAt"]): AuxMainRewardBreakdown => {
+    const total = Object.values(parts).reduce((a, b) => a + b, 0);
+    return { ...parts, total, ...(stoppedAt ? { stoppedAt } : {}) };
+  };
+  if (aux.defined && aux.hasReturn) parts.auxDefined = T.auxDefined;
+  if (!(main.defined && main.hasReturn)) return done("structure");
+  parts.mainDefined = T.mainDefined;
+  if (!report.syntaxOk) return done("syntax");
+  parts.syntax = T.syntax;
+  if (report.total > 0) parts.tests = (T.tests * report.passed) / report.total;
+  if (report.passed > 0 && aux.defined && main.callsCallee) {
+    parts.auxUsed = T.auxUsed;
+    if (!main.isWrapper) parts.notWrapper = T.notWrapper;
+    if (main.ignoredCalleeCalls > 0) parts.ignoredAuxResult = T.ignoredAuxResult;
+  }
+  return done();
+}
+
+function findFunction(report: TestReport, label: string): FunctionReport {
+  const f = report.functions.find((x) => x.label === label);
+  // A run that produced no result at all (killed, output limit) has no analysis: nothing counts.
+  if (!f && report.harnessError !== undefined) {
+    return { label, name: label, defined: false, hasReturn: false, parses: false, callsCallee: false, isWrapper: false, ignoredCalleeCalls: 0 };
+  }
+  if (!f) throw new Error(`auxMainReward: the harness report has no function query labelled "${label}"`);
+  return f;
+}

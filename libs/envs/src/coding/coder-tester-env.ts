@@ -1,0 +1,188 @@
+/**
+ * Coder + tester (Stronger-MAS / AT-GRPO coding workflow): the tester writes unit tests (assert
+ * statements calling the entry point), the coder writes the function. They may act in parallel
+ * or one after the other (any subset of agents per step); each sees the other's latest work and
+ * the result of running the code against the tests. The episode ends when the current code passes
+ * the current generated tests (at least one), or after the coder's `maxTurns`-th attempt.
+ *
+ * | reward            | value                                                                                 |
+ * |-------------------|---------------------------------------------------------------------------------------|
+ * | team (per step)   | 1 on the step the episode ends if the code passes every hidden (dataset) test, else 0 |
+ * | coder (local)     | fraction of hidden tests its code passes (on steps where the coder acted)             |
+ * | tester (local)    | 0.5 · validity + 0.5 · discrimination (on steps where the tester acted)               |
+ *
+ * validity = fraction of the tester's asserts the canonical solution passes;
+ * discrimination = fraction of known-wrong programs its tests reject (fail at least one assert).
+ * The known-wrong programs are a stub returning `None`, plus the coder's current code when it
+ * fails a hidden test. success = the code passes every hidden test.
+ */
+import { type AgentId, type Environment, type JointAction, type StepResult, type Task, userObservation } from "@troupe/core";
+import type { CodeRunner } from "@troupe/sandbox";
+import { isAllPassed } from "./aux-main-env.ts";
+import type { CodingProblem } from "./dataset.ts";
+import { extractCode } from "./extract.ts";
+import { diagnosticsFeedback, type FeedbackTransition } from "./feedback.ts";
+import { type HarnessOptions, passFraction, runTests, type TestReport } from "./harness.ts";
+
+export const CODER_TESTER_AGENTS = ["coder", "tester"] as const;
+
+export const CODER_TESTER_REWARDS = {
+  success: 1,
+  testerValidityWeight: 0.5,
+  testerDiscriminationWeight: 0.5,
+} as const;
+
+export interface CoderTesterEnvOptions {
+  readonly runner: CodeRunner;
+  /** Coder attempts per episode. */
+  readonly maxTurns?: number;
+  /** What agents read about the code-vs-generated-tests run. Default: diagnostics including the (teammate-written) asserts. */
+  readonly feedback?: FeedbackTransition;
+  readonly harness?: Partial<HarnessOptions>;
+}
+
+export const defaultCoderTesterOptions = { maxTurns: 3 } as const;
+
+export interface CoderTesterState {
+  readonly problem: CodingProblem;
+  /** Coder attempts so far. */
+  readonly turn: number;
+  readonly maxTurns: number;
+  readonly code: string | null;
+  readonly tests: string | null;
+  /** Hidden-test result of `code`. */
+  readonly hidden: { readonly passed: number; readonly total: number } | null;
+  /** Result of `code` against `tests`. */
+  readonly generated: { readonly passed: number; readonly total: number } | null;
+  readonly feedback: Readonly<Record<AgentId, string>>;
+  readonly done: boolean;
+}
+
+/** A program that defines the entry point as a function returning None: wrong for every HumanEval problem. */
+export function stubProgram(problem: CodingProblem): string {
+  return `${problem.prompt}\n\ndef ${problem.entryPoint}(*args, **kwargs):\n    return None\n`;
+}
+
+export function coderProgram(problem: CodingProblem, code: string): string {
+  return `${problem.prompt}\n\n${code}\n`;
+}
+
+export function canonicalProgram(problem: CodingProblem): string {
+  return `${problem.prompt}${problem.canonicalSolution}\n`;
+}
+
+function instructions(agent: AgentId, p: CodingProblem): string {
+  if (agent === "tester") {
+    return (
+      `You are the tester in a two-person team. Write unit tests for \`${p.entryPoint}\` described below: ` +
+      `assert statements that call \`${p.entryPoint}(...)\` directly and check the result. Your teammate writes ` +
+      "the code. Answer with one ```python block of asserts only."
+    );
+  }
+  return (
+    `You are the coder in a two-person team. Implement \`${p.entryPoint}\` described below. Your teammate ` +
+    "writes unit tests for it. Answer with one ```python block containing the complete function."
+  );
+}
+
+const summary = (r: TestReport) => ({ passed: r.passed, total: r.total });
+
+export function coderTesterEnv(options: CoderTesterEnvOptions): Environment<CoderTesterState, CodingProblem> {
+  const maxTurns = options.maxTurns ?? defaultCoderTesterOptions.maxTurns;
+  if (!Number.isInteger(maxTurns) || maxTurns < 1) throw new Error(`coderTesterEnv: maxTurns must be >= 1, got ${maxTurns}`);
+  const feedback = options.feedback ?? diagnosticsFeedback({ revealTests: true });
+  const run = (program: string, tests: string, style: "check" | "asserts", entryPoint: string) =>
+    runTests(options.runner, { program, tests, style, entryPoint }, options.harness);
+  return {
+    name: "humaneval-coder-tester",
+    agents: CODER_TESTER_AGENTS,
+    rewardBounds: { team: [0, CODER_TESTER_REWARDS.success], local: [0, 1] },
+    reset(task: Task<CodingProblem>): CoderTesterState {
+      return {
+        problem: task.payload,
+        turn: 0,
+        maxTurns,
+        code: null,
+        tests: null,
+        hidden: null,
+        generated: null,
+        feedback: {},
+        done: false,
+      };
+    },
+    observe(state, agent) {
+      const p = state.problem;
+      let text = `${instructions(agent, p)}\n\nProblem:\n\`\`\`python\n${p.prompt}\`\`\``;
+      const own = agent === "coder" ? state.code : state.tests;
+      const other = agent === "coder" ? state.tests : state.code;
+      if (other !== null) text += `\n\nYour teammate's ${agent === "coder" ? "tests" : "code"}:\n\`\`\`python\n${other}\n\`\`\``;
+      if (own !== null) text += `\n\nYour previous ${agent === "coder" ? "code" : "tests"}:\n\`\`\`python\n${own}\n\`\`\``;
+      if (state.feedback[agent]) text += `\n\n${state.feedback[agent]}`;
+      return userObservation(text);
+    },
+    async step(state, actions: JointAction): Promise<StepResult<CoderTesterState>> {
+      if (state.done) throw new Error("humaneval-coder-tester: step called on a finished episode");
+      const p = state.problem;
+      const coderActed = actions.coder !== undefined;
+      const testerActed = actions.tester !== undefined;
+      const code = coderActed ? extractCode(actions.coder!) : state.code;
+      const tests = testerActed ? extractCode(actions.tester!) : state.tests;
+
+      const [hiddenReport, generatedReport, canonicalReport, stubReport] = await Promise.all([
+        coderActed && code !== null ? run(coderProgram(p, code), p.test, "check", p.entryPoint) : undefined,
+        code !== null && tests !== null ? run(coderProgram(p, code), tests, "asserts", p.entryPoint) : undefined,
+        testerActed && tests !== null ? run(canonicalProgram(p), tests, "asserts", p.entryPoint) : undefined,
+        testerActed && tests !== null ? run(stubProgram(p), tests, "asserts", p.entryPoint) : undefined,
+      ]);
+      const hidden = hiddenReport ? summary(hiddenReport) : state.hidden;
+      const generated = generatedReport ? summary(generatedReport) : null;
+      const hiddenAllPassed = hidden !== null && hidden.total > 0 && hidden.passed === hidden.total;
+
+      const localRewards: Record<AgentId, number> = {};
+      if (coderActed) localRewards.coder = hidden ? passFraction(hidden) : 0;
+      let testerParts: { validity: number; discrimination: number } | undefined;
+      if (testerActed && canonicalReport && stubReport) {
+        const validity = passFraction(canonicalReport);
+        const rejections = [rejects(stubReport)];
+        if (generatedReport && !hiddenAllPassed) rejections.push(rejects(generatedReport));
+        const discrimination = rejections.filter(Boolean).length / rejections.length;
+        testerParts = { validity, discrimination };
+        localRewards.tester =
+          CODER_TESTER_REWARDS.testerValidityWeight * validity +
+          CODER_TESTER_REWARDS.testerDiscriminationWeight * discrimination;
+      }
+
+      const turn = state.turn + (coderActed ? 1 : 0);
+      const testsPassed = generatedReport !== undefined && isAllPassed(generatedReport);
+      const done = testsPassed || turn >= state.maxTurns;
+      const success = hiddenAllPassed;
+      const nextFeedback: Record<AgentId, string> = {};
+      if (!done && generatedReport && code !== null) {
+        for (const agent of CODER_TESTER_AGENTS) {
+          nextFeedback[agent] = await feedback.feedback({
+            problem: p,
+            agent,
+            responsibility: agent === "coder" ? `the function \`${p.entryPoint}\`` : "the unit tests",
+            code: agent === "coder" ? code : (tests ?? ""),
+            program: coderProgram(p, code),
+            report: generatedReport,
+            turn: state.turn,
+          });
+        }
+      }
+      return {
+        state: { ...state, turn, code, tests, hidden, generated, feedback: nextFeedback, done },
+        teamReward: done && success ? CODER_TESTER_REWARDS.success : 0,
+        localRewards,
+        done,
+        success,
+        info: { hidden, generated, tester: testerParts, generatedReport, hiddenReport },
+      };
+    },
+  };
+}
+
+/** Tests reject a program when at least one assert fails on it (or it cannot even load). */
+function rejects(report: TestReport): boolean {
+  return report.total > 0 && report.passed < report.total;
+}

@@ -1,0 +1,74 @@
+/**
+ * HumanEval-format coding problems (task_id, prompt, canonical_solution, test, entry_point), as
+ * in openai/human-eval. The shipped copy is `libs/envs/data/humaneval/HumanEval.jsonl.gz`
+ * (MIT, see the LICENSE next to it).
+ */
+import type { Split, Task } from "@troupe/core";
+import { z } from "zod";
+import { DATA_DIR, type DataSource, loadJsonl } from "./load.ts";
+import { splitByHash } from "./split.ts";
+import { join } from "node:path";
+
+export const HumanEvalRowSchema = z.object({
+  task_id: z.string().min(1),
+  prompt: z.string().min(1),
+  canonical_solution: z.string(),
+  test: z.string().min(1),
+  entry_point: z.string().regex(/^[A-Za-z_]\w*$/, "must be a Python identifier"),
+});
+export type HumanEvalRow = z.infer<typeof HumanEvalRowSchema>;
+
+/** The payload of a coding task. */
+export interface CodingProblem {
+  readonly taskId: string;
+  /** Signature and docstring of the function to write (plus any helpers and imports). */
+  readonly prompt: string;
+  /** Body completing `prompt`; `prompt + canonicalSolution` is a correct program. */
+  readonly canonicalSolution: string;
+  /** The hidden tests: a module defining `check(candidate)`. */
+  readonly test: string;
+  readonly entryPoint: string;
+}
+
+export const DEFAULT_HUMANEVAL_PATH = join(DATA_DIR, "humaneval", "HumanEval.jsonl.gz");
+
+/** Loads and validates HumanEval rows (JSONL or JSONL.gz, path or URL). Defaults to the shipped copy. */
+export async function loadHumanEval(source: DataSource = DEFAULT_HUMANEVAL_PATH): Promise<CodingProblem[]> {
+  const rows = await loadJsonl(source, HumanEvalRowSchema, "task_id");
+  const seen = new Set<string>();
+  return rows.map((row, i) => {
+    if (seen.has(row.task_id)) throw new Error(`${String(source)}: row ${i + 1}: duplicate task_id "${row.task_id}"`);
+    seen.add(row.task_id);
+    return {
+      taskId: row.task_id,
+      prompt: row.prompt,
+      canonicalSolution: row.canonical_solution,
+      test: row.test,
+      entryPoint: row.entry_point,
+    };
+  });
+}
+
+export interface CodingSplitOptions {
+  /** Fraction of problems in the test split, chosen by hash of the prompt. HumanEval has one split. */
+  readonly testFraction: number;
+  readonly salt: string;
+}
+
+export const defaultCodingSplit: CodingSplitOptions = { testFraction: 0.5, salt: "humaneval" };
+
+/** The problem text that identifies a problem for split purposes. */
+export function codingProblemKey(problem: CodingProblem): string {
+  return problem.prompt;
+}
+
+/** Train and test tasks, disjoint by a hash of the prompt. */
+export function codingTasks(
+  problems: readonly CodingProblem[],
+  options: Partial<CodingSplitOptions> = {},
+): Record<Extract<Split, "train" | "test">, Task<CodingProblem>[]> {
+  const { testFraction, salt } = { ...defaultCodingSplit, ...options };
+  const { train, test } = splitByHash(problems, codingProblemKey, testFraction, salt);
+  const toTask = (split: Split) => (p: CodingProblem): Task<CodingProblem> => ({ id: p.taskId, split, payload: p });
+  return { train: train.map(toTask("train")), test: test.map(toTask("test")) };
+}

@@ -1,0 +1,119 @@
+/**
+ * What a puzzle game must provide so that the shared role protocols (compact planner/fixer and
+ * Stronger-MAS tool/plan, see `episode.ts`) can run it: boards, moves, a parser, a simulator with
+ * per-move rewards, a solver, and text renderings.
+ *
+ * A *plan* is a sequence of moves executed from the current board. Execution stops at the first
+ * invalid move (which is not applied) or as soon as the puzzle is solved; moves beyond
+ * `maxPlanLength` are ignored.
+ */
+
+/** Reward constants every game uses (see docs/environments.md for each game's table). */
+export interface GameRewards {
+  /** Per executed (valid) move. */
+  readonly step: number;
+  /** An invalid move or an unreadable plan; execution stops there, so at most once per plan. */
+  readonly invalid: number;
+  /** Reaching a solved board. */
+  readonly solved: number;
+  /** Extra on solving when the whole episode used exactly the optimal number of moves (0 = none). */
+  readonly optimalBonus: number;
+  /** The episode ends unsolved: turns ran out, or the board became unsolvable (deadlock). */
+  readonly failure: number;
+}
+
+export type MoveOutcome<Board> =
+  | { readonly board: Board; readonly reward: number }
+  | { readonly invalid: string; readonly at: string };
+
+export interface Game<Puzzle, Board, Move> {
+  /** Environment name (`plan-path`, `sokoban`, `sudoku`). */
+  readonly name: string;
+  /** Short name for compact prompts (`path`, `soko`, `sudoku`). */
+  readonly shortName: string;
+  /** Title for the tool-role prompts. */
+  readonly title: string;
+  readonly rewards: GameRewards;
+  /** Inclusive range of `MoveOutcome.reward` for one valid move (game-specific part, step cost excluded). */
+  readonly moveRewardRange: readonly [number, number];
+  initialBoard(puzzle: Puzzle): Board;
+  /** Moves from an agent's text, or null if unreadable. */
+  parsePlan(text: string): Move[] | null;
+  formatPlan(moves: readonly Move[]): string;
+  /** One move from `board`: the new board and the move's game-specific reward, or why it is invalid. */
+  applyMove(puzzle: Puzzle, board: Board, move: Move): MoveOutcome<Board>;
+  isSolved(puzzle: Puzzle, board: Board): boolean;
+  /** Optimal remaining cost to solve from `board` (0 when solved); Infinity when it cannot be solved. */
+  remaining(puzzle: Puzzle, board: Board): number;
+  /** An optimal plan from `board`, or null when none exists. */
+  solve(puzzle: Puzzle, board: Board): Move[] | null;
+  /** Optimal number of moves from the start (for `optimalBonus`), or null when the game has none. */
+  optimalMoves(puzzle: Puzzle): number | null;
+  /** Compact text picture of the board, one row per line. */
+  render(puzzle: Puzzle, board: Board): string;
+  /** Short status for reports, e.g. `at (3,5)`. */
+  status(puzzle: Puzzle, board: Board): string;
+  /** The board as plain data for the tool agent's program (`puzzle` in Python). */
+  toolData(puzzle: Puzzle, board: Board): unknown;
+  /** Rules and data layout for the tool-role prompts. */
+  readonly toolRules: string;
+  /** How a plan is written, e.g. `letters U/D/L/R, e.g. UURDL`. */
+  readonly planFormat: string;
+  /** A correct Python solver over `puzzle` that prints an optimal plan (the tool role's demonstration). */
+  readonly toolSolverCode: string;
+}
+
+export interface Execution<Board> {
+  readonly board: Board;
+  /** Sum of step costs, move rewards and the invalid penalty (not solved/failure bonuses). */
+  readonly reward: number;
+  /** Valid moves applied. */
+  readonly executed: number;
+  readonly solved: boolean;
+  /** Report of the first invalid move, e.g. `blocked at step 3 (2,4)`. */
+  readonly invalid: string | null;
+  /** Moves dropped because the plan was longer than `maxPlanLength`. */
+  readonly cut: number;
+}
+
+/** Runs a plan from `board` (see the file comment for the stopping rules). */
+export function executePlan<Puzzle, Board, Move>(
+  game: Game<Puzzle, Board, Move>,
+  puzzle: Puzzle,
+  board: Board,
+  moves: readonly Move[],
+  maxPlanLength: number,
+): Execution<Board> {
+  let reward = 0;
+  let executed = 0;
+  let solved = game.isSolved(puzzle, board);
+  let invalid: string | null = null;
+  const limit = Math.min(moves.length, maxPlanLength);
+  for (let i = 0; i < limit && !solved; i++) {
+    const outcome = game.applyMove(puzzle, board, moves[i]!);
+    if ("invalid" in outcome) {
+      reward += game.rewards.invalid;
+      invalid = `${outcome.invalid} at step ${i + 1} ${outcome.at}`;
+      break;
+    }
+    board = outcome.board;
+    reward += game.rewards.step + outcome.reward;
+    executed++;
+    solved = game.isSolved(puzzle, board);
+  }
+  return { board, reward, executed, solved, invalid, cut: Math.max(0, moves.length - maxPlanLength) };
+}
+
+/**
+ * A role's own progress from one plan, in [-1, 1]: the fraction of the remaining optimal cost it
+ * removed, (h_before − h_after) / h_before (1 = solved, negative = made things worse, −1 = made the
+ * puzzle unsolvable), plus the invalid penalty if the plan hit an invalid move.
+ */
+export function planProgress(hBefore: number, hAfter: number, hitInvalid: boolean, invalidPenalty: number): number {
+  const progress = hAfter === Number.POSITIVE_INFINITY ? -1 : hBefore > 0 ? (hBefore - hAfter) / hBefore : 0;
+  return clamp(progress + (hitInvalid ? invalidPenalty : 0), -1, 1);
+}
+
+export function clamp(x: number, lo: number, hi: number): number {
+  return Math.min(hi, Math.max(lo, x));
+}

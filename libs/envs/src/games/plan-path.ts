@@ -1,0 +1,306 @@
+/**
+ * Plan-Path: move an agent across a grid with blocked cells to a goal, with actions U/D/L/R.
+ *
+ * Generation: a rows×cols grid with round(blockedFraction·rows·cols) blocked cells at random
+ * places; a start among the free cells; a goal among the free cells reachable from the start at
+ * BFS distance ≥ minPathLength. Every instance is therefore solvable, and BFS gives its optimal
+ * path length.
+ *
+ * Team reward per step, as in the Stronger-MAS (AT-GRPO) Plan-Path setup, plus potential-based
+ * shaping (Ng, Harada & Russell 1999), which leaves the optimal policy unchanged:
+ *   each executed move            step = −0.01
+ *   invalid move (wall / off grid / unreadable plan; the plan stops there)   invalid = −0.1
+ *   reaching the goal             goal = +1, and optimalBonus = +0.5 more if the episode's moves = BFS optimum
+ *   episode ends without the goal failure = −1
+ *   each executed move s → s'     F = γ·Φ(s') − Φ(s),  Φ(s) = −d(s) / scale
+ * with d(s) = BFS distance from s to the goal, γ = shapingGamma (default 1: GRPO-style returns are
+ * undiscounted, and with γ = 1 the shaping telescopes to (d(start) − d(end)) / scale, so it changes
+ * no comparison between complete episodes) and scale = shapingScale (default max(rows, cols), the
+ * grid size: one step closer earns +1/10 on the default 10×10 grid, so moving closer nets +0.09 and
+ * moving away −0.11).
+ */
+import type { Split, Task } from "@troupe/core";
+import type { Rng } from "@troupe/core";
+import { z } from "zod";
+import {
+  EpisodeOptionsSchema,
+  type GameEnvironment,
+  type GameState,
+  gameDemo,
+  gameEnvironment,
+} from "./episode.ts";
+import type { Game, GameRewards } from "./game.ts";
+import { bfsDistances, DIRECTIONS, type Direction, formatPos, type Pos, parseDirections, samePos, step } from "./grid.ts";
+import { parseOptions } from "./options.ts";
+import { generateSplitTasks, SplitFractionsSchema } from "./splits.ts";
+
+export const PLAN_PATH = "plan-path";
+
+export interface PlanPathPuzzle {
+  readonly rows: number;
+  readonly cols: number;
+  /** One string per row: `#` blocked, `.` free. */
+  readonly grid: readonly string[];
+  readonly start: Pos;
+  readonly goal: Pos;
+  /** BFS shortest path length from start to goal. */
+  readonly optimal: number;
+}
+
+export interface PlanPathBoard {
+  readonly pos: Pos;
+}
+
+export const PlanPathGenerationSchema = z.object({
+  rows: z.number().int().min(2).max(32).default(10),
+  cols: z.number().int().min(2).max(32).default(10),
+  /** Share of cells blocked (rounded to a whole number of cells). */
+  blockedFraction: z.number().min(0).max(0.7).default(0.22),
+  /** Smallest BFS distance from start to goal. */
+  minPathLength: z.number().int().min(1).default(4),
+  splitFractions: SplitFractionsSchema.default({ test: 0.1, validation: 0.1 }),
+});
+export type PlanPathGeneration = z.output<typeof PlanPathGenerationSchema>;
+
+export const PlanPathRewardsSchema = z.object({
+  step: z.number().default(-0.01),
+  invalid: z.number().default(-0.1),
+  goal: z.number().default(1),
+  optimalBonus: z.number().default(0.5),
+  failure: z.number().default(-1),
+  shapingGamma: z.number().min(0).max(1).default(1),
+  /** Divisor of the BFS distance in Φ; default max(rows, cols) of the puzzle. */
+  shapingScale: z.number().positive().optional(),
+});
+export type PlanPathRewards = z.output<typeof PlanPathRewardsSchema>;
+
+const PlanPathOptionsSchema = EpisodeOptionsSchema.extend({
+  ...PlanPathGenerationSchema.shape,
+  rewards: PlanPathRewardsSchema.default(PlanPathRewardsSchema.parse({})),
+}).strict();
+export type PlanPathOptions = z.input<typeof PlanPathOptionsSchema>;
+
+// ---------------------------------------------------------------------------------------------
+// Puzzle
+
+const isOpen = (puzzle: Pick<PlanPathPuzzle, "grid">) => (r: number, c: number) => puzzle.grid[r]![c] === ".";
+
+const distanceCache = new WeakMap<PlanPathPuzzle, Int32Array>();
+
+/** BFS distance of every cell to the goal (-1 = unreachable); cached per puzzle object. */
+export function distancesToGoal(puzzle: PlanPathPuzzle): Int32Array {
+  let dist = distanceCache.get(puzzle);
+  if (dist === undefined) {
+    dist = bfsDistances(puzzle.rows, puzzle.cols, isOpen(puzzle), puzzle.goal);
+    distanceCache.set(puzzle, dist);
+  }
+  return dist;
+}
+
+function distanceToGoal(puzzle: PlanPathPuzzle, pos: Pos): number {
+  const d = distancesToGoal(puzzle)[pos[0] * puzzle.cols + pos[1]]!;
+  return d < 0 ? Number.POSITIVE_INFINITY : d;
+}
+
+/** A shortest path from `from` to the goal (ties broken in U, D, L, R order), or null. */
+export function shortestPlanPath(puzzle: PlanPathPuzzle, from: Pos): Direction[] | null {
+  const dist = distancesToGoal(puzzle);
+  let d = dist[from[0] * puzzle.cols + from[1]]!;
+  if (d < 0) return null;
+  const plan: Direction[] = [];
+  let pos = from;
+  while (d > 0) {
+    const dir = DIRECTIONS.find((m) => {
+      const [r, c] = step(pos, m);
+      return r >= 0 && r < puzzle.rows && c >= 0 && c < puzzle.cols && dist[r * puzzle.cols + c] === d - 1;
+    })!;
+    plan.push(dir);
+    pos = step(pos, dir);
+    d--;
+  }
+  return plan;
+}
+
+/** One random instance (null when the draw has no goal far enough from the start). */
+export function generatePlanPathPuzzle(rng: Rng, config: PlanPathGeneration): PlanPathPuzzle | null {
+  const { rows, cols } = config;
+  const cells = rows * cols;
+  const blocked = new Set(rng.shuffled([...Array(cells).keys()]).slice(0, Math.round(config.blockedFraction * cells)));
+  const grid = [...Array(rows).keys()].map((r) =>
+    [...Array(cols).keys()].map((c) => (blocked.has(r * cols + c) ? "#" : ".")).join(""),
+  );
+  const free = [...Array(cells).keys()].filter((i) => !blocked.has(i));
+  if (free.length < 2) return null;
+  const s = rng.pick(free);
+  const start: Pos = [Math.floor(s / cols), s % cols];
+  const dist = bfsDistances(rows, cols, isOpen({ grid }), start);
+  const far = free.filter((i) => dist[i]! >= config.minPathLength);
+  if (far.length === 0) return null;
+  const g = rng.pick(far);
+  return { rows, cols, grid, start, goal: [Math.floor(g / cols), g % cols], optimal: dist[g]! };
+}
+
+const PosSchema = z.tuple([z.number().int(), z.number().int()]);
+
+const PlanPathPuzzleSchema = z
+  .object({
+    rows: z.number().int().min(1),
+    cols: z.number().int().min(1),
+    grid: z.array(z.string().regex(/^[.#]+$/, "grid rows use only '.' and '#'")),
+    start: PosSchema,
+    goal: PosSchema,
+    optimal: z.number().int().min(0),
+  })
+  .superRefine((p, ctx) => {
+    if (p.grid.length !== p.rows) ctx.addIssue({ code: "custom", path: ["grid"], message: `needs ${p.rows} rows` });
+    p.grid.forEach((row, r) => {
+      if (row.length !== p.cols) ctx.addIssue({ code: "custom", path: ["grid", r], message: `needs ${p.cols} columns` });
+    });
+    for (const key of ["start", "goal"] as const) {
+      const [r, c] = p[key];
+      if (p.grid[r]?.[c] !== ".") ctx.addIssue({ code: "custom", path: [key], message: "must be a free cell" });
+    }
+  });
+
+function checkPlanPathPuzzle(payload: unknown, taskId: string): PlanPathPuzzle {
+  const puzzle = parseOptions(`${PLAN_PATH} task ${taskId}: payload`, PlanPathPuzzleSchema, payload) as PlanPathPuzzle;
+  const d = bfsDistances(puzzle.rows, puzzle.cols, isOpen(puzzle), puzzle.start)[puzzle.goal[0] * puzzle.cols + puzzle.goal[1]]!;
+  if (d !== puzzle.optimal) {
+    throw new Error(`${PLAN_PATH} task ${taskId}: payload.optimal is ${puzzle.optimal} but BFS gives ${d < 0 ? "unreachable" : d}`);
+  }
+  // Keep the caller's object (not zod's copy) so per-puzzle caches and identity checks hold.
+  return payload as PlanPathPuzzle;
+}
+
+/** `count` distinct Plan-Path tasks of `split` (see splits.ts for the disjointness guarantee). */
+export function generatePlanPathTasks(
+  split: Split,
+  count: number,
+  options: z.input<typeof PlanPathGenerationSchema> & { readonly seed?: number } = {},
+): Task<PlanPathPuzzle>[] {
+  const { seed = 0, ...rest } = options;
+  const config = parseOptions(`${PLAN_PATH} generation options`, PlanPathGenerationSchema.strict(), rest);
+  return generateSplitTasks({
+    env: PLAN_PATH,
+    split,
+    count,
+    seed,
+    fractions: config.splitFractions,
+    candidate: (rng) => {
+      const puzzle = generatePlanPathPuzzle(rng, config);
+      if (puzzle === null) return null;
+      const key = { game: PLAN_PATH, grid: puzzle.grid, start: puzzle.start, goal: puzzle.goal };
+      return { payload: puzzle, instanceKey: key, splitKey: key };
+    },
+  });
+}
+
+// ---------------------------------------------------------------------------------------------
+// Game
+
+const PLAN_PATH_TOOL_CODE = `from collections import deque
+
+grid = puzzle["grid"]
+rows, cols = len(grid), len(grid[0])
+start, goal = tuple(puzzle["position"]), tuple(puzzle["goal"])
+moves = [("U", -1, 0), ("D", 1, 0), ("L", 0, -1), ("R", 0, 1)]
+came_from = {start: None}
+queue = deque([start])
+while queue:
+    cell = queue.popleft()
+    if cell == goal:
+        break
+    for name, dr, dc in moves:
+        nxt = (cell[0] + dr, cell[1] + dc)
+        if 0 <= nxt[0] < rows and 0 <= nxt[1] < cols and grid[nxt[0]][nxt[1]] != "#" and nxt not in came_from:
+            came_from[nxt] = (cell, name)
+            queue.append(nxt)
+plan = []
+cell = goal
+while came_from.get(cell) is not None:
+    cell, name = came_from[cell]
+    plan.append(name)
+print("".join(reversed(plan)))
+`;
+
+export function planPathGame(rewards: PlanPathRewards): Game<PlanPathPuzzle, PlanPathBoard, Direction> {
+  const gamma = rewards.shapingGamma;
+  const scaleOf = (p: PlanPathPuzzle) => rewards.shapingScale ?? Math.max(p.rows, p.cols);
+  const gameRewards: GameRewards = {
+    step: rewards.step,
+    invalid: rewards.invalid,
+    solved: rewards.goal,
+    optimalBonus: rewards.optimalBonus,
+    failure: rewards.failure,
+  };
+  // F = (d − γ·d') / scale with d' = d ± 1 and 0 ≤ d ≤ 32·32: the widest range over all puzzles.
+  const maxScale = rewards.shapingScale ?? 2;
+  const maxD = 32 * 32;
+  const moveRewardRange = [-gamma / maxScale, (maxD * (1 - gamma) + gamma) / maxScale] as const;
+  return {
+    name: PLAN_PATH,
+    shortName: "path",
+    title: "Plan-Path",
+    rewards: gameRewards,
+    moveRewardRange,
+    initialBoard: (puzzle) => ({ pos: puzzle.start }),
+    parsePlan: parseDirections,
+    formatPlan: (moves) => moves.join(""),
+    applyMove(puzzle, board, move) {
+      const [r, c] = step(board.pos, move);
+      if (r < 0 || r >= puzzle.rows || c < 0 || c >= puzzle.cols) return { invalid: "off grid", at: formatPos(board.pos) };
+      if (puzzle.grid[r]![c] === "#") return { invalid: "blocked", at: formatPos(board.pos) };
+      const next: Pos = [r, c];
+      const shaping = (distanceToGoal(puzzle, board.pos) - gamma * distanceToGoal(puzzle, next)) / scaleOf(puzzle);
+      return { board: { pos: next }, reward: shaping };
+    },
+    isSolved: (puzzle, board) => samePos(board.pos, puzzle.goal),
+    remaining: (puzzle, board) => distanceToGoal(puzzle, board.pos),
+    solve: (puzzle, board) => shortestPlanPath(puzzle, board.pos),
+    optimalMoves: (puzzle) => puzzle.optimal,
+    render: renderPlanPath,
+    status: (_puzzle, board) => `at ${formatPos(board.pos)}`,
+    toolData: (puzzle, board) => ({ grid: puzzle.grid, position: board.pos, goal: puzzle.goal }),
+    toolRules:
+      "Plan-Path: move the agent A to the goal G on a grid. '#' is blocked, '.' is free. Moves: U (row-1), " +
+      "D (row+1), L (col-1), R (col+1). A move into '#' or off the grid is invalid and stops the plan. " +
+      "Reaching G ends the episode; a shortest plan earns a bonus. Data: grid (rows of '.'/'#'), " +
+      "position [row, col], goal [row, col].",
+    planFormat: "letters U/D/L/R, e.g. UURDL",
+    toolSolverCode: PLAN_PATH_TOOL_CODE,
+  };
+}
+
+/** The grid one row per line: `#` blocked, `.` free, `A` the agent, `G` the goal. */
+export function renderPlanPath(puzzle: PlanPathPuzzle, board: PlanPathBoard): string {
+  return puzzle.grid
+    .map((row, r) =>
+      [...row]
+        .map((ch, c) => (samePos(board.pos, [r, c]) ? "A" : samePos(puzzle.goal, [r, c]) ? "G" : ch))
+        .join(""),
+    )
+    .join("\n");
+}
+
+export type PlanPathState = GameState<PlanPathPuzzle, PlanPathBoard>;
+export type PlanPathEnvironment = GameEnvironment<PlanPathPuzzle, PlanPathBoard>;
+
+/** The Plan-Path environment. `options.roles`: "compact" (planner, fixer; default) or "tool" (tool, plan). */
+export function planPathEnv(options: PlanPathOptions = {}): PlanPathEnvironment {
+  const parsed = parseOptions(`${PLAN_PATH} options`, PlanPathOptionsSchema, options);
+  const { rows, cols, blockedFraction, minPathLength, splitFractions } = parsed;
+  return gameEnvironment({
+    game: planPathGame(parsed.rewards),
+    options: parsed,
+    checkPuzzle: checkPlanPathPuzzle,
+    generateTasks: (split, count, seed) =>
+      generatePlanPathTasks(split, count, { rows, cols, blockedFraction, minPathLength, splitFractions, seed }),
+  });
+}
+
+const DEFAULT_PLAN_PATH_GAME = planPathGame(PlanPathRewardsSchema.parse({}));
+
+/** The solver's next action text for `agent` ("planner" | "fixer" | "tool" | "plan"). */
+export function planPathDemo(task: Task<PlanPathPuzzle>, state: PlanPathState, agent: string): string {
+  return gameDemo(DEFAULT_PLAN_PATH_GAME, task, state, agent);
+}

@@ -1,0 +1,105 @@
+import { beforeAll, describe, expect, it } from "vitest";
+import type { CodeRunner } from "@troupe/sandbox";
+import { loadHumanEval, runTests, type CodingProblem } from "../../src/coding/index.ts";
+import { doubleSum } from "./fixtures.ts";
+import { testRunner } from "./local-python-runner.ts";
+
+let runner: CodeRunner;
+let problems: Map<string, CodingProblem>;
+beforeAll(async () => {
+  ({ runner } = await testRunner());
+  problems = new Map((await loadHumanEval()).map((p) => [p.taskId, p]));
+});
+
+const canonical = (p: CodingProblem) => `${p.prompt}${p.canonicalSolution}`;
+
+describe("test harness", () => {
+  it("splits HumanEval checks into asserts (loops count once) and the canonical solutions pass", async () => {
+    // Expected counts read off the test text: /0 has 7 asserts; /32 one for-loop; /38 one loop; /53 5 asserts + a loop.
+    const expected: Record<string, number> = { "HumanEval/0": 7, "HumanEval/32": 1, "HumanEval/38": 1, "HumanEval/53": 6 };
+    const reports = await Promise.all(
+      Object.keys(expected).map((id) => {
+        const p = problems.get(id)!;
+        return runTests(runner, { program: canonical(p), tests: p.test, style: "check", entryPoint: p.entryPoint });
+      }),
+    );
+    Object.keys(expected).forEach((id, i) => {
+      expect(reports[i]!.total, id).toBe(expected[id]);
+      expect(reports[i]!.passed, id).toBe(expected[id]);
+      expect(reports[i]!.setupErrors, id).toEqual([]);
+    });
+  });
+
+  it("counts partial passes, skips `assert True`, and reports errors per assert", async () => {
+    const program = `${doubleSum.prompt}\ndef double_sum(xs):\n    print("hello")\n    return 2 * sum(xs) if xs else 1\n`;
+    const r = await runTests(runner, { program, tests: doubleSum.test, style: "check", entryPoint: "double_sum" });
+    expect([r.passed, r.total]).toEqual([2, 3]);
+    expect(r.tests[0]).toMatchObject({ source: "assert candidate(zero) == 0", passed: false, error: "AssertionError" });
+    expect(r.output).toContain("hello");
+  });
+
+  it("reports syntax errors, a missing entry point and per-test timeouts", async () => {
+    const bad = await runTests(runner, { program: "def f(:\n", tests: doubleSum.test, style: "check", entryPoint: "f" });
+    expect(bad.syntaxOk).toBe(false);
+    expect(bad.syntaxError).toMatch(/^line 1:/);
+
+    const missing = await runTests(runner, { program: "x = 1\n", tests: doubleSum.test, style: "check", entryPoint: "double_sum" });
+    expect(missing.syntaxOk).toBe(true);
+    expect(missing.loadError).toMatch(/entry point 'double_sum' is not defined/);
+    expect([missing.passed, missing.total]).toEqual([0, 3]);
+
+    const loop = "def double_sum(xs):\n    while True:\n        pass\n";
+    const slow = await runTests(
+      runner,
+      { program: loop, tests: doubleSum.test, style: "check", entryPoint: "double_sum" },
+      { perTestTimeoutMs: 150, maxTimeouts: 2 },
+    );
+    expect(slow.tests.map((t) => Boolean(t.timedOut))).toEqual([true, true, false]);
+    expect(slow.tests[2]!.error).toMatch(/not run: 2 tests already timed out/);
+    expect(slow.passed).toBe(0);
+  });
+
+  it("runs model-written asserts (asserts style) against a program", async () => {
+    const tests = "assert double_sum([1]) == 2\nassert double_sum([]) == 1\nx = 3\nassert x == 3\n";
+    const r = await runTests(runner, {
+      program: canonical(doubleSum),
+      tests,
+      style: "asserts",
+      entryPoint: "double_sum",
+    });
+    // `assert x == 3` does not mention the function under test, so it is setup, not a test.
+    expect(r.tests.map((t) => t.passed)).toEqual([true, false]);
+  });
+
+  it("answers the static questions with ast", async () => {
+    const main = "def double_sum(xs):\n    '''doc'''\n    aux(xs)\n    v = aux(xs)\n    return v\n";
+    const r = await runTests(runner, {
+      program: "pass",
+      tests: "",
+      style: "asserts",
+      entryPoint: "double_sum",
+      functions: [
+        { label: "main", code: main, name: "double_sum", callee: "aux" },
+        { label: "aux", code: "def aux(xs:\n    return 1\n", name: "aux" },
+        { label: "none", code: "def aux2(x):\n    return 1\n", name: "aux" },
+      ],
+    });
+    expect(r.functions).toEqual([
+      { label: "main", name: "double_sum", defined: true, hasReturn: true, parses: true, callsCallee: true, isWrapper: false, ignoredCalleeCalls: 1 },
+      { label: "aux", name: "aux", defined: true, hasReturn: true, parses: false, callsCallee: false, isWrapper: false, ignoredCalleeCalls: 0 },
+      { label: "none", name: "aux", defined: false, hasReturn: false, parses: true, callsCallee: false, isWrapper: false, ignoredCalleeCalls: 0 },
+    ]);
+  });
+
+  it.runIf(process.env.TROUPE_HUMANEVAL_ALL === "1")(
+    "every canonical HumanEval solution passes all of its asserts (opt-in: TROUPE_HUMANEVAL_ALL=1)",
+    async () => {
+      for (const p of problems.values()) {
+        const r = await runTests(runner, { program: canonical(p), tests: p.test, style: "check", entryPoint: p.entryPoint });
+        expect(r.total, p.taskId).toBeGreaterThan(0);
+        expect(r.passed, p.taskId).toBe(r.total);
+      }
+    },
+    600_000,
+  );
+});

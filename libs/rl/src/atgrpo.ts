@@ -1,0 +1,210 @@
+/**
+ * AT-GRPO — agent- and turn-wise grouped GRPO
+ * (Zhao et al., "Stronger-MAS: Multi-Agent Reinforcement Learning for Collaborative LLMs", 2025).
+ *
+ * Tree-structured sampling with one surviving branch. At turn t, each agent i in turn order:
+ *   1. observes the current state s and samples K candidates a_1..a_K from the SAME state;
+ *   2. each candidate is stepped on its own copy of s (states are immutable, so "copy" is free):
+ *        s_k', team_k, local_k = env.step(s, {i: a_k})
+ *   3. its reward mixes the team and the agent's own reward:   r_k = α · team_k + local_k
+ *   4. group (task, turn, agent) = the K candidates; advantage A_k = (r_k − mean r) / (std r + ε)
+ *   5. the best candidate k* = argmax_k r_k (ties broken by a seeded draw; or sampled with
+ *      p ∝ exp(r_k / τ) when `selection` is "sample") continues the episode: s ← s_{k*}',
+ *      and the agents after i in the same turn observe it.
+ * The episode ends when the environment says done or after `maxTurns` turns.
+ *
+ * Group filters (optional, applied after rollout by the trainer or here): drop groups whose
+ * rewards are all equal; drop the lowest-mean fraction of groups.
+ *
+ * Turn order: agents act one at a time in role order; a team with turnOrder "parallel" is rolled
+ * out the same way (each agent's candidates are stepped with only that agent's action).
+ */
+import { type AgentId, deriveSeed, type Observation, Rng, type StepResult, type Task } from "@troupe/core";
+import { type AdvantageConfig, groupAdvantages } from "./advantages.ts";
+import { filterGroups, type GroupFilterConfig, groupKey } from "./grouping.ts";
+import { countLeaves, edgeNode, rootNode } from "./parallel.ts";
+import {
+  buildSample,
+  type EpisodeSummary,
+  generateForAgents,
+  prepareContext,
+  type RolloutContext,
+  type RolloutNode,
+  type RolloutResult,
+  requestSeed,
+  resetState,
+  rewardParts,
+  stepState,
+} from "./rollout.ts";
+
+export interface AtgrpoConfig {
+  /** K: candidates per (turn, agent). Stronger-MAS samples K = 4 branches per agent per turn. */
+  readonly candidates: number;
+  /** α: weight of the team reward; the agent's local reward has weight 1. Stronger-MAS: α = 1. */
+  readonly alpha: number;
+  readonly localWeight: number;
+  /** "argmax": the best candidate continues (ties broken by seed); "sample": p ∝ exp(r/τ). */
+  readonly selection: "argmax" | "sample";
+  /** τ for `selection: "sample"`. */
+  readonly selectionTemperature: number;
+  readonly advantage: AdvantageConfig;
+  readonly filters: GroupFilterConfig;
+}
+
+export const defaultAtgrpoConfig: AtgrpoConfig = {
+  candidates: 4,
+  alpha: 1,
+  localWeight: 1,
+  selection: "argmax",
+  selectionTemperature: 1,
+  advantage: { baseline: "mean", normalizeStd: true, eps: 1e-6 },
+  filters: { dropZeroVariance: false, dropLowestMeanFraction: 0 },
+};
+
+interface Episode<S> {
+  readonly task: Task<unknown>;
+  state: S;
+  done: boolean;
+  success: boolean;
+  teamReturn: number;
+  turns: number;
+  /** The chosen path as rollout nodes; each holds all K candidates as children, the chosen one continues. */
+  readonly root: RolloutNode;
+  cursor: RolloutNode;
+}
+
+/** Index of the candidate that continues the episode. */
+export function selectCandidate(
+  rewards: readonly number[],
+  mode: AtgrpoConfig["selection"],
+  temperature: number,
+  rng: Rng,
+): number {
+  if (mode === "sample") {
+    const top = Math.max(...rewards);
+    return rng.weightedIndex(rewards.map((r) => Math.exp((r - top) / temperature)));
+  }
+  const best = Math.max(...rewards);
+  const tied = rewards.flatMap((r, k) => (r === best ? [k] : []));
+  return tied.length === 1 ? tied[0]! : rng.pick(tied);
+}
+
+export async function rolloutAtgrpo<S, P>(
+  ctx: RolloutContext<S, P>,
+  tasks: readonly Task<P>[],
+  config: AtgrpoConfig = defaultAtgrpoConfig,
+): Promise<RolloutResult> {
+  prepareContext(ctx, tasks);
+  if (!Number.isInteger(config.candidates) || config.candidates < 1) {
+    throw new Error(`atgrpo: candidates must be a positive integer, got ${config.candidates}`);
+  }
+  const weights = { teamWeight: config.alpha, localWeight: config.localWeight };
+  const order = ctx.team.roles.map((r) => r.id);
+  const episodes: Episode<S>[] = [];
+  for (const task of tasks) {
+    const root = rootNode();
+    episodes.push({
+      task,
+      state: await resetState(ctx, task),
+      done: false,
+      success: false,
+      teamReturn: 0,
+      turns: 0,
+      root,
+      cursor: root,
+    });
+  }
+  const samples: ReturnType<typeof buildSample>[] = [];
+  let completions = 0;
+  let envSteps = 0;
+  for (let turn = 0; turn < ctx.team.maxTurns; turn++) {
+    for (const agent of order) {
+      const live = episodes.filter((ep) => !ep.done);
+      if (live.length === 0) break;
+      const requests = live.flatMap((ep) => {
+        const observation: Observation = ctx.env.observe(ep.state, agent);
+        return Array.from({ length: config.candidates }, (_, k) => ({
+          agent,
+          observation,
+          seed: requestSeed(ctx, "atgrpo", ep.task.id, turn, agent, k),
+        }));
+      });
+      const outputs = await generateForAgents(ctx, requests);
+      completions += outputs.length;
+      for (const [e, ep] of live.entries()) {
+        const base = e * config.candidates;
+        const results: StepResult<S>[] = [];
+        for (let k = 0; k < config.candidates; k++) {
+          results.push(await stepState(ctx, ep.state, { [agent]: outputs[base + k]!.text }));
+          envSteps++;
+        }
+        const rewards = results.map((r) => rewardParts(r, agent, weights));
+        const advantages = groupAdvantages(
+          rewards.map((r) => r.total),
+          config.advantage,
+        );
+        const key = groupKey({ environment: ctx.env.name, taskId: ep.task.id, turn, agent });
+        const branch = ep.cursor.path;
+        for (let k = 0; k < config.candidates; k++) {
+          samples.push(
+            buildSample(ctx, {
+              strategy: "atgrpo",
+              task: ep.task,
+              episode: 0,
+              turn,
+              agent,
+              branch,
+              candidate: k,
+              seed: requests[base + k]!.seed,
+              observation: requests[base + k]!.observation,
+              completion: outputs[base + k]!,
+              reward: rewards[k]!,
+              return: rewards[k]!.total,
+              advantage: advantages[k]!,
+              groupKey: key,
+              success: results[k]!.success,
+            }),
+          );
+          ep.cursor.children.push(
+            edgeNode([...branch, k], turn, { [agent]: outputs[base + k]!.text }, results[k]!, {
+              [agent]: rewards[k]!.total,
+            }),
+          );
+        }
+        const chosen = selectCandidate(
+          rewards.map((r) => r.total),
+          config.selection,
+          config.selectionTemperature,
+          new Rng(deriveSeed(ctx.seed, "atgrpo-select", ctx.step, ep.task.id, turn, agent)),
+        );
+        const result = results[chosen]!;
+        ep.state = result.state;
+        ep.teamReturn += result.teamReward;
+        ep.turns = turn + 1;
+        ep.cursor = ep.cursor.children[chosen]!;
+        if (result.success) ep.success = true;
+        if (result.done) ep.done = true;
+      }
+    }
+  }
+  const filtered = filterGroups(samples, config.filters).samples;
+  const summaries: EpisodeSummary[] = episodes.map((ep) => ({
+    taskId: ep.task.id,
+    episode: 0,
+    success: ep.success,
+    teamReturn: ep.teamReturn,
+    turns: ep.turns,
+  }));
+  const trees = episodes.map((ep) => ep.root);
+  return {
+    samples: filtered,
+    episodes: summaries,
+    trees,
+    stats: { completions, envSteps, leaves: countLeaves(trees) },
+  };
+}
+
+/** Which agent acted, for tests and reports: the single key of a node's actions. */
+export function actingAgent(node: RolloutNode): AgentId | undefined {
+  return Object.keys(node.actions)[0];
+}

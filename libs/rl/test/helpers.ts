@@ -1,0 +1,71 @@
+/** Test-only policies and contexts. */
+import {
+  type Completion,
+  type Environment,
+  type GenerationRequest,
+  type Policy,
+  type SamplingParams,
+  samplingParams,
+  sharedPolicyTeam,
+  type Team,
+} from "@troupe/core";
+import type { RolloutContext } from "../src/rollout.ts";
+
+/**
+ * Answers the i-th request of every block of `answers.length` consecutive requests with answers[i].
+ * The strategies ask for a node's G candidates of one agent as one consecutive block, so candidate g
+ * always says answers[g]: trees become hand-computable.
+ */
+export class ListPolicy implements Policy {
+  constructor(
+    readonly id: string,
+    private readonly answers: readonly string[],
+    readonly version = 0,
+  ) {}
+  async generate(requests: readonly GenerationRequest[], _sampling: SamplingParams): Promise<Completion[]> {
+    return requests.map((_, i) => {
+      const text = this.answers[i % this.answers.length]!;
+      const tokenIds = Array.from(new TextEncoder().encode(text));
+      return {
+        text,
+        tokenIds,
+        logprobs: tokenIds.map(() => -0.5),
+        promptTokenIds: [1, 2, 3],
+        finishReason: "stop",
+      };
+    });
+  }
+}
+
+export function context<S, P>(
+  env: Environment<S, P>,
+  policies: Record<string, Policy>,
+  team: Team,
+  overrides: Partial<RolloutContext<S, P>> = {},
+): RolloutContext<S, P> {
+  return {
+    runId: "test-run",
+    step: 0,
+    seed: 1234,
+    env,
+    team,
+    policies,
+    sampling: samplingParams({ maxTokens: 8 }),
+    ...overrides,
+  };
+}
+
+/** Per-role team: role a → policy a, role b → policy b. */
+export function twoAgentTeam(turnOrder: "parallel" | "sequential", maxTurns: number): Team {
+  return {
+    name: "pair",
+    turnOrder,
+    maxTurns,
+    roles: [
+      { id: "a", policy: "a" },
+      { id: "b", policy: "b" },
+    ],
+  };
+}
+
+export { sharedPolicyTeam };

@@ -1,0 +1,139 @@
+/**
+ * The bubblewrap command line for one run. Layers, outermost first:
+ *
+ * 1. `timeout -s KILL` — a deadline that holds even if this Node process dies mid-run.
+ * 2. `setpriv` to nobody (only when we are root) — as root, bwrap would keep every capability
+ *    inside its namespace and RLIMIT_NPROC does not apply to uid 0 at all; as nobody, neither.
+ * 3. `bwrap` — new user/pid/ipc/uts/net/cgroup namespaces, all capabilities dropped, nested user
+ *    namespaces disabled (they would let the program mount an unbounded tmpfs), a new session (no
+ *    TIOCSTI into our terminal), and a filesystem built from nothing: read-only /usr (+ the
+ *    python prefix), a fresh /proc for the new pid namespace, a minimal /dev, a size-limited tmpfs
+ *    at /work (also reachable as /tmp), and a read-only root. Environment cleared.
+ * 4. `prlimit` — rlimits set inside, so RLIMIT_NPROC counts only this sandbox's processes.
+ *
+ * When the program exits, bwrap's init (pid 1 of the namespace) exits, and the kernel kills every
+ * process left in the pid namespace: daemons and `setsid` escapes cannot outlive the run.
+ */
+import { lstatSync, readlinkSync } from "node:fs";
+import type { SandboxLimits } from "./types.ts";
+
+export interface BubblewrapTools {
+  readonly bwrap: string;
+  readonly prlimit: string;
+  /** coreutils `timeout`, when present. */
+  readonly timeout: string | null;
+  /** util-linux `setpriv`, used to drop root to `dropToUid` before bwrap starts. */
+  readonly setpriv: string | null;
+  /** Host uid/gid to run as when we are root (nobody); null to run as ourselves. */
+  readonly dropTo: { readonly uid: number; readonly gid: number } | null;
+  /** Extra host directories bound read-only at the same path (e.g. a pyenv prefix). */
+  readonly extraReadOnly: readonly string[];
+}
+
+/** Where the private working directory is mounted inside the sandbox. */
+export const SANDBOX_WORKDIR = "/work";
+/** uid/gid the program sees (a plain user, not 0, so tools behave as unprivileged). */
+const SANDBOX_UID = 1000;
+/** Seconds the backstop `timeout` waits past the wall limit before it SIGKILLs the sandbox. */
+const BACKSTOP_GRACE_S = 2;
+
+/**
+ * Top-level system directories: bound read-only if real, recreated as symlinks if they are the
+ * merged-/usr links (/bin -> usr/bin) of modern distributions.
+ */
+const SYSTEM_DIRS = ["/bin", "/sbin", "/lib", "/lib32", "/lib64", "/libx32"];
+/** The few bits of /etc a dynamically linked interpreter uses; nothing with secrets or users. */
+const ETC_FILES = ["/etc/alternatives", "/etc/ld.so.cache", "/etc/ld.so.conf", "/etc/ld.so.conf.d", "/etc/localtime"];
+
+function systemDirArgs(): string[] {
+  const args: string[] = ["--ro-bind", "/usr", "/usr"];
+  for (const dir of SYSTEM_DIRS) {
+    let stat: ReturnType<typeof lstatSync>;
+    try {
+      stat = lstatSync(dir);
+    } catch {
+      continue;
+    }
+    if (stat.isSymbolicLink()) args.push("--symlink", readlinkSync(dir), dir);
+    else if (stat.isDirectory()) args.push("--ro-bind", dir, dir);
+  }
+  for (const path of ETC_FILES) args.push("--ro-bind-try", path, path);
+  return args;
+}
+
+export interface SandboxedCommand {
+  readonly tools: BubblewrapTools;
+  readonly limits: SandboxLimits;
+  /** Size of the /work tmpfs in bytes. */
+  readonly tmpfsBytes: number;
+  /** Files to create in /work, in order; file i is read from fd `3 + i`. */
+  readonly files: readonly string[];
+  readonly env: Readonly<Record<string, string>>;
+  readonly argv: readonly string[];
+}
+
+export function prlimitArgs(prlimit: string, limits: SandboxLimits, extraProcesses: number): string[] {
+  return [
+    prlimit,
+    `--cpu=${limits.cpuSeconds}:${limits.cpuSeconds + 1}`,
+    `--as=${limits.memoryBytes}`,
+    `--nproc=${limits.processes + extraProcesses}`,
+    `--fsize=${limits.fileBytes}`,
+    `--nofile=${limits.openFiles}`,
+    "--core=0",
+    "--",
+  ];
+}
+
+/** The full argv (program first) that runs `argv` in a fresh sandbox. */
+export function bubblewrapCommand(spec: SandboxedCommand): string[] {
+  const { tools, limits } = spec;
+  const outer: string[] = [];
+  if (tools.timeout !== null) {
+    const seconds = Math.ceil(limits.wallMs / 1000) + BACKSTOP_GRACE_S;
+    outer.push(tools.timeout, "-s", "KILL", `${seconds}s`);
+  }
+  if (tools.dropTo !== null) {
+    if (tools.setpriv === null) throw new Error("sandbox: running as root needs util-linux's setpriv");
+    const { uid, gid } = tools.dropTo;
+    outer.push(tools.setpriv, `--reuid=${uid}`, `--regid=${gid}`, "--clear-groups", "--inh-caps=-all", "--");
+  }
+
+  const bwrap: string[] = [
+    tools.bwrap,
+    "--unshare-all", // user(try), pid, ipc, net, uts, cgroup(try)
+    "--unshare-user",
+    "--disable-userns",
+    "--die-with-parent",
+    "--new-session",
+    "--cap-drop",
+    "ALL",
+    "--uid",
+    String(SANDBOX_UID),
+    "--gid",
+    String(SANDBOX_UID),
+    "--hostname",
+    "sandbox",
+    ...systemDirArgs(),
+  ];
+  for (const dir of tools.extraReadOnly) bwrap.push("--ro-bind", dir, dir);
+  bwrap.push("--proc", "/proc", "--dev", "/dev", "--remount-ro", "/dev");
+  bwrap.push("--size", String(spec.tmpfsBytes), "--tmpfs", SANDBOX_WORKDIR);
+  bwrap.push("--symlink", SANDBOX_WORKDIR, "/tmp");
+  const made = new Set<string>();
+  spec.files.forEach((name, i) => {
+    const parts = name.split("/");
+    for (let depth = 1; depth < parts.length; depth++) {
+      const dir = `${SANDBOX_WORKDIR}/${parts.slice(0, depth).join("/")}`;
+      if (!made.has(dir)) bwrap.push("--dir", dir);
+      made.add(dir);
+    }
+    bwrap.push("--perms", "0644", "--file", String(3 + i), `${SANDBOX_WORKDIR}/${name}`);
+  });
+  bwrap.push("--remount-ro", "/", "--chdir", SANDBOX_WORKDIR, "--clearenv");
+  for (const [key, value] of Object.entries(spec.env)) bwrap.push("--setenv", key, value);
+  bwrap.push("--");
+
+  // +1: bwrap's init (pid 1 of the namespace) runs as the same user and counts against NPROC.
+  return [...outer, ...bwrap, ...prlimitArgs(tools.prlimit, limits, 1), ...spec.argv];
+}

@@ -1,0 +1,143 @@
+/**
+ * Spawns one process tree and watches it: wall-clock deadline, output caps, and a process-group
+ * SIGKILL both at the deadline and after the main process exits (so nothing it left in its group
+ * outlives the run). Knows nothing about bubblewrap; `sandbox.ts` builds the command.
+ *
+ * Written by hand rather than with execa & co. because the details that matter here are exactly
+ * the ones libraries hide: extra input pipes on fds 3.., killing the *group*, and not waiting for
+ * pipes a leaked grandchild may hold open forever.
+ */
+import { spawn } from "node:child_process";
+import type { KillReason } from "./status.ts";
+
+export interface ProcessPlan {
+  readonly command: string;
+  readonly args: readonly string[];
+  readonly env: Readonly<Record<string, string>>;
+  readonly cwd?: string;
+  readonly stdin: string;
+  /** Written to the child's fds 3, 4, ... and closed (bubblewrap's `--file FD DEST` reads them). */
+  readonly fdInputs: readonly Buffer[];
+  readonly wallMs: number;
+  readonly outputBytes: number;
+}
+
+export interface ProcessOutcome {
+  readonly exitCode: number | null;
+  readonly signal: string | null;
+  readonly stdout: Buffer;
+  readonly stderr: Buffer;
+  readonly truncated: boolean;
+  readonly killedFor: KillReason;
+  readonly wallMs: number;
+}
+
+/** How long to keep reading pipes after the main process exited (a leaked child may hold them). */
+const PIPE_DRAIN_GRACE_MS = 200;
+
+/** Collects at most `cap` bytes; reports when more arrived. */
+class CappedBuffer {
+  private readonly chunks: Buffer[] = [];
+  private size = 0;
+  overflowed = false;
+  constructor(private readonly cap: number) {}
+  push(chunk: Buffer): boolean {
+    const room = this.cap - this.size;
+    if (chunk.length > room) {
+      if (room > 0) this.chunks.push(chunk.subarray(0, room));
+      this.size = this.cap;
+      this.overflowed = true;
+      return false;
+    }
+    this.chunks.push(chunk);
+    this.size += chunk.length;
+    return true;
+  }
+  bytes(): Buffer {
+    return Buffer.concat(this.chunks);
+  }
+}
+
+function killGroup(pid: number | undefined): void {
+  if (pid === undefined) return;
+  try {
+    process.kill(-pid, "SIGKILL"); // detached: the child leads its own process group
+  } catch {
+    // ESRCH: the group is already gone.
+  }
+}
+
+export function runProcess(plan: ProcessPlan): Promise<ProcessOutcome> {
+  return new Promise((resolve, reject) => {
+    const started = performance.now();
+    const child = spawn(plan.command, [...plan.args], {
+      cwd: plan.cwd,
+      env: { ...plan.env },
+      detached: true, // own process group, so one kill(-pgid) reaches everything in it
+      stdio: ["pipe", "pipe", "pipe", ...plan.fdInputs.map(() => "pipe" as const)],
+    });
+    const stdout = new CappedBuffer(plan.outputBytes);
+    const stderr = new CappedBuffer(plan.outputBytes);
+    let killedFor: KillReason = null;
+    let exit: { code: number | null; signal: string | null } | null = null;
+    let finished = false;
+    let drainTimer: NodeJS.Timeout | undefined;
+
+    const kill = (reason: Exclude<KillReason, null>) => {
+      if (killedFor === null && exit === null) killedFor = reason;
+      killGroup(child.pid);
+    };
+    const deadline = setTimeout(() => kill("timeout"), plan.wallMs);
+
+    const finish = () => {
+      if (finished || exit === null) return;
+      finished = true;
+      clearTimeout(deadline);
+      clearTimeout(drainTimer);
+      child.stdout.destroy();
+      child.stderr.destroy();
+      resolve({
+        exitCode: exit.code,
+        signal: exit.signal,
+        stdout: stdout.bytes(),
+        stderr: stderr.bytes(),
+        truncated: stdout.overflowed || stderr.overflowed,
+        killedFor,
+        wallMs: performance.now() - started,
+      });
+    };
+
+    child.stdout.on("data", (chunk: Buffer) => {
+      if (!stdout.push(chunk)) kill("output");
+    });
+    child.stderr.on("data", (chunk: Buffer) => {
+      if (!stderr.push(chunk)) kill("output");
+    });
+    child.on("error", (error) => {
+      clearTimeout(deadline);
+      killGroup(child.pid);
+      if (!finished) {
+        finished = true;
+        reject(new Error(`sandbox: could not start ${plan.command}: ${error.message}`));
+      }
+    });
+    child.on("exit", (code, signal) => {
+      exit = { code, signal };
+      // Whatever the main process left behind in its group dies with it.
+      killGroup(child.pid);
+      drainTimer = setTimeout(finish, PIPE_DRAIN_GRACE_MS);
+    });
+    child.on("close", finish);
+
+    // Inputs: a program that never reads stdin makes these writes fail with EPIPE; that is fine.
+    const feed = (stream: NodeJS.WritableStream | null | undefined, data: string | Buffer) => {
+      if (!stream) return;
+      stream.on("error", () => {});
+      stream.end(data);
+    };
+    feed(child.stdin, plan.stdin);
+    plan.fdInputs.forEach((data, i) => {
+      feed(child.stdio[3 + i] as NodeJS.WritableStream | null, data);
+    });
+  });
+}
