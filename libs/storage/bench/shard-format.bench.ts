@@ -10,13 +10,17 @@ const REPEATS = 3;
 const samples = syntheticSamples(SAMPLES, 7);
 const jsonBytes = Buffer.byteLength(samples.map((s) => JSON.stringify(s)).join("\n"));
 console.log(`${SAMPLES} samples, ${(jsonBytes / 2 ** 20).toFixed(1)} MiB as plain JSONL`);
-for (const format of SHARD_FORMATS) {
+const variants = [
+  ...SHARD_FORMATS.map((format) => ({ label: format, format, codec: undefined })),
+  { label: "parquet (snappy)", format: "parquet" as const, codec: "SNAPPY" as const },
+];
+for (const { label, format, codec } of variants) {
   let encodeMs = Infinity;
   let decodeMs = Infinity;
   let bytes = new Uint8Array();
   for (let r = 0; r < REPEATS; r++) {
     let t = performance.now();
-    bytes = encodeShard(samples, format);
+    bytes = encodeShard(samples, format, codec);
     encodeMs = Math.min(encodeMs, performance.now() - t);
     t = performance.now();
     const back = await decodeShard(bytes, format, "bench");
@@ -24,6 +28,6 @@ for (const format of SHARD_FORMATS) {
     if (back.length !== SAMPLES) throw new Error("lost rows");
   }
   console.log(
-    `${format.padEnd(9)} ${(bytes.byteLength / 2 ** 20).toFixed(2)} MiB  write ${encodeMs.toFixed(0)} ms  read+validate ${decodeMs.toFixed(0)} ms`,
+    `${label.padEnd(16)} ${(bytes.byteLength / 2 ** 20).toFixed(2)} MiB  write ${encodeMs.toFixed(0)} ms  read+validate ${decodeMs.toFixed(0)} ms`,
   );
 }

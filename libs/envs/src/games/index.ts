@@ -1,1 +1,5 @@
-export {};
+export * from "./episode.ts";
+export * from "./game.ts";
+export * from "./grid.ts";
+export * from "./plan-path.ts";
+export * from "./splits.ts";

@@ -19,8 +19,7 @@
  * grid size: one step closer earns +1/10 on the default 10×10 grid, so moving closer nets +0.09 and
  * moving away −0.11).
  */
-import type { Split, Task } from "@troupe/core";
-import type { Rng } from "@troupe/core";
+import type { Rng, Split, Task } from "@troupe/core";
 import { z } from "zod";
 import {
   EpisodeOptionsSchema,
@@ -223,7 +222,14 @@ while came_from.get(cell) is not None:
 print("".join(reversed(plan)))
 `;
 
-export function planPathGame(rewards: PlanPathRewards): Game<PlanPathPuzzle, PlanPathBoard, Direction> {
+/**
+ * The Plan-Path game. `size` (the environment's configured rows and cols) only sets the documented
+ * `moveRewardRange`; puzzles of any size are played.
+ */
+export function planPathGame(
+  rewards: PlanPathRewards,
+  size: { readonly rows: number; readonly cols: number } = { rows: 10, cols: 10 },
+): Game<PlanPathPuzzle, PlanPathBoard, Direction> {
   const gamma = rewards.shapingGamma;
   const scaleOf = (p: PlanPathPuzzle) => rewards.shapingScale ?? Math.max(p.rows, p.cols);
   const gameRewards: GameRewards = {
@@ -233,10 +239,10 @@ export function planPathGame(rewards: PlanPathRewards): Game<PlanPathPuzzle, Pla
     optimalBonus: rewards.optimalBonus,
     failure: rewards.failure,
   };
-  // F = (d − γ·d') / scale with d' = d ± 1 and 0 ≤ d ≤ 32·32: the widest range over all puzzles.
-  const maxScale = rewards.shapingScale ?? 2;
-  const maxD = 32 * 32;
-  const moveRewardRange = [-gamma / maxScale, (maxD * (1 - gamma) + gamma) / maxScale] as const;
+  // F = (d − γ·d') / scale with d' = d ± 1 and 0 ≤ d < rows·cols, for puzzles of the configured size.
+  const scale = rewards.shapingScale ?? Math.max(size.rows, size.cols);
+  const maxD = size.rows * size.cols;
+  const moveRewardRange = [-gamma / scale, (maxD * (1 - gamma) + gamma) / scale] as const;
   return {
     name: PLAN_PATH,
     shortName: "path",
@@ -290,7 +296,7 @@ export function planPathEnv(options: PlanPathOptions = {}): PlanPathEnvironment 
   const parsed = parseOptions(`${PLAN_PATH} options`, PlanPathOptionsSchema, options);
   const { rows, cols, blockedFraction, minPathLength, splitFractions } = parsed;
   return gameEnvironment({
-    game: planPathGame(parsed.rewards),
+    game: planPathGame(parsed.rewards, { rows, cols }),
     options: parsed,
     checkPuzzle: checkPlanPathPuzzle,
     generateTasks: (split, count, seed) =>

@@ -1,0 +1,14 @@
+import { planPathEnv, generatePlanPathTasks, planPathDemo } from "./src/games/index.ts";
+const env = planPathEnv();
+const t0 = performance.now();
+const tasks = env.generateTasks("train", 1000);
+console.log("gen ms", performance.now() - t0, tasks[0]!.id);
+const task = tasks[0]!;
+let s = env.reset(task, 0) as any;
+console.log(env.observe(s, "planner").messages[0]!.content);
+const r = env.step(s, { planner: "UUUU" }) as any;
+console.log(r.teamReward, r.localRewards, r.state.report);
+console.log(env.observe(r.state, "fixer").messages[0]!.content);
+const demo = planPathDemo(task, r.state, "fixer");
+const r2 = env.step(r.state, { fixer: demo }) as any;
+console.log(demo, r2.teamReward, r2.localRewards, r2.state.report, r2.done, r2.success, env.rewardBounds);
