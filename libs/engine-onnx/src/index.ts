@@ -1,1 +1,12 @@
-export {};
+export * from "./engine.ts";
+export * from "./generate.ts";
+export * from "./graph/autodiff.ts";
+export * from "./graph/builder.ts";
+export * as ops from "./graph/ops.ts";
+export * from "./graph/session.ts";
+export * from "./model/decoder.ts";
+export * from "./model/graphs.ts";
+export * from "./model/host-inputs.ts";
+export * from "./model/ppo-loss.ts";
+export * from "./model/rms-norm.ts";
+export * from "./model/runner.ts";

@@ -33,14 +33,19 @@ export interface GradCheckResult {
 export async function gradCheck(
   specs: readonly InputSpec[],
   f: (...xs: Value[]) => Value,
-  options: { seed?: number; h?: number; extraInputs?: (g: Graph) => Record<string, import("onnxruntime-node").Tensor> } = {},
+  options: {
+    seed?: number;
+    h?: number;
+    extraInputs?: (g: Graph) => Record<string, import("onnxruntime-node").Tensor>;
+  } = {},
 ): Promise<GradCheckResult> {
   const rand = uniformStream(options.seed ?? 1);
   const g = new Graph("gradcheck");
   const xs = specs.map((s, i) => g.input(`x${i}`, "float64", s.shape));
   const extraFeeds = options.extraInputs?.(g) ?? {};
   const y = f(...xs);
-  if (!y.shape.every((d) => typeof d === "number")) throw new Error(`gradCheck: output shape [${y.shape}] not static`);
+  if (!y.shape.every((d) => typeof d === "number"))
+    throw new Error(`gradCheck: output shape [${y.shape}] not static`);
   const ySize = (y.shape as number[]).reduce((a, b) => a * b, 1);
   // A random projection makes every output element matter to the scalar loss.
   const projection = g.constant(

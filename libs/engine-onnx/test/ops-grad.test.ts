@@ -27,7 +27,11 @@ const cases: Case[] = [
     inputs: [s([2, 1, 3, 4]), s([1, 2, 4, 2])],
     f: (a, b) => op.matmul(a!, b!),
   },
-  { name: "Linear (Gemm, transB) with bias", inputs: [s([3, 4]), s([5, 4]), s([5])], f: (x, w, b) => op.linear(x!, w!, b!) },
+  {
+    name: "Linear (Gemm, transB) with bias",
+    inputs: [s([3, 4]), s([5, 4]), s([5])],
+    f: (x, w, b) => op.linear(x!, w!, b!),
+  },
   { name: "Linear without bias", inputs: [s([2, 3]), s([4, 3])], f: (x, w) => op.linear(x!, w!) },
   {
     name: "Reshape",
@@ -77,7 +81,10 @@ const cases: Case[] = [
   },
   {
     name: "Min with broadcasting",
-    inputs: [{ shape: [2, 2], values: [0.1, 0.9, -0.3, 0.5] }, { shape: [2], values: [0.4, 0.2] }],
+    inputs: [
+      { shape: [2, 2], values: [0.1, 0.9, -0.3, 0.5] },
+      { shape: [2], values: [0.4, 0.2] },
+    ],
     f: (a, b) => op.min(a!, b!),
   },
   { name: "Cast float64 → float64 (identity cast)", inputs: [s([3])], f: (x) => op.cast(x!, "float64") },
@@ -101,9 +108,13 @@ describe("per-op gradients match central finite differences (float64)", () => {
 
   it("Embedding (Gather; gradient by one-hot Gemm, repeated ids)", async () => {
     const ids = [0, 3, 3, 1, 4, 0];
-    const result = await gradCheck([s([5, 3])], (w) => op.embedding(w!, w!.graph.input("ids", "int64", [2, 3])), {
-      extraInputs: () => ({ ids: int64Tensor(ids, [2, 3]) }),
-    });
+    const result = await gradCheck(
+      [s([5, 3])],
+      (w) => op.embedding(w!, w!.graph.input("ids", "int64", [2, 3])),
+      {
+        extraInputs: () => ({ ids: int64Tensor(ids, [2, 3]) }),
+      },
+    );
     expect(result.maxRelError).toBeLessThan(TOLERANCE);
     // Row 2 of the table is never looked up: its gradient is exactly zero.
     expect(Array.from(result.analytic[0]!.slice(6, 9))).toEqual([0, 0, 0]);

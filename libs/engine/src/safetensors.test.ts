@@ -63,21 +63,21 @@ describe("readSafetensors", () => {
   const one = (entry: object, data: number[]) => file(JSON.stringify({ w: entry }), data);
 
   it("names the tensor whose byte span does not match dtype × shape", () => {
-    expect(() => readSafetensors(one({ dtype: "F32", shape: [2], data_offsets: [0, 4] }, [0, 0, 0, 0]))).toThrow(
-      'tensor "w": F32 [2] needs 8 bytes, data_offsets span 4',
-    );
+    expect(() =>
+      readSafetensors(one({ dtype: "F32", shape: [2], data_offsets: [0, 4] }, [0, 0, 0, 0])),
+    ).toThrow('tensor "w": F32 [2] needs 8 bytes, data_offsets span 4');
   });
 
   it("rejects an unknown dtype, a bad shape, bad offsets", () => {
     expect(() => readSafetensors(one({ dtype: "Q4", shape: [1], data_offsets: [0, 1] }, [0]))).toThrow(
       'tensor "w": unsupported dtype "Q4"',
     );
-    expect(() => readSafetensors(one({ dtype: "F32", shape: [-1], data_offsets: [0, 4] }, [0, 0, 0, 0]))).toThrow(
-      'tensor "w": shape must be',
-    );
-    expect(() => readSafetensors(one({ dtype: "F32", shape: [1], data_offsets: [4, 0] }, [0, 0, 0, 0]))).toThrow(
-      'tensor "w": data_offsets must be',
-    );
+    expect(() =>
+      readSafetensors(one({ dtype: "F32", shape: [-1], data_offsets: [0, 4] }, [0, 0, 0, 0])),
+    ).toThrow('tensor "w": shape must be');
+    expect(() =>
+      readSafetensors(one({ dtype: "F32", shape: [1], data_offsets: [4, 0] }, [0, 0, 0, 0])),
+    ).toThrow('tensor "w": data_offsets must be');
   });
 
   it("rejects data past the end, gaps, overlaps and trailing bytes", () => {
@@ -100,9 +100,9 @@ describe("readSafetensors", () => {
       new Array(8).fill(0),
     );
     expect(() => readSafetensors(overlap)).toThrow('tensor "b": data_offsets start at 4, expected 8');
-    expect(() => readSafetensors(one({ dtype: "F32", shape: [1], data_offsets: [0, 4] }, [0, 0, 0, 0, 9]))).toThrow(
-      "1 bytes after the last tensor",
-    );
+    expect(() =>
+      readSafetensors(one({ dtype: "F32", shape: [1], data_offsets: [0, 4] }, [0, 0, 0, 0, 9])),
+    ).toThrow("1 bytes after the last tensor");
   });
 
   it("rejects a truncated file, an oversized header length and a non-JSON header", () => {
@@ -112,7 +112,9 @@ describe("readSafetensors", () => {
     expect(() => readSafetensors(big)).toThrow("header length 255 exceeds the file");
     expect(() => readSafetensors(file("{not json", []))).toThrow("header is not valid UTF-8 JSON");
     expect(() => readSafetensors(file("[1]", []))).toThrow("header is not a JSON object");
-    expect(() => readSafetensors(file('{"__metadata__":{"a":1}}', []))).toThrow("__metadata__.a must be a string");
+    expect(() => readSafetensors(file('{"__metadata__":{"a":1}}', []))).toThrow(
+      "__metadata__.a must be a string",
+    );
   });
 });
 
@@ -159,7 +161,9 @@ describe("writeSafetensors", () => {
     expect(back.get("d")).toEqual({ dtype: "F64", shape: [1], data: Float64Array.of(Math.PI) });
     expect(back.get("i")).toEqual({ dtype: "I32", shape: [2], data: Int32Array.of(-7, 2 ** 31 - 1) });
     expect(back.get("l")).toEqual({ dtype: "I64", shape: [1], data: BigInt64Array.of(-(2n ** 62n)) });
-    expect(() => readSafetensorsWeights(writeSafetensors(tensors))).toThrow('tensor "i": expected a float tensor, got I32');
+    expect(() => readSafetensorsWeights(writeSafetensors(tensors))).toThrow(
+      'tensor "i": expected a float tensor, got I32',
+    );
   });
 
   it("refuses a shape that does not match the data", () => {
@@ -172,7 +176,9 @@ describe("writeSafetensors", () => {
     fc.assert(
       fc.property(fc.array(fc.float({ noNaN: true }), { maxLength: 40 }), (values) => {
         const data = Float32Array.from(values);
-        const back = readSafetensorsWeights(writeSafetensors(new Map([["t", { shape: [data.length], data }]])));
+        const back = readSafetensorsWeights(
+          writeSafetensors(new Map([["t", { shape: [data.length], data }]])),
+        );
         expect(back.weights.get("t")!.data).toEqual(data);
       }),
       { numRuns: 50 },
@@ -183,8 +189,9 @@ describe("writeSafetensors", () => {
 describe("half-precision conversions", () => {
   it("f32ToF16 inverts f16ToF32 on every non-NaN half", () => {
     for (let h = 0; h < 0x10000; h++) {
-      const isNaN = (h & 0x7c00) === 0x7c00 && (h & 0x3ff) !== 0;
-      if (!isNaN && f32ToF16(f16ToF32(h)) !== h) throw new Error(`half 0x${h.toString(16)} does not round-trip`);
+      const isNan = (h & 0x7c00) === 0x7c00 && (h & 0x3ff) !== 0;
+      if (!isNan && f32ToF16(f16ToF32(h)) !== h)
+        throw new Error(`half 0x${h.toString(16)} does not round-trip`);
     }
   });
 

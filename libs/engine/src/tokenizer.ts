@@ -303,7 +303,13 @@ export class HfTokenizer implements Tokenizer {
   }
 
   encode(text: string): number[] {
-    return this.core.encode(text, { add_special_tokens: false }).ids;
+    const { ids, tokens } = this.core.encode(text, { add_special_tokens: false });
+    // tokenizers.js leaves out-of-vocabulary pieces as `undefined` when the model has no usable
+    // unk token (seen with WordLevel); an id list with holes must not reach a model.
+    const hole = ids.findIndex((id: number) => !Number.isInteger(id));
+    if (hole >= 0)
+      throw new Error(`tokenizer.encode: piece ${JSON.stringify(tokens[hole])} has no id in the vocabulary`);
+    return ids;
   }
 
   decode(ids: readonly number[], options: { readonly skipSpecialTokens?: boolean } = {}): string {
@@ -312,6 +318,7 @@ export class HfTokenizer implements Tokenizer {
         throw new Error(`tokenizer.decode: id ${id} at position ${i} is outside [0, ${this.vocabSize})`);
       }
     }
+    if (ids.length === 0) return ""; // tokenizers.js throws on an empty list
     return this.core.decode([...ids], { skip_special_tokens: options.skipSpecialTokens ?? false });
   }
 
@@ -374,4 +381,21 @@ export function loadTokenizer(
     );
   }
   return new HfTokenizer(files, options);
+}
+
+/**
+ * Token ids of a prompt and, optionally, a completion as the policy would have produced it: the
+ * prompt is `encodeChat(messages)`; the completion text is encoded on its own (generation starts
+ * after the prompt's last token, so the two are never merged across the boundary) and ends with
+ * the end-of-turn token `eosTokenId`, as a sampled completion stopped by it does.
+ */
+export function encodeSequence(
+  tokenizer: Tokenizer,
+  messages: readonly ChatMessage[],
+  completion?: string,
+): { promptTokenIds: number[]; completionTokenIds: number[] } {
+  const promptTokenIds = tokenizer.encodeChat(messages);
+  const completionTokenIds =
+    completion === undefined ? [] : [...tokenizer.encode(completion), tokenizer.eosTokenId];
+  return { promptTokenIds, completionTokenIds };
 }

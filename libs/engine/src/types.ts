@@ -105,6 +105,12 @@ export interface Engine {
   readonly kind: string;
   policies(): readonly PolicyInfo[];
   generate(requests: readonly EngineGenerateRequest[], sampling: SamplingParams): Promise<Completion[]>;
+  /**
+   * Tokenizes an observation as the policy's prompt (chat template + generation prompt) and, when
+   * given, a completion text as the policy would have produced it, ending with its end-of-turn
+   * token. Supervised warm starts and external rollouts build training sequences with it.
+   */
+  encode(policyId: PolicyId, observation: Observation, completion?: string): TokenSequence;
   /** Log-probs of each completion token given the prompt and the earlier completion tokens. */
   logprobs(policyId: PolicyId, sequences: readonly TokenSequence[]): Promise<number[][]>;
   /** One optimizer update of a policy from a batch (micro-batched, gradients accumulated). */

@@ -43,7 +43,13 @@ const BACKSTOP_GRACE_S = 2;
  */
 const SYSTEM_DIRS = ["/bin", "/sbin", "/lib", "/lib32", "/lib64", "/libx32"];
 /** The few bits of /etc a dynamically linked interpreter uses; nothing with secrets or users. */
-const ETC_FILES = ["/etc/alternatives", "/etc/ld.so.cache", "/etc/ld.so.conf", "/etc/ld.so.conf.d", "/etc/localtime"];
+const ETC_FILES = [
+  "/etc/alternatives",
+  "/etc/ld.so.cache",
+  "/etc/ld.so.conf",
+  "/etc/ld.so.conf.d",
+  "/etc/localtime",
+];
 
 function systemDirArgs(): string[] {
   const args: string[] = ["--ro-bind", "/usr", "/usr"];

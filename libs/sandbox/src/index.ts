@@ -1,4 +1,4 @@
 export * from "./limits.ts";
+export * from "./python-tests.ts";
 export * from "./sandbox.ts";
 export * from "./types.ts";
-export * from "./python-tests.ts";

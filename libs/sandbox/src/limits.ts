@@ -51,8 +51,7 @@ export function checkRelativePath(path: string): string | null {
   if (path.startsWith("/")) return "is absolute (file names must be relative to the working directory)";
   if (path.includes("\0")) return "contains a NUL byte";
   const segments = path.split("/");
-  if (segments.some((s) => s === "" || s === "." || s === ".."))
-    return "has an empty, '.' or '..' segment";
+  if (segments.some((s) => s === "" || s === "." || s === "..")) return "has an empty, '.' or '..' segment";
   return null;
 }
 
@@ -72,7 +71,11 @@ export const RunRequestSchema = z
     if (request.language === "python" && request.code === undefined)
       ctx.addIssue({ code: "custom", path: ["code"], message: "language 'python' needs `code`" });
     if (request.language === "command" && (request.argv === undefined || request.argv.length === 0))
-      ctx.addIssue({ code: "custom", path: ["argv"], message: "language 'command' needs a non-empty `argv`" });
+      ctx.addIssue({
+        code: "custom",
+        path: ["argv"],
+        message: "language 'command' needs a non-empty `argv`",
+      });
     for (const name of Object.keys(request.files ?? {})) {
       const problem = checkRelativePath(name);
       if (problem !== null)

@@ -125,7 +125,10 @@ export function parseHarnessOutput(stdout: string, nonce: string, total: number)
   return found;
 }
 
-export async function runPythonWithTests(runner: CodeRunner, request: PythonTestsRequest): Promise<PythonTestsReport> {
+export async function runPythonWithTests(
+  runner: CodeRunner,
+  request: PythonTestsRequest,
+): Promise<PythonTestsReport> {
   PythonTestsRequestSchema.parse(request);
   request.tests.forEach((test, i) => {
     if (test.includes(TEST_SEPARATOR)) throw new Error(`tests[${i}] contains the harness separator line`);

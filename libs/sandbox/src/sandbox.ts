@@ -6,6 +6,7 @@
  * every run uses) and refuses, with the reason and the fix, when bubblewrap cannot run — unless
  * the caller passes `unsafe: true`, which falls back to rlimits only (see `unsafe.ts`).
  */
+import { existsSync } from "node:fs";
 import { mkdir, mkdtemp, rm, writeFile } from "node:fs/promises";
 import { availableParallelism, tmpdir } from "node:os";
 import { dirname, join } from "node:path";
@@ -28,6 +29,8 @@ export const SandboxOptionsSchema = z.object({
   limits: SandboxLimitsSchema.partial().default({}),
   /** The python3 to use. Default /usr/bin/python3, else `python3` on PATH. */
   python: z.string().optional(),
+  /** Path of bwrap. Default: `bwrap` on PATH. */
+  bwrap: z.string().optional(),
   /** Host uid/gid to drop to before bwrap when running as root. Default 65534 (nobody). */
   rootDropsTo: z.object({ uid: z.number().int(), gid: z.number().int() }).default({ uid: 65534, gid: 65534 }),
 });
@@ -56,7 +59,9 @@ function programEnv(home: string): Record<string, string> {
 /** Page slack per input file in the tmpfs (tmpfs rounds every file up to whole pages). */
 const PAGE_BYTES = 4096;
 
-type Backend = { readonly kind: "bubblewrap"; readonly tools: BubblewrapTools } | { readonly kind: "unsafe-rlimits" };
+type Backend =
+  | { readonly kind: "bubblewrap"; readonly tools: BubblewrapTools }
+  | { readonly kind: "unsafe-rlimits"; readonly reason: string };
 
 export class Sandbox implements CodeRunner {
   private readonly pool: LimitFunction;
@@ -72,18 +77,26 @@ export class Sandbox implements CodeRunner {
     this.isolation = backend.kind;
   }
 
+  /** Why bubblewrap was not used (only for `unsafe-rlimits` sandboxes). */
+  get unsafeBecause(): string | null {
+    return this.backend.kind === "unsafe-rlimits" ? this.backend.reason : null;
+  }
+
   /** Runs waiting for a free slot. */
   get queued(): number {
     return this.pool.pendingCount;
   }
 
-  run(request: RunRequest): Promise<RunResult> {
+  async run(request: RunRequest): Promise<RunResult> {
     const resolved = resolveRequest(request, this.limits); // validate now, not when dequeued
-    return this.pool(() => this.runNow(resolved));
+    return await this.pool(() => this.runNow(resolved));
   }
 
   private async runNow(request: RunRequest & { readonly limits: SandboxLimits }): Promise<RunResult> {
-    const files: [string, Buffer][] = Object.entries(request.files ?? {}).map(([n, c]) => [n, Buffer.from(c)]);
+    const files: [string, Buffer][] = Object.entries(request.files ?? {}).map(([n, c]) => [
+      n,
+      Buffer.from(c),
+    ]);
     if (request.language === "python") files.unshift([PROGRAM_FILE, Buffer.from(request.code!)]);
     const argv =
       request.language === "python" ? [this.python.executable, "-B", "-u", PROGRAM_FILE] : [...request.argv!];
@@ -152,8 +165,13 @@ export class Sandbox implements CodeRunner {
         await writeFile(join(dir, name), content);
       }
       const timeout = which("timeout");
-      const backstop = timeout === null ? [] : [timeout, "-s", "KILL", `${Math.ceil(request.limits.wallMs / 1000) + 2}s`];
-      const [command, ...args] = [...backstop, ...launcherArgs(this.python.executable, request.limits), ...argv];
+      const backstop =
+        timeout === null ? [] : [timeout, "-s", "KILL", `${Math.ceil(request.limits.wallMs / 1000) + 2}s`];
+      const [command, ...args] = [
+        ...backstop,
+        ...launcherArgs(this.python.executable, request.limits),
+        ...argv,
+      ];
       return await runProcess({
         command: command!,
         args,
@@ -174,11 +192,16 @@ export class Sandbox implements CodeRunner {
 function findBubblewrapTools(
   python: PythonInstall,
   dropTo: { uid: number; gid: number },
+  explicitBwrap: string | undefined,
 ): BubblewrapTools | string {
   if (process.platform !== "linux")
     return `it needs Linux namespaces and this is ${process.platform} (run on Linux, e.g. in a VM)`;
-  const bwrap = which("bwrap") ?? which("bwrap", "/usr/bin:/usr/local/bin");
+  const bwrap =
+    explicitBwrap === undefined
+      ? (which("bwrap") ?? which("bwrap", "/usr/bin:/usr/local/bin"))
+      : explicitBwrap;
   if (bwrap === null) return "`bwrap` is not installed (not on PATH)";
+  if (!existsSync(bwrap)) return `\`${bwrap}\` does not exist`;
   const prlimit = which("prlimit", "/usr/bin:/bin");
   if (prlimit === null) return "util-linux's `prlimit` is not in /usr/bin (install util-linux)";
   const isRoot = process.getuid?.() === 0;
@@ -200,7 +223,7 @@ export async function createSandbox(options: SandboxOptions = {}): Promise<Sandb
   const limits = { ...defaultLimits, ...parsed.limits };
   const concurrency = parsed.concurrency ?? availableParallelism();
   const python = findPython(parsed.python);
-  const tools = findBubblewrapTools(python, parsed.rootDropsTo);
+  const tools = findBubblewrapTools(python, parsed.rootDropsTo, parsed.bwrap);
   let reason: string;
   if (typeof tools === "string") {
     reason = tools;
@@ -214,7 +237,9 @@ export async function createSandbox(options: SandboxOptions = {}): Promise<Sandb
     if (probe.status === "ok" && probe.stdout.trim() === "sandbox-ok") return candidate;
     const detail = (probe.stderr.trim() || probe.stdout.trim()).split("\n").slice(-3).join(" | ");
     reason = `a test run failed (${probe.status}, exit ${probe.exitCode ?? probe.signal}): ${detail}`;
+    if (python.prefix !== null && tools.dropTo !== null)
+      reason += ` (as root the sandbox runs as uid ${tools.dropTo.uid}, which must be able to read ${python.prefix}; install the distribution's python3 at /usr/bin/python3 or pass \`python\`)`;
   }
   if (!parsed.unsafe) throw new SandboxUnavailableError(reason);
-  return new Sandbox({ kind: "unsafe-rlimits" }, python, limits, concurrency);
+  return new Sandbox({ kind: "unsafe-rlimits", reason }, python, limits, concurrency);
 }

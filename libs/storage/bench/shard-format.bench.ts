@@ -17,7 +17,7 @@ const variants = [
 for (const { label, format, codec } of variants) {
   let encodeMs = Infinity;
   let decodeMs = Infinity;
-  let bytes = new Uint8Array();
+  let bytes: Uint8Array = new Uint8Array();
   for (let r = 0; r < REPEATS; r++) {
     let t = performance.now();
     bytes = encodeShard(samples, format, codec);

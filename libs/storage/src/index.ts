@@ -1,1 +1,11 @@
-export {};
+export * from "./checksum.ts";
+export * from "./file-store.ts";
+export * from "./layout.ts";
+export * from "./manifest.ts";
+export * from "./object-store.ts";
+export * from "./open-store.ts";
+export * from "./retry.ts";
+export * from "./rollout-queue.ts";
+export * from "./run-store.ts";
+export * from "./s3-store.ts";
+export * from "./shard-format.ts";

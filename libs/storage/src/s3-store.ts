@@ -154,7 +154,12 @@ export class S3Store implements ObjectStore {
       maxAttempts: 1,
       requestChecksumCalculation: "WHEN_REQUIRED",
       responseChecksumValidation: "WHEN_REQUIRED",
-      requestHandler: { requestTimeout: o.requestTimeoutMs, connectionTimeout: o.connectionTimeoutMs },
+      requestHandler: {
+        requestTimeout: o.requestTimeoutMs,
+        connectionTimeout: o.connectionTimeoutMs,
+        // Without this the SDK only logs a warning when requestTimeout passes and keeps waiting.
+        throwOnRequestTimeout: true,
+      },
     });
   }
 

@@ -105,7 +105,11 @@ export class Graph {
   }
 
   /** A constant tensor (stored as an initializer). */
-  constant(data: readonly number[] | Float32Array | Float64Array, dtype: DType, dims: readonly number[]): Value {
+  constant(
+    data: readonly number[] | Float32Array | Float64Array,
+    dtype: DType,
+    dims: readonly number[],
+  ): Value {
     const size = dims.reduce((a, b) => a * b, 1);
     if (data.length !== size) throw new Error(`constant: ${data.length} values for shape [${dims}]`);
     const name = this.fresh("const");
@@ -135,7 +139,8 @@ export class Graph {
     domain = "",
   ): Value[] {
     for (const v of inputs) {
-      if (v !== undefined && v.graph !== this) throw new Error(`${opType}: input ${v.name} is from another graph`);
+      if (v !== undefined && v.graph !== this)
+        throw new Error(`${opType}: input ${v.name} is from another graph`);
     }
     const outs: Value[] = outputs.map((o) => ({
       graph: this,

@@ -50,7 +50,8 @@ function requireFloat(op: string, ...values: Value[]): void {
 }
 
 function sameDType(op: string, a: Value, b: Value): void {
-  if (a.dtype !== b.dtype) throw new Error(`${op}: dtypes differ (${a.name}: ${a.dtype}, ${b.name}: ${b.dtype})`);
+  if (a.dtype !== b.dtype)
+    throw new Error(`${op}: dtypes differ (${a.name}: ${a.dtype}, ${b.name}: ${b.dtype})`);
 }
 
 export function scalarLike(x: Value, value: number): Value {
@@ -386,10 +387,18 @@ function gemm(a: Value, b: Value, transA: 0 | 1, transB: 0 | 1, c?: Value): Valu
 export function linear(x: Value, weight: Value, bias?: Value): Value {
   requireFloat("Linear", x, weight);
   if (x.shape.length !== 2 || weight.shape.length !== 2) {
-    throw new Error(`Linear: x ${shapeToString(x.shape)} and ${weight.name} ${shapeToString(weight.shape)} must be 2-D`);
+    throw new Error(
+      `Linear: x ${shapeToString(x.shape)} and ${weight.name} ${shapeToString(weight.shape)} must be 2-D`,
+    );
   }
-  if (typeof x.shape[1] === "number" && typeof weight.shape[1] === "number" && x.shape[1] !== weight.shape[1]) {
-    throw new Error(`Linear: x ${shapeToString(x.shape)} does not match ${weight.name} ${shapeToString(weight.shape)}`);
+  if (
+    typeof x.shape[1] === "number" &&
+    typeof weight.shape[1] === "number" &&
+    x.shape[1] !== weight.shape[1]
+  ) {
+    throw new Error(
+      `Linear: x ${shapeToString(x.shape)} does not match ${weight.name} ${shapeToString(weight.shape)}`,
+    );
   }
   const rule: GradRule = ([g], [nx, nw, nb]) => [
     g && nx ? gemm(g, weight, 0, 0) : undefined,
@@ -398,7 +407,13 @@ export function linear(x: Value, weight: Value, bias?: Value): Value {
   ];
   const inputs = bias === undefined ? [x, weight] : [x, weight, bias];
   return one(
-    x.graph.op("Gemm", inputs, [{ dtype: x.dtype, shape: [x.shape[0]!, weight.shape[0]!] }], { transB: 1 }, rule),
+    x.graph.op(
+      "Gemm",
+      inputs,
+      [{ dtype: x.dtype, shape: [x.shape[0]!, weight.shape[0]!] }],
+      { transB: 1 },
+      rule,
+    ),
   );
 }
 
@@ -425,7 +440,15 @@ export function embedding(weight: Value, ids: Value): Value {
     const onehot = cast(equal(flatIds, vocabRow), g.dtype);
     return [gemm(onehot, flatG, 1, 0), undefined];
   };
-  return one(weight.graph.op("Gather", [weight, ids], [{ dtype: weight.dtype, shape: [...ids.shape, dim] }], { axis: 0 }, rule));
+  return one(
+    weight.graph.op(
+      "Gather",
+      [weight, ids],
+      [{ dtype: weight.dtype, shape: [...ids.shape, dim] }],
+      { axis: 0 },
+      rule,
+    ),
+  );
 }
 
 // ---------- shape ops ----------
@@ -444,7 +467,13 @@ export function transpose(x: Value, perm: readonly number[]): Value {
   const inverse = perm.map((_, i) => perm.indexOf(i));
   const rule: GradRule = ([g]) => [g ? transpose(g, inverse) : undefined];
   return one(
-    x.graph.op("Transpose", [x], [{ dtype: x.dtype, shape: perm.map((p) => x.shape[p]!) }], { perm: [...perm] }, rule),
+    x.graph.op(
+      "Transpose",
+      [x],
+      [{ dtype: x.dtype, shape: perm.map((p) => x.shape[p]!) }],
+      { perm: [...perm] },
+      rule,
+    ),
   );
 }
 

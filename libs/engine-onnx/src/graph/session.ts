@@ -40,11 +40,15 @@ export class GraphSession {
   }
 
   /** Runs with the given feeds; every graph input must be fed. */
-  async run(feeds: Readonly<Record<string, ort.Tensor>>, outputs?: readonly string[]): Promise<Record<string, ort.Tensor>> {
+  async run(
+    feeds: Readonly<Record<string, ort.Tensor>>,
+    outputs?: readonly string[],
+  ): Promise<Record<string, ort.Tensor>> {
     for (const name of this.inputNames) {
       if (feeds[name] === undefined) throw new Error(`session: input ${name} was not fed`);
     }
-    const result = outputs === undefined ? await this.session.run(feeds) : await this.session.run(feeds, outputs);
+    const result =
+      outputs === undefined ? await this.session.run(feeds) : await this.session.run(feeds, outputs);
     return result as Record<string, ort.Tensor>;
   }
 
@@ -78,7 +82,11 @@ export function tensor(dtype: DType, data: TypedArray, dims: readonly number[]):
 }
 
 /** A float tensor of `dtype` from numbers. */
-export function floatTensor(dtype: "float32" | "float64", values: ArrayLike<number>, dims: readonly number[]): ort.Tensor {
+export function floatTensor(
+  dtype: "float32" | "float64",
+  values: ArrayLike<number>,
+  dims: readonly number[],
+): ort.Tensor {
   const data = dtype === "float32" ? Float32Array.from(values) : Float64Array.from(values);
   return tensor(dtype, data, dims);
 }

@@ -87,7 +87,11 @@ export function applyRope(x: Value, cos: Value, sin: Value, headDim: number): Va
   return op.add(op.mul(x, cos), op.mul(rotateHalf(x, headDim), sin));
 }
 
-export function decoderForward(config: QwenConfig, weights: WeightValues, inputs: DecoderInputs): DecoderOutputs {
+export function decoderForward(
+  config: QwenConfig,
+  weights: WeightValues,
+  inputs: DecoderInputs,
+): DecoderOutputs {
   const graph = inputs.inputIds.graph;
   const { batch: B, time: T, rows: N } = DIM;
   const H = config.num_attention_heads;
@@ -124,11 +128,13 @@ export function decoderForward(config: QwenConfig, weights: WeightValues, inputs
     q = applyRope(q, inputs.cos, inputs.sin, D);
     k = applyRope(k, inputs.cos, inputs.sin, D);
     // q: [B, T, H, D] → [B, H, T, D] → [B, KV, G, T, D] (head h = kv·G + g, as HF's repeat_kv).
-    const qHeads = op.reshape(
-      op.transpose(op.mul(q, scale), [0, 2, 1, 3]),
-      graph.ints([0, KV, G, -1, D]),
-      [B, KV, G, T, D],
-    );
+    const qHeads = op.reshape(op.transpose(op.mul(q, scale), [0, 2, 1, 3]), graph.ints([0, KV, G, -1, D]), [
+      B,
+      KV,
+      G,
+      T,
+      D,
+    ]);
     let kHeads = op.transpose(k, [0, 2, 1, 3]); // [B, KV, T, D]
     let vHeads = op.transpose(op.reshape(v, headsShape(KV), [B, T, KV, D]), [0, 2, 1, 3]);
     const past = inputs.past?.[i];
@@ -148,7 +154,11 @@ export function decoderForward(config: QwenConfig, weights: WeightValues, inputs
       graph.ints([-1, H * D]),
       [N, H * D],
     );
-    const attnOut = op.linear(merged, w("self_attn.o_proj.weight"), bias.o ? w("self_attn.o_proj.bias") : undefined);
+    const attnOut = op.linear(
+      merged,
+      w("self_attn.o_proj.weight"),
+      bias.o ? w("self_attn.o_proj.bias") : undefined,
+    );
     x = op.add(x, attnOut);
     const h2 = rmsNorm(x, w("post_attention_layernorm.weight"), eps);
     const gate = op.linear(h2, w("mlp.gate_proj.weight"));

@@ -6,7 +6,7 @@
  *   decode   ids, KV cache → last-position logits and the extended cache (prefill is P = 0)
  *   train    scoring + the PPO-clip loss of libs/rl + ∂loss/∂w for every weight
  */
-import { qwenWeightNames, type QwenConfig } from "@troupe/engine";
+import { type QwenConfig, qwenWeightNames } from "@troupe/engine";
 import { gradients } from "../graph/autodiff.ts";
 import { type FloatDType, Graph, type Value } from "../graph/builder.ts";
 import * as op from "../graph/ops.ts";
@@ -22,7 +22,12 @@ export interface ModelGraphInputs {
   readonly attnBias: Value;
 }
 
-function modelInputs(config: QwenConfig, dtype: FloatDType, name: string, withPast: boolean): ModelGraphInputs {
+function modelInputs(
+  config: QwenConfig,
+  dtype: FloatDType,
+  name: string,
+  withPast: boolean,
+): ModelGraphInputs {
   const graph = new Graph(name);
   const weights = weightInputs(graph, qwenWeightNames(config), dtype);
   const { batch: B, time: T } = DIM;
@@ -38,7 +43,11 @@ function modelInputs(config: QwenConfig, dtype: FloatDType, name: string, withPa
 }
 
 /** Per-row log p(target) and entropy from logits [N, V]; targets [B, T] int64. */
-export function tokenLogprobs(logits: Value, targets: Value, vocab: number): { logprobs: Value; entropy: Value } {
+export function tokenLogprobs(
+  logits: Value,
+  targets: Value,
+  vocab: number,
+): { logprobs: Value; entropy: Value } {
   const graph = logits.graph;
   const logp = op.logSoftmax(logits, -1);
   const onehot = graph.untaped(() => {
@@ -95,7 +104,11 @@ export function buildDecodeGraph(config: QwenConfig, dtype: FloatDType): Graph {
   // Last column of every row: hidden [B·T, d] → [B, T, d] → [B, 1, d] → [B, d].
   const last = graph.untaped(() => {
     const batchDim = op.slice(op.shapeOf(m.inputIds), 0, 0, 1, [1]);
-    const byBatch = op.reshape(hidden, op.concat([batchDim, graph.ints([-1, d])], 0), [DIM.batch, DIM.time, d]);
+    const byBatch = op.reshape(hidden, op.concat([batchDim, graph.ints([-1, d])], 0), [
+      DIM.batch,
+      DIM.time,
+      d,
+    ]);
     const lastColumn = op.slice(byBatch, 1, -1, Number.MAX_SAFE_INTEGER, [DIM.batch, 1, d]);
     return op.reshape(lastColumn, graph.ints([-1, d]), [DIM.batch, d]);
   });

@@ -21,7 +21,11 @@ export interface PaddedBatch {
 }
 
 /** Pads sequences to a common length, padding on the right (scoring, training) or left (generation). */
-export function padBatch(sequences: readonly (readonly number[])[], side: "left" | "right", padId = 0): PaddedBatch {
+export function padBatch(
+  sequences: readonly (readonly number[])[],
+  side: "left" | "right",
+  padId = 0,
+): PaddedBatch {
   const batch = sequences.length;
   const time = Math.max(1, ...sequences.map((s) => s.length));
   const ids = new BigInt64Array(batch * time).fill(BigInt(padId));
@@ -81,8 +85,10 @@ export function attentionBias(
   dtype: FloatDType,
 ): Float32Array | Float64Array {
   const total = past + time;
-  if (keyValid.length !== batch * total) throw new Error(`attentionBias: keyValid has ${keyValid.length} entries`);
-  const out = dtype === "float32" ? new Float32Array(batch * time * total) : new Float64Array(batch * time * total);
+  if (keyValid.length !== batch * total)
+    throw new Error(`attentionBias: keyValid has ${keyValid.length} entries`);
+  const out =
+    dtype === "float32" ? new Float32Array(batch * time * total) : new Float64Array(batch * time * total);
   for (let b = 0; b < batch; b++) {
     for (let t = 0; t < time; t++) {
       const row = (b * time + t) * total;

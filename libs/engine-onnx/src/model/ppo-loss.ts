@@ -68,7 +68,12 @@ export function ppoLoss(x: PpoLossInputs): PpoLossOutputs {
       clipped: op.sumAll(op.mul(x.mask, op.cast(clippedFlag, lp.dtype))),
       oldMinusNew: op.sumAll(op.mul(x.mask, op.sub(x.oldLogprobs, lp))),
       pgLoss: op.sumAll(op.mul(x.tokenWeights, pg)),
-      kl: op.sumAll(op.mul(x.tokenWeights, op.mul(k3, op.cast(op.or(op.greater(x.klCoef, zero), op.less(x.klCoef, zero)), lp.dtype)))),
+      kl: op.sumAll(
+        op.mul(
+          x.tokenWeights,
+          op.mul(k3, op.cast(op.or(op.greater(x.klCoef, zero), op.less(x.klCoef, zero)), lp.dtype)),
+        ),
+      ),
       entropy: op.sumAll(op.mul(x.tokenWeights, x.entropy)),
     };
   });

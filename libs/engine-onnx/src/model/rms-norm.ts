@@ -28,7 +28,9 @@ export function rmsNorm(x: Value, weight: Value, eps: number): Value {
       const xHat = normalized!;
       const gHat = op.mul(g, weight);
       return [
-        needX ? op.mul(inverseRms!, op.sub(gHat, op.mul(xHat, op.reduceMean(op.mul(gHat, xHat), [-1], true)))) : undefined,
+        needX
+          ? op.mul(inverseRms!, op.sub(gHat, op.mul(xHat, op.reduceMean(op.mul(gHat, xHat), [-1], true))))
+          : undefined,
         needW ? op.unbroadcast(op.mul(g, xHat), weight.shape) : undefined,
       ];
     },

@@ -10,7 +10,14 @@
  * (helper: 0.4 when `aux` is defined with a return, main: 0.6 when the entry point is).
  * The episode ends when every hidden test passes or after `maxTurns` turns.
  */
-import { type AgentId, type Environment, type JointAction, type StepResult, type Task, userObservation } from "@troupe/core";
+import {
+  type AgentId,
+  type Environment,
+  type JointAction,
+  type StepResult,
+  type Task,
+  userObservation,
+} from "@troupe/core";
 import type { CodeRunner } from "@troupe/sandbox";
 import { AUX_MAIN_REWARD_TIERS, type AuxMainRewardBreakdown, auxMainReward } from "./aux-main-reward.ts";
 import type { CodingProblem } from "./dataset.ts";
@@ -77,7 +84,8 @@ export function auxMainProgram(problem: CodingProblem, aux: string, main: string
 
 export function auxMainEnv(options: AuxMainEnvOptions): Environment<AuxMainState, CodingProblem> {
   const maxTurns = options.maxTurns ?? defaultAuxMainOptions.maxTurns;
-  if (!Number.isInteger(maxTurns) || maxTurns < 1) throw new Error(`auxMainEnv: maxTurns must be >= 1, got ${maxTurns}`);
+  if (!Number.isInteger(maxTurns) || maxTurns < 1)
+    throw new Error(`auxMainEnv: maxTurns must be >= 1, got ${maxTurns}`);
   const feedback = options.feedback ?? diagnosticsFeedback();
   return {
     name: "humaneval-aux-main",
@@ -158,5 +166,7 @@ export function auxMainEnv(options: AuxMainEnvOptions): Environment<AuxMainState
 }
 
 export function isAllPassed(report: TestReport): boolean {
-  return report.harnessError === undefined && report.syntaxOk && report.total > 0 && report.passed === report.total;
+  return (
+    report.harnessError === undefined && report.syntaxOk && report.total > 0 && report.passed === report.total
+  );
 }

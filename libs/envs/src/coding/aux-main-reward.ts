@@ -52,7 +52,15 @@ export function auxMainReward(report: TestReport): AuxMainRewardBreakdown {
   const T = AUX_MAIN_REWARD_TIERS;
   const aux = findFunction(report, "aux");
   const main = findFunction(report, "main");
-  const parts = { auxDefined: 0, mainDefined: 0, syntax: 0, tests: 0, auxUsed: 0, notWrapper: 0, ignoredAuxResult: 0 };
+  const parts = {
+    auxDefined: 0,
+    mainDefined: 0,
+    syntax: 0,
+    tests: 0,
+    auxUsed: 0,
+    notWrapper: 0,
+    ignoredAuxResult: 0,
+  };
   const done = (stoppedAt?: AuxMainRewardBreakdown["stoppedAt"]): AuxMainRewardBreakdown => {
     const total = Object.values(parts).reduce((a, b) => a + b, 0);
     return { ...parts, total, ...(stoppedAt ? { stoppedAt } : {}) };
@@ -75,7 +83,16 @@ function findFunction(report: TestReport, label: string): FunctionReport {
   const f = report.functions.find((x) => x.label === label);
   // A run that produced no result at all (killed, output limit) has no analysis: nothing counts.
   if (!f && report.harnessError !== undefined) {
-    return { label, name: label, defined: false, hasReturn: false, parses: false, callsCallee: false, isWrapper: false, ignoredCalleeCalls: 0 };
+    return {
+      label,
+      name: label,
+      defined: false,
+      hasReturn: false,
+      parses: false,
+      callsCallee: false,
+      isWrapper: false,
+      ignoredCalleeCalls: 0,
+    };
   }
   if (!f) throw new Error(`auxMainReward: the harness report has no function query labelled "${label}"`);
   return f;

@@ -16,7 +16,14 @@
  * The known-wrong programs are a stub returning `None`, plus the coder's current code when it
  * fails a hidden test. success = the code passes every hidden test.
  */
-import { type AgentId, type Environment, type JointAction, type StepResult, type Task, userObservation } from "@troupe/core";
+import {
+  type AgentId,
+  type Environment,
+  type JointAction,
+  type StepResult,
+  type Task,
+  userObservation,
+} from "@troupe/core";
 import type { CodeRunner } from "@troupe/sandbox";
 import { isAllPassed } from "./aux-main-env.ts";
 import type { CodingProblem } from "./dataset.ts";
@@ -89,7 +96,8 @@ const summary = (r: TestReport) => ({ passed: r.passed, total: r.total });
 
 export function coderTesterEnv(options: CoderTesterEnvOptions): Environment<CoderTesterState, CodingProblem> {
   const maxTurns = options.maxTurns ?? defaultCoderTesterOptions.maxTurns;
-  if (!Number.isInteger(maxTurns) || maxTurns < 1) throw new Error(`coderTesterEnv: maxTurns must be >= 1, got ${maxTurns}`);
+  if (!Number.isInteger(maxTurns) || maxTurns < 1)
+    throw new Error(`coderTesterEnv: maxTurns must be >= 1, got ${maxTurns}`);
   const feedback = options.feedback ?? diagnosticsFeedback({ revealTests: true });
   const run = (program: string, tests: string, style: "check" | "asserts", entryPoint: string) =>
     runTests(options.runner, { program, tests, style, entryPoint }, options.harness);
@@ -115,8 +123,10 @@ export function coderTesterEnv(options: CoderTesterEnvOptions): Environment<Code
       let text = `${instructions(agent, p)}\n\nProblem:\n\`\`\`python\n${p.prompt}\`\`\``;
       const own = agent === "coder" ? state.code : state.tests;
       const other = agent === "coder" ? state.tests : state.code;
-      if (other !== null) text += `\n\nYour teammate's ${agent === "coder" ? "tests" : "code"}:\n\`\`\`python\n${other}\n\`\`\``;
-      if (own !== null) text += `\n\nYour previous ${agent === "coder" ? "code" : "tests"}:\n\`\`\`python\n${own}\n\`\`\``;
+      if (other !== null)
+        text += `\n\nYour teammate's ${agent === "coder" ? "tests" : "code"}:\n\`\`\`python\n${other}\n\`\`\``;
+      if (own !== null)
+        text += `\n\nYour previous ${agent === "coder" ? "code" : "tests"}:\n\`\`\`python\n${own}\n\`\`\``;
       if (state.feedback[agent]) text += `\n\n${state.feedback[agent]}`;
       return userObservation(text);
     },
@@ -130,7 +140,9 @@ export function coderTesterEnv(options: CoderTesterEnvOptions): Environment<Code
 
       const [hiddenReport, generatedReport, canonicalReport, stubReport] = await Promise.all([
         coderActed && code !== null ? run(coderProgram(p, code), p.test, "check", p.entryPoint) : undefined,
-        code !== null && tests !== null ? run(coderProgram(p, code), tests, "asserts", p.entryPoint) : undefined,
+        code !== null && tests !== null
+          ? run(coderProgram(p, code), tests, "asserts", p.entryPoint)
+          : undefined,
         testerActed && tests !== null ? run(canonicalProgram(p), tests, "asserts", p.entryPoint) : undefined,
         testerActed && tests !== null ? run(stubProgram(p), tests, "asserts", p.entryPoint) : undefined,
       ]);

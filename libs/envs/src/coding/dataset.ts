@@ -3,11 +3,12 @@
  * in openai/human-eval. The shipped copy is `libs/envs/data/humaneval/HumanEval.jsonl.gz`
  * (MIT, see the LICENSE next to it).
  */
+
+import { join } from "node:path";
 import type { Split, Task } from "@troupe/core";
 import { z } from "zod";
 import { DATA_DIR, type DataSource, loadJsonl } from "./load.ts";
 import { splitByHash } from "./split.ts";
-import { join } from "node:path";
 
 export const HumanEvalRowSchema = z.object({
   task_id: z.string().min(1),
@@ -37,7 +38,8 @@ export async function loadHumanEval(source: DataSource = DEFAULT_HUMANEVAL_PATH)
   const rows = await loadJsonl(source, HumanEvalRowSchema, "task_id");
   const seen = new Set<string>();
   return rows.map((row, i) => {
-    if (seen.has(row.task_id)) throw new Error(`${String(source)}: row ${i + 1}: duplicate task_id "${row.task_id}"`);
+    if (seen.has(row.task_id))
+      throw new Error(`${String(source)}: row ${i + 1}: duplicate task_id "${row.task_id}"`);
     seen.add(row.task_id);
     return {
       taskId: row.task_id,
@@ -69,6 +71,8 @@ export function codingTasks(
 ): Record<Extract<Split, "train" | "test">, Task<CodingProblem>[]> {
   const { testFraction, salt } = { ...defaultCodingSplit, ...options };
   const { train, test } = splitByHash(problems, codingProblemKey, testFraction, salt);
-  const toTask = (split: Split) => (p: CodingProblem): Task<CodingProblem> => ({ id: p.taskId, split, payload: p });
+  const toTask =
+    (split: Split) =>
+    (p: CodingProblem): Task<CodingProblem> => ({ id: p.taskId, split, payload: p });
   return { train: train.map(toTask("train")), test: test.map(toTask("test")) };
 }

@@ -99,7 +99,8 @@ export async function chatCompletion(
       const text = await response.text();
       if (response.status === 429 || response.status >= 500)
         throw new RetryableError(`HTTP ${response.status}: ${text.slice(0, 300)}`);
-      if (!response.ok) throw new Error(`expert endpoint ${url}: HTTP ${response.status}: ${text.slice(0, 300)}`);
+      if (!response.ok)
+        throw new Error(`expert endpoint ${url}: HTTP ${response.status}: ${text.slice(0, 300)}`);
       let json: unknown;
       try {
         json = JSON.parse(text);
@@ -114,10 +115,13 @@ export async function chatCompletion(
       return parsed.data.choices[0]!.message.content ?? "";
     } catch (e) {
       const retryable =
-        e instanceof RetryableError || (e instanceof Error && (e.name === "TimeoutError" || e.name === "TypeError"));
+        e instanceof RetryableError ||
+        (e instanceof Error && (e.name === "TimeoutError" || e.name === "TypeError"));
       if (!retryable) throw e;
       lastError = e as Error;
     }
   }
-  throw new Error(`expert endpoint ${url}: failed after ${options.retries + 1} attempts: ${lastError?.message}`);
+  throw new Error(
+    `expert endpoint ${url}: failed after ${options.retries + 1} attempts: ${lastError?.message}`,
+  );
 }

@@ -46,7 +46,8 @@ export function describeReport(report: TestReport, revealTests: boolean, maxFail
     lines.push(revealTests ? `- ${t.source}\n  -> ${what}` : `- a test failed: ${what}`);
   }
   if (failures.length > maxFailures) lines.push(`- … and ${failures.length - maxFailures} more failures`);
-  for (const e of report.setupErrors.slice(0, 3)) lines.push(`Test setup error: ${revealTests ? e : e.replace(/^.* -> /, "")}`);
+  for (const e of report.setupErrors.slice(0, 3))
+    lines.push(`Test setup error: ${revealTests ? e : e.replace(/^.* -> /, "")}`);
   if (report.output.trim()) lines.push(`Your code printed:\n${report.output.trim()}`);
   return lines.join("\n");
 }

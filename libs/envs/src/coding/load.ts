@@ -65,7 +65,9 @@ export function validateRows<S extends z.ZodType>(
         idField && row && typeof row === "object" && idField in row
           ? ` (${idField} ${JSON.stringify((row as Record<string, unknown>)[idField])})`
           : "";
-      throw new Error(`${where}: row ${i + 1}${id}: field ${issue.path.join(".") || "(root)"}: ${issue.message}`);
+      throw new Error(
+        `${where}: row ${i + 1}${id}: field ${issue.path.join(".") || "(root)"}: ${issue.message}`,
+      );
     }
     return parsed.data;
   });

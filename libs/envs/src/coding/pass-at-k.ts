@@ -10,8 +10,10 @@
  */
 export function passAtK(n: number, c: number, k: number): number {
   if (!Number.isInteger(n) || n < 1) throw new Error(`passAtK: n must be a positive integer, got ${n}`);
-  if (!Number.isInteger(c) || c < 0 || c > n) throw new Error(`passAtK: c must be an integer in [0, n=${n}], got ${c}`);
-  if (!Number.isInteger(k) || k < 1 || k > n) throw new Error(`passAtK: k must be an integer in [1, n=${n}], got ${k}`);
+  if (!Number.isInteger(c) || c < 0 || c > n)
+    throw new Error(`passAtK: c must be an integer in [0, n=${n}], got ${c}`);
+  if (!Number.isInteger(k) || k < 1 || k > n)
+    throw new Error(`passAtK: k must be an integer in [1, n=${n}], got ${k}`);
   if (n - c < k) return 1;
   let allWrong = 1;
   for (let i = n - c + 1; i <= n; i++) allWrong *= 1 - k / i;
@@ -31,7 +33,9 @@ export function meanPassAtK(problems: readonly ProblemSamples[], k: number): num
 }
 
 /** Mean fraction of tests passed, over samples (each `passed / total`, a sample with no tests counts 0). */
-export function averageTestPassRate(samples: readonly { readonly passed: number; readonly total: number }[]): number {
+export function averageTestPassRate(
+  samples: readonly { readonly passed: number; readonly total: number }[],
+): number {
   if (samples.length === 0) throw new Error("averageTestPassRate: no samples");
   return samples.reduce((s, x) => s + (x.total > 0 ? x.passed / x.total : 0), 0) / samples.length;
 }

@@ -24,7 +24,8 @@ export function splitByHash<T>(
   testFraction: number,
   salt: string,
 ): { train: T[]; test: T[] } {
-  if (!(testFraction >= 0 && testFraction <= 1)) throw new Error(`testFraction must be in [0, 1], got ${testFraction}`);
+  if (!(testFraction >= 0 && testFraction <= 1))
+    throw new Error(`testFraction must be in [0, 1], got ${testFraction}`);
   const train: T[] = [];
   const test: T[] = [];
   for (const item of items) (hashUnit(problemHash(key(item)), salt) < testFraction ? test : train).push(item);

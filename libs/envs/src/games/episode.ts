@@ -62,7 +62,9 @@ export const EpisodeOptionsSchema = z.object({
   /** Moves of one plan executed at most; the rest is ignored (and reported). */
   maxPlanLength: z.number().int().min(1).max(1000).default(64),
   /** Runs the tool agent's Python (required when roles = "tool"): the sandbox from @troupe/sandbox. */
-  runner: z.custom<CodeRunner>(isCodeRunner, "runner must be a CodeRunner (an object with run(request))").optional(),
+  runner: z
+    .custom<CodeRunner>(isCodeRunner, "runner must be a CodeRunner (an object with run(request))")
+    .optional(),
   /** Wall-clock limit for one tool program, ms. */
   toolWallMs: z.number().int().positive().default(10_000),
   /** Characters of the tool program's output shown to the plan agent (the tail is kept). */
@@ -96,7 +98,10 @@ export interface GenerateOptions {
 export interface GameEnvironment<Puzzle, Board> extends Environment<GameState<Puzzle, Board>, Puzzle> {
   readonly roles: RolesVariant;
   readonly maxTurns: number;
-  readonly rewardBounds: { readonly team: readonly [number, number]; readonly local: readonly [number, number] };
+  readonly rewardBounds: {
+    readonly team: readonly [number, number];
+    readonly local: readonly [number, number];
+  };
   /** `count` distinct tasks of `split`, disjoint from every other split (see splits.ts). */
   generateTasks(split: Split, count: number, options?: GenerateOptions): Task<Puzzle>[];
   /** The solver's next action text for `agent` (see `gameDemo`). */
@@ -195,7 +200,12 @@ export function gameEnvironment<Puzzle, Board, Move>(
     } else {
       const run = executePlan(game, puzzle, draft.board, moves, options.maxPlanLength);
       const hAfter = run.solved ? 0 : game.remaining(puzzle, run.board);
-      draft.local[agent] = planProgress(game.remaining(puzzle, draft.board), hAfter, run.invalid !== null, rewards.invalid);
+      draft.local[agent] = planProgress(
+        game.remaining(puzzle, draft.board),
+        hAfter,
+        run.invalid !== null,
+        rewards.invalid,
+      );
     }
     draft.info[agent] = { code: true, status: result.status, planReadable: moves !== null };
   }
@@ -205,7 +215,9 @@ export function gameEnvironment<Puzzle, Board, Move>(
     const acting = Object.keys(actions);
     for (const agent of acting) {
       if (!agents.includes(agent)) {
-        throw new Error(`${game.name} (${options.roles} roles): unknown agent "${agent}"; agents: ${agents.join(", ")}`);
+        throw new Error(
+          `${game.name} (${options.roles} roles): unknown agent "${agent}"; agents: ${agents.join(", ")}`,
+        );
       }
     }
     if (acting.length === 0) throw new Error(`${game.name}: step needs at least one agent's action`);
@@ -258,9 +270,11 @@ export function gameEnvironment<Puzzle, Board, Move>(
     };
   }
 
-  const [moveLo, moveHi] = game.moveRewardRange;
-  const planLow = options.maxPlanLength * Math.min(0, rewards.step + moveLo) + Math.min(0, rewards.invalid);
-  const planHigh = options.maxPlanLength * Math.max(0, rewards.step + moveHi);
+  // One plan: at most maxPlanLength step costs, its move rewards, at most one invalid penalty.
+  const [moveLo, moveHi] = game.planRewardRange(options.maxPlanLength);
+  const L = options.maxPlanLength;
+  const planLow = L * Math.min(0, rewards.step) + Math.min(0, moveLo) + Math.min(0, rewards.invalid);
+  const planHigh = L * Math.max(0, rewards.step) + Math.max(0, moveHi);
   const committers = options.roles === "compact" ? 2 : 1; // both compact roles may act in one (parallel) step
   const rewardBounds = {
     team: [
@@ -291,7 +305,9 @@ export function gameEnvironment<Puzzle, Board, Move>(
     },
     observe(state: State, agent: AgentId): Observation {
       if (!agents.includes(agent)) {
-        throw new Error(`${game.name} (${options.roles} roles): unknown agent "${agent}"; agents: ${agents.join(", ")}`);
+        throw new Error(
+          `${game.name} (${options.roles} roles): unknown agent "${agent}"; agents: ${agents.join(", ")}`,
+        );
       }
       if (options.roles === "compact") return compactObservation(game, state, agent);
       return agent === "tool" ? toolObservation(game, state) : planObservation(game, state);
@@ -300,7 +316,8 @@ export function gameEnvironment<Puzzle, Board, Move>(
       const acting = checkActions(state, actions);
       const draft = newDraft(state);
       if (options.roles === "compact") {
-        for (const agent of acting) if (!draft.solved) commitPlan(state.puzzle, draft, agent, actions[agent]!);
+        for (const agent of acting)
+          if (!draft.solved) commitPlan(state.puzzle, draft, agent, actions[agent]!);
         return finish(state, draft, acting);
       }
       return (async () => {
@@ -346,12 +363,18 @@ export function compactObservation<Puzzle, Board>(
   return userObservation(lines.join("\n"));
 }
 
-function boardSection<Puzzle, Board>(game: Game<Puzzle, Board, unknown>, state: GameState<Puzzle, Board>): string {
+function boardSection<Puzzle, Board>(
+  game: Game<Puzzle, Board, unknown>,
+  state: GameState<Puzzle, Board>,
+): string {
   const last = state.report === null ? "" : `\nLast executed plan: ${state.report}`;
   return `${game.toolRules}\n\nCurrent board (row 0 at the top):\n${game.render(state.puzzle, state.board)}${last}`;
 }
 
-function toolObservation<Puzzle, Board>(game: Game<Puzzle, Board, unknown>, state: GameState<Puzzle, Board>): Observation {
+function toolObservation<Puzzle, Board>(
+  game: Game<Puzzle, Board, unknown>,
+  state: GameState<Puzzle, Board>,
+): Observation {
   const system =
     `You are the tool agent of a two-agent team solving a ${game.title} puzzle. You write a Python program ` +
     "that computes a plan; its output is shown to the plan agent, who gives the final answer.";
@@ -363,7 +386,10 @@ function toolObservation<Puzzle, Board>(game: Game<Puzzle, Board, unknown>, stat
   return userObservation(user, system);
 }
 
-function planObservation<Puzzle, Board>(game: Game<Puzzle, Board, unknown>, state: GameState<Puzzle, Board>): Observation {
+function planObservation<Puzzle, Board>(
+  game: Game<Puzzle, Board, unknown>,
+  state: GameState<Puzzle, Board>,
+): Observation {
   const system =
     `You are the plan agent of a two-agent team solving a ${game.title} puzzle. The tool agent ran a program ` +
     "to help you. Give the final plan after ####; it is executed from the current board.";

@@ -34,8 +34,11 @@ export interface Game<Puzzle, Board, Move> {
   /** Title for the tool-role prompts. */
   readonly title: string;
   readonly rewards: GameRewards;
-  /** Inclusive range of `MoveOutcome.reward` for one valid move (game-specific part, step cost excluded). */
-  readonly moveRewardRange: readonly [number, number];
+  /**
+   * Inclusive range of the summed `MoveOutcome.reward` over one plan of at most `maxPlanLength`
+   * moves (the game-specific part; step costs and the invalid penalty excluded). Sets `rewardBounds`.
+   */
+  planRewardRange(maxPlanLength: number): readonly [number, number];
   initialBoard(puzzle: Puzzle): Board;
   /** Moves from an agent's text, or null if unreadable. */
   parsePlan(text: string): Move[] | null;
@@ -109,7 +112,12 @@ export function executePlan<Puzzle, Board, Move>(
  * removed, (h_before − h_after) / h_before (1 = solved, negative = made things worse, −1 = made the
  * puzzle unsolvable), plus the invalid penalty if the plan hit an invalid move.
  */
-export function planProgress(hBefore: number, hAfter: number, hitInvalid: boolean, invalidPenalty: number): number {
+export function planProgress(
+  hBefore: number,
+  hAfter: number,
+  hitInvalid: boolean,
+  invalidPenalty: number,
+): number {
   const progress = hAfter === Number.POSITIVE_INFINITY ? -1 : hBefore > 0 ? (hBefore - hAfter) / hBefore : 0;
   return clamp(progress + (hitInvalid ? invalidPenalty : 0), -1, 1);
 }

@@ -29,7 +29,16 @@ import {
   gameEnvironment,
 } from "./episode.ts";
 import type { Game, GameRewards } from "./game.ts";
-import { bfsDistances, DIRECTIONS, type Direction, formatPos, type Pos, parseDirections, samePos, step } from "./grid.ts";
+import {
+  bfsDistances,
+  DIRECTIONS,
+  type Direction,
+  formatPos,
+  type Pos,
+  parseDirections,
+  samePos,
+  step,
+} from "./grid.ts";
 import { parseOptions } from "./options.ts";
 import { generateSplitTasks, SplitFractionsSchema } from "./splits.ts";
 
@@ -124,7 +133,9 @@ export function shortestPlanPath(puzzle: PlanPathPuzzle, from: Pos): Direction[]
 export function generatePlanPathPuzzle(rng: Rng, config: PlanPathGeneration): PlanPathPuzzle | null {
   const { rows, cols } = config;
   const cells = rows * cols;
-  const blocked = new Set(rng.shuffled([...Array(cells).keys()]).slice(0, Math.round(config.blockedFraction * cells)));
+  const blocked = new Set(
+    rng.shuffled([...Array(cells).keys()]).slice(0, Math.round(config.blockedFraction * cells)),
+  );
   const grid = [...Array(rows).keys()].map((r) =>
     [...Array(cols).keys()].map((c) => (blocked.has(r * cols + c) ? "#" : ".")).join(""),
   );
@@ -151,21 +162,32 @@ const PlanPathPuzzleSchema = z
     optimal: z.number().int().min(0),
   })
   .superRefine((p, ctx) => {
-    if (p.grid.length !== p.rows) ctx.addIssue({ code: "custom", path: ["grid"], message: `needs ${p.rows} rows` });
+    if (p.grid.length !== p.rows)
+      ctx.addIssue({ code: "custom", path: ["grid"], message: `needs ${p.rows} rows` });
     p.grid.forEach((row, r) => {
-      if (row.length !== p.cols) ctx.addIssue({ code: "custom", path: ["grid", r], message: `needs ${p.cols} columns` });
+      if (row.length !== p.cols)
+        ctx.addIssue({ code: "custom", path: ["grid", r], message: `needs ${p.cols} columns` });
     });
     for (const key of ["start", "goal"] as const) {
       const [r, c] = p[key];
-      if (p.grid[r]?.[c] !== ".") ctx.addIssue({ code: "custom", path: [key], message: "must be a free cell" });
+      if (p.grid[r]?.[c] !== ".")
+        ctx.addIssue({ code: "custom", path: [key], message: "must be a free cell" });
     }
   });
 
 function checkPlanPathPuzzle(payload: unknown, taskId: string): PlanPathPuzzle {
-  const puzzle = parseOptions(`${PLAN_PATH} task ${taskId}: payload`, PlanPathPuzzleSchema, payload) as PlanPathPuzzle;
-  const d = bfsDistances(puzzle.rows, puzzle.cols, isOpen(puzzle), puzzle.start)[puzzle.goal[0] * puzzle.cols + puzzle.goal[1]]!;
+  const puzzle = parseOptions(
+    `${PLAN_PATH} task ${taskId}: payload`,
+    PlanPathPuzzleSchema,
+    payload,
+  ) as PlanPathPuzzle;
+  const d = bfsDistances(puzzle.rows, puzzle.cols, isOpen(puzzle), puzzle.start)[
+    puzzle.goal[0] * puzzle.cols + puzzle.goal[1]
+  ]!;
   if (d !== puzzle.optimal) {
-    throw new Error(`${PLAN_PATH} task ${taskId}: payload.optimal is ${puzzle.optimal} but BFS gives ${d < 0 ? "unreachable" : d}`);
+    throw new Error(
+      `${PLAN_PATH} task ${taskId}: payload.optimal is ${puzzle.optimal} but BFS gives ${d < 0 ? "unreachable" : d}`,
+    );
   }
   // Keep the caller's object (not zod's copy) so per-puzzle caches and identity checks hold.
   return payload as PlanPathPuzzle;
@@ -224,7 +246,7 @@ print("".join(reversed(plan)))
 
 /**
  * The Plan-Path game. `size` (the environment's configured rows and cols) only sets the documented
- * `moveRewardRange`; puzzles of any size are played.
+ * `planRewardRange`; puzzles of any size are played.
  */
 export function planPathGame(
   rewards: PlanPathRewards,
@@ -242,22 +264,24 @@ export function planPathGame(
   // F = (d − γ·d') / scale with d' = d ± 1 and 0 ≤ d < rows·cols, for puzzles of the configured size.
   const scale = rewards.shapingScale ?? Math.max(size.rows, size.cols);
   const maxD = size.rows * size.cols;
-  const moveRewardRange = [-gamma / scale, (maxD * (1 - gamma) + gamma) / scale] as const;
+  const moveRange = [-gamma / scale, (maxD * (1 - gamma) + gamma) / scale] as const;
   return {
     name: PLAN_PATH,
     shortName: "path",
     title: "Plan-Path",
     rewards: gameRewards,
-    moveRewardRange,
+    planRewardRange: (maxPlanLength) => [maxPlanLength * moveRange[0], maxPlanLength * moveRange[1]],
     initialBoard: (puzzle) => ({ pos: puzzle.start }),
     parsePlan: parseDirections,
     formatPlan: (moves) => moves.join(""),
     applyMove(puzzle, board, move) {
       const [r, c] = step(board.pos, move);
-      if (r < 0 || r >= puzzle.rows || c < 0 || c >= puzzle.cols) return { invalid: "off grid", at: formatPos(board.pos) };
+      if (r < 0 || r >= puzzle.rows || c < 0 || c >= puzzle.cols)
+        return { invalid: "off grid", at: formatPos(board.pos) };
       if (puzzle.grid[r]![c] === "#") return { invalid: "blocked", at: formatPos(board.pos) };
       const next: Pos = [r, c];
-      const shaping = (distanceToGoal(puzzle, board.pos) - gamma * distanceToGoal(puzzle, next)) / scaleOf(puzzle);
+      const shaping =
+        (distanceToGoal(puzzle, board.pos) - gamma * distanceToGoal(puzzle, next)) / scaleOf(puzzle);
       return { board: { pos: next }, reward: shaping };
     },
     isSolved: (puzzle, board) => samePos(board.pos, puzzle.goal),
@@ -300,7 +324,14 @@ export function planPathEnv(options: PlanPathOptions = {}): PlanPathEnvironment 
     options: parsed,
     checkPuzzle: checkPlanPathPuzzle,
     generateTasks: (split, count, seed) =>
-      generatePlanPathTasks(split, count, { rows, cols, blockedFraction, minPathLength, splitFractions, seed }),
+      generatePlanPathTasks(split, count, {
+        rows,
+        cols,
+        blockedFraction,
+        minPathLength,
+        splitFractions,
+        seed,
+      }),
   });
 }
 

@@ -57,13 +57,17 @@ export interface GenerateSplitArgs<Payload> {
    * the requested split: generators call it as soon as they know the key, to skip expensive work
    * (Sudoku clue removal, the Sokoban solver) for candidates that would be thrown away.
    */
-  readonly candidate: (rng: Rng, inSplit: (splitKey: unknown) => boolean) => GeneratedInstance<Payload> | null;
+  readonly candidate: (
+    rng: Rng,
+    inSplit: (splitKey: unknown) => boolean,
+  ) => GeneratedInstance<Payload> | null;
 }
 
 /** Generates `count` distinct tasks of one split. Task ids are `<env>-<split>-<hash prefix>`. */
 export function generateSplitTasks<Payload>(args: GenerateSplitArgs<Payload>): Task<Payload>[] {
   const { env, split, count, seed, fractions } = args;
-  if (!Number.isInteger(count) || count < 0) throw new Error(`${env}: count must be an integer >= 0, got ${count}`);
+  if (!Number.isInteger(count) || count < 0)
+    throw new Error(`${env}: count must be an integer >= 0, got ${count}`);
   if (!Number.isInteger(seed)) throw new Error(`${env}: seed must be an integer, got ${seed}`);
   const inSplit = (key: unknown) => splitOfKey(key, fractions) === split;
   const maxAttempts = count * (args.attemptsPerTask ?? 500) + 1000;

@@ -1,1 +1,3 @@
-export {};
+export * from "./answer.ts";
+export * from "./dataset.ts";
+export * from "./reasoner-tool-env.ts";

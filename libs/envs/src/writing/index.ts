@@ -1,1 +1,4 @@
-export {};
+export * from "./dataset.ts";
+export * from "./rewards.ts";
+export * from "./text-stats.ts";
+export * from "./writing-env.ts";

@@ -63,7 +63,13 @@ describe("helper + main tiered reward (CoMLRL)", () => {
       0.4 + 0.6 + 0.5 + 1.0 + 0.5 + 1.0 - 0.5,
       { ignoredAuxResult: -0.5 },
     ],
-    ["main missing: stop at structure", "def aux(xs):\n    return sum(xs)", "def other(xs):\n    return 1", 0.4, { stoppedAt: "structure" }],
+    [
+      "main missing: stop at structure",
+      "def aux(xs):\n    return sum(xs)",
+      "def other(xs):\n    return 1",
+      0.4,
+      { stoppedAt: "structure" },
+    ],
     [
       "syntax error in aux: stop at syntax",
       "def aux(xs):\n    return sum(xs",
@@ -107,7 +113,10 @@ describe("helper + main environment", () => {
   it("runs several turns with feedback, never mutating the (frozen) state", async () => {
     const env = auxMainEnv({ runner, maxTurns: 2, feedback: passFailFeedback() });
     const s0 = deepFreeze(await env.reset(task, 0));
-    const first = await env.step(s0, { helper: py("def aux(xs):\n    return 0"), main: py("def double_sum(xs):\n    return 1") });
+    const first = await env.step(s0, {
+      helper: py("def aux(xs):\n    return 0"),
+      main: py("def double_sum(xs):\n    return 1"),
+    });
     expect(first.done).toBe(false);
     expect(first.success).toBe(false);
     expect(s0.attempts).toEqual([]);

@@ -1,6 +1,6 @@
-import { beforeAll, describe, expect, it } from "vitest";
 import type { CodeRunner } from "@troupe/sandbox";
-import { loadHumanEval, runTests, type CodingProblem } from "../../src/coding/index.ts";
+import { beforeAll, describe, expect, it } from "vitest";
+import { type CodingProblem, loadHumanEval, runTests } from "../../src/coding/index.ts";
 import { doubleSum } from "./fixtures.ts";
 import { testRunner } from "./local-python-runner.ts";
 
@@ -16,11 +16,21 @@ const canonical = (p: CodingProblem) => `${p.prompt}${p.canonicalSolution}`;
 describe("test harness", () => {
   it("splits HumanEval checks into asserts (loops count once) and the canonical solutions pass", async () => {
     // Expected counts read off the test text: /0 has 7 asserts; /32 one for-loop; /38 one loop; /53 5 asserts + a loop.
-    const expected: Record<string, number> = { "HumanEval/0": 7, "HumanEval/32": 1, "HumanEval/38": 1, "HumanEval/53": 6 };
+    const expected: Record<string, number> = {
+      "HumanEval/0": 7,
+      "HumanEval/32": 1,
+      "HumanEval/38": 1,
+      "HumanEval/53": 6,
+    };
     const reports = await Promise.all(
       Object.keys(expected).map((id) => {
         const p = problems.get(id)!;
-        return runTests(runner, { program: canonical(p), tests: p.test, style: "check", entryPoint: p.entryPoint });
+        return runTests(runner, {
+          program: canonical(p),
+          tests: p.test,
+          style: "check",
+          entryPoint: p.entryPoint,
+        });
       }),
     );
     Object.keys(expected).forEach((id, i) => {
@@ -32,18 +42,37 @@ describe("test harness", () => {
 
   it("counts partial passes, skips `assert True`, and reports errors per assert", async () => {
     const program = `${doubleSum.prompt}\ndef double_sum(xs):\n    print("hello")\n    return 2 * sum(xs) if xs else 1\n`;
-    const r = await runTests(runner, { program, tests: doubleSum.test, style: "check", entryPoint: "double_sum" });
+    const r = await runTests(runner, {
+      program,
+      tests: doubleSum.test,
+      style: "check",
+      entryPoint: "double_sum",
+    });
     expect([r.passed, r.total]).toEqual([2, 3]);
-    expect(r.tests[0]).toMatchObject({ source: "assert candidate(zero) == 0", passed: false, error: "AssertionError" });
+    expect(r.tests[0]).toMatchObject({
+      source: "assert candidate(zero) == 0",
+      passed: false,
+      error: "AssertionError",
+    });
     expect(r.output).toContain("hello");
   });
 
   it("reports syntax errors, a missing entry point and per-test timeouts", async () => {
-    const bad = await runTests(runner, { program: "def f(:\n", tests: doubleSum.test, style: "check", entryPoint: "f" });
+    const bad = await runTests(runner, {
+      program: "def f(:\n",
+      tests: doubleSum.test,
+      style: "check",
+      entryPoint: "f",
+    });
     expect(bad.syntaxOk).toBe(false);
     expect(bad.syntaxError).toMatch(/^line 1:/);
 
-    const missing = await runTests(runner, { program: "x = 1\n", tests: doubleSum.test, style: "check", entryPoint: "double_sum" });
+    const missing = await runTests(runner, {
+      program: "x = 1\n",
+      tests: doubleSum.test,
+      style: "check",
+      entryPoint: "double_sum",
+    });
     expect(missing.syntaxOk).toBe(true);
     expect(missing.loadError).toMatch(/entry point 'double_sum' is not defined/);
     expect([missing.passed, missing.total]).toEqual([0, 3]);
@@ -85,9 +114,36 @@ describe("test harness", () => {
       ],
     });
     expect(r.functions).toEqual([
-      { label: "main", name: "double_sum", defined: true, hasReturn: true, parses: true, callsCallee: true, isWrapper: false, ignoredCalleeCalls: 1 },
-      { label: "aux", name: "aux", defined: true, hasReturn: true, parses: false, callsCallee: false, isWrapper: false, ignoredCalleeCalls: 0 },
-      { label: "none", name: "aux", defined: false, hasReturn: false, parses: true, callsCallee: false, isWrapper: false, ignoredCalleeCalls: 0 },
+      {
+        label: "main",
+        name: "double_sum",
+        defined: true,
+        hasReturn: true,
+        parses: true,
+        callsCallee: true,
+        isWrapper: false,
+        ignoredCalleeCalls: 1,
+      },
+      {
+        label: "aux",
+        name: "aux",
+        defined: true,
+        hasReturn: true,
+        parses: false,
+        callsCallee: false,
+        isWrapper: false,
+        ignoredCalleeCalls: 0,
+      },
+      {
+        label: "none",
+        name: "aux",
+        defined: false,
+        hasReturn: false,
+        parses: true,
+        callsCallee: false,
+        isWrapper: false,
+        ignoredCalleeCalls: 0,
+      },
     ]);
   });
 
@@ -95,7 +151,12 @@ describe("test harness", () => {
     "every canonical HumanEval solution passes all of its asserts (opt-in: TROUPE_HUMANEVAL_ALL=1)",
     async () => {
       for (const p of problems.values()) {
-        const r = await runTests(runner, { program: canonical(p), tests: p.test, style: "check", entryPoint: p.entryPoint });
+        const r = await runTests(runner, {
+          program: canonical(p),
+          tests: p.test,
+          style: "check",
+          entryPoint: p.entryPoint,
+        });
         expect(r.total, p.taskId).toBeGreaterThan(0);
         expect(r.passed, p.taskId).toBe(r.total);
       }

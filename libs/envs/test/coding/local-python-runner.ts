@@ -5,10 +5,9 @@
  * real sandbox when it is available (see `testRunner`). Never use this outside tests.
  */
 import { spawn } from "node:child_process";
-import { mkdtemp, rm, writeFile } from "node:fs/promises";
+import { mkdir, mkdtemp, rm, writeFile } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import { dirname, join } from "node:path";
-import { mkdir } from "node:fs/promises";
 import type { CodeRunner, RunRequest, RunResult } from "@troupe/sandbox";
 
 const DEFAULT_WALL_MS = 10_000;
@@ -92,7 +91,9 @@ function execute(argv: readonly string[], cwd: string, request: RunRequest): Pro
  */
 export async function testRunner(): Promise<{ runner: CodeRunner; kind: string }> {
   const sandbox = (await import("@troupe/sandbox")) as Record<string, unknown>;
-  const create = sandbox.createSandbox as ((options?: unknown) => CodeRunner | Promise<CodeRunner>) | undefined;
+  const create = sandbox.createSandbox as
+    | ((options?: unknown) => CodeRunner | Promise<CodeRunner>)
+    | undefined;
   if (typeof create === "function") {
     try {
       const runner = await create();

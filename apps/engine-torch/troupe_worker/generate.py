@@ -1,0 +1,145 @@
+"""Batched generation with a KV cache. Three back ends, picked by `generator_backend`:
+
+- `torch`: the plain loop below — left-padded prefill, then one token per step reusing the cache.
+  Works with troupe_worker.qwen and with transformers models alike (the cache is passed back as
+  the model returned it). The fallback when transformers is missing.
+- `hf`: transformers' `model.generate`, with sampling done by `SeededSampler` (a logits processor
+  that draws from each request's own generator and forces that token), so seeds and log-probs keep
+  the semantics of sampling.py.
+- `vllm`: see vllm_backend.py (GPU boxes with vLLM installed).
+
+Every back end returns, per request, the completion token ids (a stop token included), the log-prob
+of each under the sampling distribution, and whether it stopped on a stop token or ran to max_tokens.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import torch
+from torch import nn
+
+from .sampling import SamplingConfig, draw_uniforms, request_generators, sample
+
+
+@dataclass
+class Generated:
+    token_ids: list[int]
+    logprobs: list[float]
+    finish_reason: str  # "stop" | "length"
+
+
+def left_pad(prompts: list[list[int]], pad_id: int, device: torch.device) -> tuple[torch.Tensor, torch.Tensor]:
+    """ids [B, T] and attention mask [B, T] (0 on the left padding)."""
+    if any(len(p) == 0 for p in prompts):
+        raise ValueError("generate: every prompt needs at least one token")
+    T = max(len(p) for p in prompts)
+    ids = torch.full((len(prompts), T), pad_id, dtype=torch.long)
+    mask = torch.zeros((len(prompts), T), dtype=torch.long)
+    for b, p in enumerate(prompts):
+        ids[b, T - len(p) :] = torch.tensor(p, dtype=torch.long)
+        mask[b, T - len(p) :] = 1
+    return ids.to(device), mask.to(device)
+
+
+@torch.no_grad()
+def torch_generate(model: nn.Module, prompts: list[list[int]], seeds: list[int], config: SamplingConfig,
+                   pad_id: int, device: torch.device, autocast_dtype: "torch.dtype | None" = None) -> list[Generated]:
+    """The plain KV-cache sampling loop. Positions count real tokens only (cumsum of the mask − 1),
+    so a left-padded prompt sees the same positions as it would alone."""
+    B = len(prompts)
+    generators = request_generators(seeds)
+    ids, mask = left_pad(prompts, pad_id, device)
+    positions = (mask.cumsum(-1) - 1).clamp(min=0)
+    stops = torch.tensor(sorted(set(config.stop_token_ids)) or [-1], device=device)
+    out_tokens = torch.zeros((B, config.max_tokens), dtype=torch.long, device=device)
+    out_logprobs = torch.zeros((B, config.max_tokens), dtype=torch.float64, device=device)
+    lengths = torch.zeros(B, dtype=torch.long, device=device)
+    done = torch.zeros(B, dtype=torch.bool, device=device)
+    stopped = torch.zeros(B, dtype=torch.bool, device=device)
+    cache = None
+    step_ids, step_pos = ids, positions
+    autocast = torch.autocast("cuda", dtype=autocast_dtype) if autocast_dtype is not None and device.type == "cuda" else _null()
+    for step in range(config.max_tokens):
+        with autocast:
+            out = model(step_ids, attention_mask=mask, position_ids=step_pos, past_key_values=cache, use_cache=True)
+        cache = out.past_key_values
+        logits = out.logits[:, -1, :].float()
+        token, logprob = sample(logits, config, draw_uniforms(generators))
+        live = ~done
+        out_tokens[:, step] = torch.where(live, token, torch.full_like(token, pad_id))
+        out_logprobs[:, step] = torch.where(live, logprob, torch.zeros_like(logprob))
+        lengths += live.long()
+        hit = live & (token[:, None] == stops[None, :]).any(-1)
+        stopped |= hit
+        done |= hit
+        if bool(done.all()):
+            break
+        step_ids = token[:, None]
+        step_pos = step_pos[:, -1:] + 1
+        mask = torch.cat([mask, torch.ones((B, 1), dtype=mask.dtype, device=device)], dim=1)
+    lengths_l = lengths.tolist()
+    tokens_l = out_tokens.tolist()
+    logprobs_l = out_logprobs.tolist()
+    return [
+        Generated(tokens_l[b][: lengths_l[b]], logprobs_l[b][: lengths_l[b]], "stop" if bool(stopped[b]) else "length")
+        for b in range(B)
+    ]
+
+
+class _null:
+    def __enter__(self) -> None:
+        return None
+
+    def __exit__(self, *exc: object) -> None:
+        return None
+
+
+class SeededSampler:
+    """A transformers LogitsProcessor that samples each row with its request's generator (sampling.py
+    semantics) and returns scores that make greedy decoding pick that token. Log-probs are recorded
+    per step; rows that already finished keep drawing (their draws are discarded with their tokens)."""
+
+    def __init__(self, seeds: list[int], config: SamplingConfig) -> None:
+        self.generators = request_generators(seeds)
+        self.config = config
+        self.tokens: list[torch.Tensor] = []
+        self.logprobs: list[torch.Tensor] = []
+
+    def __call__(self, input_ids: torch.Tensor, scores: torch.Tensor) -> torch.Tensor:
+        token, logprob = sample(scores.float(), self.config, draw_uniforms(self.generators))
+        self.tokens.append(token)
+        self.logprobs.append(logprob)
+        forced = torch.full_like(scores, float("-inf"))
+        forced.scatter_(-1, token[:, None], 0.0)
+        return forced
+
+
+@torch.no_grad()
+def hf_generate(model: nn.Module, prompts: list[list[int]], seeds: list[int], config: SamplingConfig,
+                pad_id: int, device: torch.device) -> list[Generated]:
+    """transformers' generate (its own KV cache and kernels) with SeededSampler doing the sampling."""
+    from transformers import LogitsProcessorList  # guarded: only called when transformers is importable
+
+    ids, mask = left_pad(prompts, pad_id, device)
+    sampler = SeededSampler(seeds, config)
+    stops = sorted(set(config.stop_token_ids))
+    out = model.generate(
+        input_ids=ids, attention_mask=mask, do_sample=False, max_new_tokens=config.max_tokens,
+        logits_processor=LogitsProcessorList([sampler]), eos_token_id=stops or None, pad_token_id=pad_id,
+        temperature=None, top_p=None, top_k=None,
+    )
+    new = out[:, ids.shape[1] :].tolist()
+    steps_lp = torch.stack(sampler.logprobs, dim=1).tolist() if sampler.logprobs else [[] for _ in prompts]
+    results = []
+    stop_set = set(stops)
+    for b in range(len(prompts)):
+        tokens: list[int] = []
+        finish = "length"
+        for t in new[b][: config.max_tokens]:
+            tokens.append(t)
+            if t in stop_set:
+                finish = "stop"
+                break
+        results.append(Generated(tokens, steps_lp[b][: len(tokens)], finish))
+    return results

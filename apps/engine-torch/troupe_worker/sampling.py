@@ -1,0 +1,98 @@
+"""Next-token sampling, batched, with the semantics of libs/engine/src/sampler.ts:
+
+    1. p = softmax(z / T)
+    2. top-k (k > 0): keep the k most probable tokens (ties: lower id first)
+    3. top-p (p < 1): of those, renormalised, keep the shortest prefix whose mass reaches p
+    4. q = p / Σ_kept p; draw with ONE uniform u per row by inverse CDF over the kept tokens
+       (most probable first); the returned log-prob is log q(token)
+    T = 0 is greedy (argmax) with log-prob 0.
+
+Each request has its own torch.Generator seeded with its seed, and draws exactly one uniform per
+generated token, so a request's completion depends on its seed alone, not on the rest of the batch.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import torch
+
+
+@dataclass(frozen=True)
+class SamplingConfig:
+    temperature: float = 1.0
+    top_p: float = 1.0
+    top_k: int = 0
+    max_tokens: int = 256
+    stop_token_ids: tuple[int, ...] = ()
+
+    @staticmethod
+    def from_json(raw: dict) -> "SamplingConfig":
+        """The TS SamplingParams (camelCase) → SamplingConfig, checked."""
+        t = float(raw.get("temperature", 1.0))
+        p = float(raw.get("topP", 1.0))
+        k = int(raw.get("topK", 0))
+        m = int(raw.get("maxTokens", 256))
+        if not t >= 0:
+            raise ValueError(f"sampling.temperature: must be ≥ 0, got {t}")
+        if not 0 < p <= 1:
+            raise ValueError(f"sampling.topP: must be in (0, 1], got {p}")
+        if k < 0:
+            raise ValueError(f"sampling.topK: must be ≥ 0, got {k}")
+        if m < 1:
+            raise ValueError(f"sampling.maxTokens: must be ≥ 1, got {m}")
+        stops = tuple(int(s) for s in raw.get("stopTokenIds", []))
+        return SamplingConfig(temperature=t, top_p=p, top_k=k, max_tokens=m, stop_token_ids=stops)
+
+
+def request_generators(seeds: list[int]) -> list[torch.Generator]:
+    """One CPU generator per request (uniforms are drawn on the CPU, so results do not depend on the device)."""
+    gens = []
+    for s in seeds:
+        g = torch.Generator()
+        g.manual_seed(int(s) & 0xFFFF_FFFF_FFFF_FFFF)
+        gens.append(g)
+    return gens
+
+
+def draw_uniforms(generators: list[torch.Generator]) -> torch.Tensor:
+    """One U[0, 1) per request: [B] float64."""
+    return torch.cat([torch.rand(1, generator=g, dtype=torch.float64) for g in generators])
+
+
+def sampling_distribution(logits: torch.Tensor, config: SamplingConfig) -> tuple[torch.Tensor, torch.Tensor]:
+    """(ids [B, V] most probable first, q [B, V] float64, zero outside the kept set)."""
+    logp = torch.log_softmax(logits.double() / config.temperature, dim=-1)
+    V = logp.shape[-1]
+    # Descending by probability; stable sort of −logp keeps lower ids first among ties.
+    order = torch.sort(-logp, dim=-1, stable=True).indices
+    p = logp.gather(-1, order).exp()
+    rank = torch.arange(V, device=logits.device)
+    keep = torch.ones_like(p, dtype=torch.bool)
+    if 0 < config.top_k < V:
+        keep &= rank < config.top_k
+    if config.top_p < 1:
+        kept_p = p * keep
+        cumulative = kept_p.cumsum(-1) / kept_p.sum(-1, keepdim=True)
+        # keep rank r iff the mass before r is still below top_p (always keeps rank 0)
+        before = cumulative - kept_p / kept_p.sum(-1, keepdim=True)
+        keep &= before < config.top_p
+    q = p * keep
+    q = q / q.sum(-1, keepdim=True)
+    return order, q
+
+
+def sample(logits: torch.Tensor, config: SamplingConfig, uniforms: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+    """logits [B, V], uniforms [B] → (token ids [B] int64, log q [B] float64)."""
+    if config.temperature == 0:
+        return logits.argmax(-1), torch.zeros(logits.shape[0], dtype=torch.float64, device=logits.device)
+    ids, q = sampling_distribution(logits, config)
+    cdf = q.cumsum(-1)
+    u = uniforms.to(device=q.device, dtype=q.dtype)[:, None]
+    # first rank whose cumulative mass exceeds u (sampler.ts: u −= q_r until u < 0)
+    pick = (cdf <= u).sum(-1, keepdim=True).clamp(max=q.shape[-1] - 1)
+    # rounding leftovers (u ≥ Σq by ~1e-16) fall back to the last kept rank
+    last_kept = (q > 0).sum(-1, keepdim=True) - 1
+    pick = torch.minimum(pick, last_kept)
+    token = ids.gather(-1, pick).squeeze(-1)
+    return token, q.gather(-1, pick).squeeze(-1).log()

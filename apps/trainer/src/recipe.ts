@@ -1,0 +1,228 @@
+/**
+ * Recipes: everything a run needs, in one YAML file validated by zod before any work starts.
+ * `--set path.to.key=value` overrides any field; a bad key or value fails naming the key and, for
+ * enumerations, the allowed values.
+ */
+import { SamplingParamsSchema } from "@troupe/core";
+import { defaultOptimizerConfig } from "@troupe/engine";
+import {
+  defaultAtgrpoConfig,
+  defaultMagrpoConfig,
+  defaultParallelConfig,
+  defaultPolicyLossConfig,
+} from "@troupe/rl";
+import { parse as parseYaml } from "yaml";
+import { z } from "zod";
+
+const AdvantageSchema = z.strictObject({
+  baseline: z.enum(["mean", "rloo", "max", "raw"]),
+  normalizeStd: z.boolean(),
+  eps: z.number().min(0),
+});
+
+const FiltersSchema = z.strictObject({
+  dropZeroVariance: z.boolean().default(false),
+  dropLowestMeanFraction: z.number().min(0).lt(1).default(0),
+});
+
+const ParallelStrategySchema = z.strictObject({
+  name: z.literal("parallel"),
+  groupSize: z.number().int().min(1).default(defaultParallelConfig.groupSize),
+  gamma: z.number().min(0).max(1).default(defaultParallelConfig.gamma),
+  teamWeight: z.number().default(defaultParallelConfig.teamWeight),
+  localWeight: z.number().default(defaultParallelConfig.localWeight),
+  advantage: AdvantageSchema.default(defaultParallelConfig.advantage),
+});
+
+const MagrpoStrategySchema = z.strictObject({
+  name: z.literal("magrpo"),
+  groupSize: z.number().int().min(2).default(defaultMagrpoConfig.groupSize),
+  jointMode: z.enum(["aligned", "cross"]).default(defaultMagrpoConfig.jointMode),
+  gamma: z.number().min(0).max(1).default(defaultMagrpoConfig.gamma),
+  earlyTerminationThreshold: z.number().optional(),
+  crossCredit: z.enum(["sum", "mean"]).default(defaultMagrpoConfig.crossCredit),
+  teamWeight: z.number().default(defaultMagrpoConfig.teamWeight),
+  localWeight: z.number().default(defaultMagrpoConfig.localWeight),
+  advantage: AdvantageSchema.default(defaultMagrpoConfig.advantage),
+});
+
+const AtgrpoStrategySchema = z.strictObject({
+  name: z.literal("atgrpo"),
+  candidates: z.number().int().min(1).default(defaultAtgrpoConfig.candidates),
+  alpha: z.number().default(defaultAtgrpoConfig.alpha),
+  localWeight: z.number().default(defaultAtgrpoConfig.localWeight),
+  selection: z.enum(["argmax", "sample"]).default(defaultAtgrpoConfig.selection),
+  selectionTemperature: z.number().gt(0).default(defaultAtgrpoConfig.selectionTemperature),
+  advantage: AdvantageSchema.default(defaultAtgrpoConfig.advantage),
+  filters: FiltersSchema.default(defaultAtgrpoConfig.filters),
+});
+
+export const StrategySchema = z.discriminatedUnion("name", [
+  ParallelStrategySchema,
+  MagrpoStrategySchema,
+  AtgrpoStrategySchema,
+]);
+export type StrategyConfig = z.infer<typeof StrategySchema>;
+
+/** A tiny Qwen-style model built from scratch (HF config.json field names). */
+export const ModelSchema = z.strictObject({
+  /** Load from a checkpoint folder/URI instead of building from scratch. */
+  from: z.string().optional(),
+  hidden_size: z.number().int().min(8).default(128),
+  intermediate_size: z.number().int().min(8).default(384),
+  num_hidden_layers: z.number().int().min(1).default(2),
+  num_attention_heads: z.number().int().min(1).default(4),
+  num_key_value_heads: z.number().int().min(1).default(2),
+  max_position_embeddings: z.number().int().min(16).default(1024),
+  tie_word_embeddings: z.boolean().default(true),
+  model_type: z.enum(["qwen2", "qwen3"]).default("qwen3"),
+});
+export type ModelRecipe = z.infer<typeof ModelSchema>;
+
+export const LossSchema = z.strictObject({
+  clipLow: z.number().min(0).max(1).default(defaultPolicyLossConfig.clipLow),
+  clipHigh: z.number().min(0).default(defaultPolicyLossConfig.clipHigh),
+  dualClip: z.number().gt(1).optional(),
+  klCoef: z.number().min(0).default(defaultPolicyLossConfig.klCoef),
+  entropyCoef: z.number().min(0).default(defaultPolicyLossConfig.entropyCoef),
+  aggregation: z.enum(["token-mean", "sequence-mean", "sequence-sum"]).default(defaultPolicyLossConfig.aggregation),
+});
+
+export const OptimizerSchema = z.strictObject({
+  lr: z.number().gt(0).default(1e-3),
+  beta1: z.number().min(0).lt(1).default(defaultOptimizerConfig.beta1),
+  beta2: z.number().min(0).lt(1).default(defaultOptimizerConfig.beta2),
+  eps: z.number().gt(0).default(defaultOptimizerConfig.eps),
+  weightDecay: z.number().min(0).default(defaultOptimizerConfig.weightDecay),
+  maxGradNorm: z.number().min(0).default(defaultOptimizerConfig.maxGradNorm),
+  warmupSteps: z.number().int().min(0).default(0),
+  schedule: z.enum(["constant", "cosine", "linear"]).default("constant"),
+  minLrRatio: z.number().min(0).max(1).default(0),
+});
+
+export const RecipeSchema = z.strictObject({
+  name: z.string().min(1),
+  seed: z.number().int().min(0).default(0),
+  /** Where runs live: file://folder (default) or s3://bucket/prefix. */
+  store: z.string().default("file://./.troupe/runs"),
+  environment: z.strictObject({
+    name: z.string().min(1),
+    /** Environment-specific options (grid size, roles protocol, dataset path…). */
+    options: z.record(z.string(), z.unknown()).default({}),
+  }),
+  team: z
+    .strictObject({
+      /** `shared`: one policy for every role; `per-role`: one policy per role. */
+      specialisation: z.enum(["shared", "per-role"]).default("per-role"),
+      maxTurns: z.number().int().min(1).optional(),
+      turnOrder: z.enum(["sequential", "parallel"]).optional(),
+    })
+    .default({ specialisation: "per-role" }),
+  engine: z.strictObject({ kind: z.enum(["onnx", "torch", "openai"]).default("onnx") }).default({ kind: "onnx" }),
+  model: ModelSchema.default(ModelSchema.parse({})),
+  strategy: StrategySchema,
+  sampling: SamplingParamsSchema.partial().default({}),
+  loss: LossSchema.default(LossSchema.parse({})),
+  optimizer: OptimizerSchema.default(OptimizerSchema.parse({})),
+  train: z
+    .strictObject({
+      steps: z.number().int().min(0).default(50),
+      tasksPerStep: z.number().int().min(1).default(8),
+      microBatchSize: z.number().int().min(1).default(16),
+      /** Evaluate every this many steps (0: only at start and end). */
+      evalEvery: z.number().int().min(0).default(10),
+      evalTasks: z.number().int().min(1).default(64),
+      /** Sampling temperature at evaluation (0 = greedy). */
+      evalTemperature: z.number().min(0).default(0),
+      checkpointEvery: z.number().int().min(1).default(10),
+    })
+    .default({
+      steps: 50,
+      tasksPerStep: 8,
+      microBatchSize: 16,
+      evalEvery: 10,
+      evalTasks: 64,
+      evalTemperature: 0,
+      checkpointEvery: 10,
+    }),
+  sft: z
+    .strictObject({
+      steps: z.number().int().min(0).default(0),
+      batchSize: z.number().int().min(1).default(32),
+      lr: z.number().gt(0).default(3e-3),
+      /** Probability that a demonstration turn is replaced by a mistake, so the team learns to recover. */
+      mistakeRate: z.number().min(0).max(1).default(0.3),
+    })
+    .optional(),
+  mode: z.enum(["all", "rollout", "learner"]).default("all"),
+  /** Learner: the oldest policy version a rollout shard may come from (0 = strictly on-policy). */
+  maxStaleness: z.number().int().min(0).default(0),
+});
+export type Recipe = z.infer<typeof RecipeSchema>;
+
+export class RecipeError extends Error {
+  override readonly name = "RecipeError";
+}
+
+/** Parses a value given on the command line: numbers, booleans, null, JSON arrays/objects, else a string. */
+export function parseOverrideValue(text: string): unknown {
+  const trimmed = text.trim();
+  if (trimmed === "") return "";
+  try {
+    return parseYaml(trimmed) as unknown;
+  } catch {
+    return trimmed;
+  }
+}
+
+/** Applies `a.b.c=value` overrides to a plain recipe object (before validation). */
+export function applyOverrides(raw: Record<string, unknown>, overrides: readonly string[]): Record<string, unknown> {
+  const out = structuredClone(raw);
+  for (const assignment of overrides) {
+    const eq = assignment.indexOf("=");
+    if (eq <= 0) throw new RecipeError(`--set expects key=value, got "${assignment}"`);
+    const path = assignment.slice(0, eq).split(".");
+    if (path.some((p) => p === "" || p === "__proto__" || p === "constructor" || p === "prototype")) {
+      throw new RecipeError(`--set: bad key "${assignment.slice(0, eq)}"`);
+    }
+    let node: Record<string, unknown> = out;
+    for (const key of path.slice(0, -1)) {
+      const next = node[key];
+      if (next === undefined) node[key] = {};
+      else if (typeof next !== "object" || next === null || Array.isArray(next)) {
+        throw new RecipeError(`--set ${assignment}: "${key}" is not a section`);
+      }
+      node = node[key] as Record<string, unknown>;
+    }
+    node[path.at(-1)!] = parseOverrideValue(assignment.slice(eq + 1));
+  }
+  return out;
+}
+
+/** Validates a recipe object, turning the first zod issue into a message naming the key. */
+export function parseRecipe(raw: unknown, where = "recipe"): Recipe {
+  const parsed = RecipeSchema.safeParse(raw);
+  if (parsed.success) return parsed.data;
+  const lines = parsed.error.issues.slice(0, 5).map((issue) => {
+    const key = issue.path.join(".") || "(root)";
+    if (issue.code === "unrecognized_keys") {
+      const prefix = issue.path.length ? `${issue.path.join(".")}.` : "";
+      return `${where}: unknown key ${issue.keys.map((k) => `"${prefix}${k}"`).join(", ")}`;
+    }
+    return `${where}: ${key}: ${issue.message}`;
+  });
+  throw new RecipeError(lines.join("\n"));
+}
+
+export function loadRecipeText(yamlText: string, overrides: readonly string[] = [], where = "recipe"): Recipe {
+  let raw: unknown;
+  try {
+    raw = parseYaml(yamlText);
+  } catch (error) {
+    throw new RecipeError(`${where}: not valid YAML: ${(error as Error).message}`);
+  }
+  if (typeof raw !== "object" || raw === null || Array.isArray(raw)) {
+    throw new RecipeError(`${where}: expected a mapping at the top level`);
+  }
+  return parseRecipe(applyOverrides(raw as Record<string, unknown>, overrides), where);
+}

@@ -1,0 +1,129 @@
+/**
+ * Supervised warm start on solver demonstrations with injected mistakes.
+ *
+ * Each demonstration episode follows the environment's solver, except that with probability
+ * `mistakeRate` the action actually executed is a corrupted copy of the solver's (a dropped,
+ * swapped or substituted character, or a truncation). The training target is always the solver's
+ * action, so later roles (a fixer) learn to recover from their teammates' mistakes while no role
+ * is ever taught a mistake.
+ *
+ * The update is the engine's PPO step with advantage 1 on-policy (old log-probs = current ones):
+ * ratio = 1, no clipping, and ∇(−mean_t r_t) = −mean_t ∇ℓ_t, exactly the token-mean negative
+ * log-likelihood gradient. The reported loss is that NLL, computed from the same log-probs.
+ */
+import {
+  type AgentId,
+  deriveSeed,
+  type Observation,
+  type PolicyId,
+  Rng,
+  roleOf,
+  type Task,
+  type Team,
+  turnStages,
+} from "@troupe/core";
+import type { Engine, OptimizerConfig, TrainMetrics } from "@troupe/engine";
+import { defaultPolicyLossConfig } from "@troupe/rl";
+import type { TrainerEnvironment } from "./envs.ts";
+
+export interface Demonstration {
+  readonly taskId: string;
+  readonly agent: AgentId;
+  readonly policyId: PolicyId;
+  readonly observation: Observation;
+  readonly target: string;
+}
+
+/** A plausible slip: drop, swap or substitute one character, or cut the text short. */
+export function corrupt(text: string, rng: Rng): string {
+  if (text.length === 0) return "?";
+  const chars = [...text];
+  const i = rng.int(chars.length);
+  switch (rng.int(4)) {
+    case 0:
+      return chars.length > 1 ? [...chars.slice(0, i), ...chars.slice(i + 1)].join("") : "?";
+    case 1: {
+      if (chars.length < 2) return `${text}${text}`;
+      const j = i === chars.length - 1 ? i - 1 : i + 1;
+      [chars[i], chars[j]] = [chars[j]!, chars[i]!];
+      const swapped = chars.join("");
+      return swapped === text ? `${text.slice(0, -1)}` || "?" : swapped;
+    }
+    case 2: {
+      const alphabet = [...new Set(chars)];
+      const other = alphabet.length > 1 ? alphabet.filter((c) => c !== chars[i]) : ["?"];
+      chars[i] = rng.pick(other);
+      return chars.join("");
+    }
+    default:
+      return chars.slice(0, Math.max(0, i)).join("") || "?";
+  }
+}
+
+export async function collectDemonstrations(
+  trainerEnv: TrainerEnvironment,
+  team: Team,
+  tasks: readonly Task<unknown>[],
+  options: { readonly mistakeRate: number; readonly seed: number },
+): Promise<Demonstration[]> {
+  const demo = trainerEnv.demo;
+  if (!demo) throw new Error(`environment "${trainerEnv.env.name}" has no solver demonstrations: remove the sft section`);
+  const { env } = trainerEnv;
+  const out: Demonstration[] = [];
+  for (const task of tasks) {
+    const rng = new Rng(deriveSeed(options.seed, "sft-mistakes", task.id));
+    let state = await env.reset(task, deriveSeed(options.seed, "reset", task.id));
+    let done = false;
+    for (let turn = 0; turn < team.maxTurns && !done; turn++) {
+      for (const stage of turnStages(team)) {
+        if (done) break;
+        const actions: Record<AgentId, string> = {};
+        for (const agent of stage) {
+          const observation = env.observe(state, agent);
+          const target = demo(task, state, agent);
+          out.push({ taskId: task.id, agent, policyId: roleOf(team, agent).policy, observation, target });
+          actions[agent] = rng.float() < options.mistakeRate ? corrupt(target, rng) : target;
+        }
+        const result = await env.step(state, actions);
+        state = result.state;
+        done = result.done;
+      }
+    }
+  }
+  return out;
+}
+
+export interface SftMetrics {
+  /** Token-mean negative log-likelihood of the targets before the update. */
+  readonly nll: number;
+  readonly train: TrainMetrics;
+}
+
+/** One supervised update per policy on a batch of demonstrations. */
+export async function sftStep(
+  engine: Engine,
+  demos: readonly Demonstration[],
+  optimizer: OptimizerConfig,
+  microBatchSize: number,
+): Promise<Map<PolicyId, SftMetrics>> {
+  const byPolicy = new Map<PolicyId, Demonstration[]>();
+  for (const d of demos) byPolicy.set(d.policyId, [...(byPolicy.get(d.policyId) ?? []), d]);
+  const out = new Map<PolicyId, SftMetrics>();
+  for (const [policyId, list] of byPolicy) {
+    const sequences = list.map((d) => engine.encode(policyId, d.observation, d.target));
+    const current = await engine.logprobs(policyId, sequences);
+    let tokens = 0;
+    let nll = 0;
+    for (const row of current) {
+      for (const lp of row) nll -= lp;
+      tokens += row.length;
+    }
+    const train = await engine.trainStep(
+      policyId,
+      sequences.map((s, i) => ({ ...s, oldLogprobs: current[i]!, advantage: 1 })),
+      { loss: { ...defaultPolicyLossConfig, aggregation: "token-mean" }, optimizer, microBatchSize },
+    );
+    out.set(policyId, { nll: tokens ? nll / tokens : 0, train });
+  }
+  return out;
+}

@@ -1,0 +1,373 @@
+/**
+ * `OnnxEngine`: the embedded CPU engine. Each policy holds its config, float32 weights (HF names),
+ * tokenizer and AdamW state; its graphs (scoring, decode, train) run in ONNX Runtime sessions that
+ * take the weights as inputs, so an optimizer update is just an in-place write to the arrays.
+ *
+ * trainStep = for each micro-batch: forward + backward of the PPO loss (one ORT run) → sum the
+ * gradients → check they are finite → AdamW (global-norm clip, schedule, decoupled decay).
+ * Calls on one policy run one at a time (a per-policy queue), so a generation never sees
+ * half-updated weights.
+ */
+import {
+  type Completion,
+  canonicalJson,
+  type Observation,
+  type PolicyId,
+  type SamplingParams,
+  SamplingParamsSchema,
+} from "@troupe/core";
+import {
+  AdamW,
+  type AdamWState,
+  ByteTokenizer,
+  type CheckpointFiles,
+  checkWeightsAgainstConfig,
+  decodeCheckpoint,
+  type Engine,
+  type EngineGenerateRequest,
+  encodeCheckpoint,
+  initQwenWeights,
+  type OptimizerConfig,
+  type PolicyInfo,
+  type QwenConfig,
+  qwenParameterCount,
+  type Tokenizer,
+  type TokenSequence,
+  TRAINER_STATE_FORMAT_VERSION,
+  type TrainMetrics,
+  type TrainSequence,
+  type TrainStepConfig,
+  tinyQwenConfig,
+  type Weights,
+} from "@troupe/engine";
+import { aggregationWeights } from "@troupe/rl";
+import { type GenerateOptions, generateBatch } from "./generate.ts";
+import { type LossSequenceInput, ModelRunner } from "./model/runner.ts";
+
+/** Sequences per scoring run in `logprobs` (bounds activation memory). */
+export const DEFAULT_SCORING_BATCH = 16;
+
+export interface OnnxPolicySpec {
+  readonly id: PolicyId;
+  /** Build from scratch with this config (default: `tinyQwenConfig()`), unless `checkpoint` is given. */
+  readonly config?: QwenConfig;
+  /** Initial weights (HF names); default: `initQwenWeights(config, seed)`. */
+  readonly weights?: Weights;
+  /** Default: the built-in `ByteTokenizer`. */
+  readonly tokenizer?: Tokenizer;
+  /** Seed of the weight initialisation. */
+  readonly seed?: number;
+  /** Load everything (config, weights, tokenizer, optimizer state) from checkpoint files instead. */
+  readonly checkpoint?: CheckpointFiles;
+}
+
+export interface OnnxEngineOptions {
+  readonly policies: readonly OnnxPolicySpec[];
+}
+
+interface PolicyState {
+  readonly id: PolicyId;
+  config: QwenConfig;
+  weights: Weights;
+  tokenizer: Tokenizer;
+  runner: ModelRunner;
+  optimizer: AdamW | undefined;
+  optimizerKey: string | undefined;
+  /** Optimizer state loaded from a checkpoint, applied when the optimizer is (re)built. */
+  pendingOptimizerState: AdamWState | undefined;
+  optimizerStep: number;
+  queue: Promise<unknown>;
+}
+
+export async function createOnnxEngine(options: OnnxEngineOptions): Promise<OnnxEngine> {
+  const engine = new OnnxEngine();
+  for (const spec of options.policies) engine.addPolicy(spec);
+  return engine;
+}
+
+export class OnnxEngine implements Engine {
+  readonly kind = "onnx";
+  private readonly states = new Map<PolicyId, PolicyState>();
+
+  addPolicy(spec: OnnxPolicySpec): void {
+    if (this.states.has(spec.id)) throw new Error(`onnx engine: duplicate policy id "${spec.id}"`);
+    let config: QwenConfig;
+    let weights: Weights;
+    let tokenizer: Tokenizer;
+    let optimizerState: AdamWState | undefined;
+    let optimizerStep = 0;
+    if (spec.checkpoint !== undefined) {
+      const ckpt = decodeCheckpoint(spec.checkpoint);
+      ({ config, weights, tokenizer } = ckpt);
+      optimizerState = ckpt.optimizerState;
+      optimizerStep = ckpt.trainerState?.optimizer_step ?? optimizerState?.step ?? 0;
+    } else {
+      config = spec.config ?? tinyQwenConfig();
+      weights = spec.weights ?? initQwenWeights(config, spec.seed ?? 0);
+      checkWeightsAgainstConfig(weights, config);
+      tokenizer = spec.tokenizer ?? new ByteTokenizer();
+      if (tokenizer.vocabSize > config.vocab_size) {
+        throw new Error(
+          `onnx engine: policy "${spec.id}": the tokenizer has ${tokenizer.vocabSize} ids, more than vocab_size ${config.vocab_size}`,
+        );
+      }
+    }
+    this.states.set(spec.id, {
+      id: spec.id,
+      config,
+      weights,
+      tokenizer,
+      runner: new ModelRunner(config, "float32", `policy "${spec.id}"`),
+      optimizer: undefined,
+      optimizerKey: undefined,
+      pendingOptimizerState: optimizerState,
+      optimizerStep,
+      queue: Promise.resolve(),
+    });
+  }
+
+  policies(): readonly PolicyInfo[] {
+    return [...this.states.values()].map((s) => ({
+      id: s.id,
+      parameters: qwenParameterCount(s.config),
+      vocabSize: s.config.vocab_size,
+      optimizerStep: s.optimizerStep,
+    }));
+  }
+
+  /** The live weights of a policy (updated in place by `trainStep`). */
+  weightsOf(policyId: PolicyId): Weights {
+    return this.state(policyId).weights;
+  }
+
+  tokenizerOf(policyId: PolicyId): Tokenizer {
+    return this.state(policyId).tokenizer;
+  }
+
+  private state(policyId: PolicyId): PolicyState {
+    const s = this.states.get(policyId);
+    if (s === undefined) {
+      throw new Error(
+        `onnx engine: unknown policy "${policyId}" (known: ${[...this.states.keys()].join(", ") || "none"})`,
+      );
+    }
+    return s;
+  }
+
+  /** Runs `fn` after every earlier call on the same policy has finished. */
+  private exclusive<T>(s: PolicyState, fn: () => Promise<T>): Promise<T> {
+    const run = s.queue.then(fn, fn);
+    s.queue = run.catch(() => undefined);
+    return run;
+  }
+
+  async generate(
+    requests: readonly EngineGenerateRequest[],
+    sampling: SamplingParams,
+    options: GenerateOptions = {},
+  ): Promise<Completion[]> {
+    const params = SamplingParamsSchema.parse(sampling);
+    const results: Completion[] = new Array(requests.length);
+    const byPolicy = new Map<PolicyId, number[]>();
+    requests.forEach((r, i) => {
+      this.state(r.policyId);
+      const list = byPolicy.get(r.policyId) ?? [];
+      list.push(i);
+      byPolicy.set(r.policyId, list);
+    });
+    for (const [policyId, indices] of byPolicy) {
+      const s = this.state(policyId);
+      const completions = await this.exclusive(s, () => {
+        const prompts = indices.map((i) => s.tokenizer.encodeChat(requests[i]!.observation.messages));
+        const seeds = indices.map((i) => requests[i]!.seed);
+        return generateBatch(s.runner, s.weights, s.tokenizer, prompts, seeds, params, options);
+      });
+      indices.forEach((i, k) => {
+        results[i] = completions[k]!;
+      });
+    }
+    return results;
+  }
+
+  /** Prompt = chat template + generation prompt; completion = its tokens then the end-of-turn token. */
+  encode(policyId: PolicyId, observation: Observation, completion?: string): TokenSequence {
+    const s = this.state(policyId);
+    const promptTokenIds = s.tokenizer.encodeChat(observation.messages);
+    const completionTokenIds =
+      completion === undefined ? [] : [...s.tokenizer.encode(completion), s.tokenizer.eosTokenId];
+    return { promptTokenIds, completionTokenIds };
+  }
+
+  async logprobs(policyId: PolicyId, sequences: readonly TokenSequence[]): Promise<number[][]> {
+    const s = this.state(policyId);
+    return this.exclusive(s, async () => {
+      s.runner.checkTokens(sequences);
+      const out: number[][] = [];
+      for (let i = 0; i < sequences.length; i += DEFAULT_SCORING_BATCH) {
+        const chunk = sequences.slice(i, i + DEFAULT_SCORING_BATCH);
+        out.push(...(await s.runner.score(s.weights, chunk)).logprobs);
+      }
+      return out;
+    });
+  }
+
+  async trainStep(
+    policyId: PolicyId,
+    batch: readonly TrainSequence[],
+    config: TrainStepConfig,
+  ): Promise<TrainMetrics> {
+    const s = this.state(policyId);
+    return this.exclusive(s, () => this.trainStepLocked(s, batch, config));
+  }
+
+  private async trainStepLocked(
+    s: PolicyState,
+    batch: readonly TrainSequence[],
+    config: TrainStepConfig,
+  ): Promise<TrainMetrics> {
+    const label = `onnx engine: policy "${s.id}"`;
+    if (batch.length === 0) throw new Error(`${label}: trainStep got an empty batch`);
+    const micro = config.microBatchSize;
+    if (!Number.isInteger(micro) || micro < 1)
+      throw new Error(`${label}: microBatchSize must be an integer ≥ 1, got ${micro}`);
+    const loss = config.loss;
+    batch.forEach((seq, b) => {
+      const n = seq.completionTokenIds.length;
+      if (seq.oldLogprobs.length !== n) {
+        throw new Error(
+          `${label}: sequence ${b}: oldLogprobs has ${seq.oldLogprobs.length} entries, the completion ${n} tokens`,
+        );
+      }
+      if (seq.refLogprobs !== undefined && seq.refLogprobs.length !== n) {
+        throw new Error(
+          `${label}: sequence ${b}: refLogprobs has ${seq.refLogprobs.length} entries, the completion ${n} tokens`,
+        );
+      }
+      if (loss.klCoef !== 0 && seq.refLogprobs === undefined) {
+        throw new Error(`${label}: sequence ${b}: refLogprobs are missing but loss.klCoef is ${loss.klCoef}`);
+      }
+      if (!Number.isFinite(seq.advantage))
+        throw new Error(`${label}: sequence ${b}: advantage is ${seq.advantage}`);
+    });
+    s.runner.checkTokens(batch);
+    const masks = batch.map((seq) => seq.completionTokenIds.map(() => 1));
+    const tokens = masks.reduce((n, m) => n + m.length, 0);
+    if (tokens === 0) throw new Error(`${label}: the batch has no completion token`);
+    const tokenWeights = aggregationWeights(masks, loss.aggregation);
+    const inputs: LossSequenceInput[] = batch.map((seq, b) => ({
+      promptTokenIds: seq.promptTokenIds,
+      completionTokenIds: seq.completionTokenIds,
+      oldLogprobs: seq.oldLogprobs,
+      refLogprobs: seq.refLogprobs,
+      advantages: seq.completionTokenIds.map(() => seq.advantage),
+      mask: masks[b]!,
+      tokenWeights: tokenWeights[b]!,
+    }));
+
+    let lossSum = 0;
+    let pgLoss = 0;
+    let kl = 0;
+    let entropy = 0;
+    let clipped = 0;
+    let oldMinusNew = 0;
+    const grads = new Map<string, Float32Array>();
+    for (let start = 0; start < inputs.length; start += micro) {
+      const part = inputs.slice(start, start + micro);
+      if (part.every((p) => p.completionTokenIds.length === 0)) continue;
+      const r = await s.runner.trainMicroBatch(s.weights, part, loss);
+      lossSum += r.loss;
+      pgLoss += r.pgLoss;
+      kl += r.kl;
+      entropy += r.entropy;
+      clipped += r.clipped;
+      oldMinusNew += r.oldMinusNew;
+      for (const [name, g] of r.grads) {
+        const acc = grads.get(name);
+        if (acc === undefined) grads.set(name, g as Float32Array);
+        else for (let i = 0; i < acc.length; i++) acc[i] = acc[i]! + g[i]!;
+      }
+    }
+    if (!Number.isFinite(lossSum)) throw new Error(`${label}: the loss is ${lossSum}; no update was applied`);
+    const bad = firstNonFinite(grads);
+    if (bad !== undefined) {
+      throw new Error(
+        `${label}: the gradient of ${bad.name} is ${bad.value} at index ${bad.index}; no update was applied`,
+      );
+    }
+    const optimizer = this.optimizerFor(s, config.optimizer);
+    const step = optimizer.step(grads);
+    s.optimizerStep = step.step;
+    return {
+      loss: lossSum,
+      pgLoss,
+      kl,
+      entropy,
+      clipFraction: clipped / tokens,
+      approxKl: oldMinusNew / tokens,
+      gradNorm: step.gradNorm,
+      lr: step.lr,
+      tokens,
+      optimizerStep: step.step,
+    };
+  }
+
+  /** The policy's AdamW for this config; a changed config keeps the moments and step count. */
+  private optimizerFor(s: PolicyState, config: OptimizerConfig): AdamW {
+    const key = canonicalJson(config);
+    if (s.optimizer !== undefined && s.optimizerKey === key) return s.optimizer;
+    const previous = s.optimizer?.state() ?? s.pendingOptimizerState;
+    const optimizer = new AdamW(s.weights, config);
+    if (previous !== undefined) optimizer.loadState(previous);
+    s.optimizer = optimizer;
+    s.optimizerKey = key;
+    s.pendingOptimizerState = undefined;
+    return optimizer;
+  }
+
+  async save(policyId: PolicyId): Promise<CheckpointFiles> {
+    const s = this.state(policyId);
+    return this.exclusive(s, async () =>
+      encodeCheckpoint({
+        config: s.config,
+        weights: s.weights,
+        tokenizer: s.tokenizer,
+        optimizerState: s.optimizer?.state() ?? s.pendingOptimizerState,
+        trainerState: { format_version: TRAINER_STATE_FORMAT_VERSION, optimizer_step: s.optimizerStep },
+      }),
+    );
+  }
+
+  async load(policyId: PolicyId, files: CheckpointFiles): Promise<void> {
+    const s = this.state(policyId);
+    await this.exclusive(s, async () => {
+      const ckpt = decodeCheckpoint(files);
+      if (canonicalJson(ckpt.config) !== canonicalJson(s.config)) {
+        await s.runner.release();
+        s.runner = new ModelRunner(ckpt.config, "float32", `policy "${s.id}"`);
+        s.config = ckpt.config;
+      }
+      s.weights = ckpt.weights;
+      s.tokenizer = ckpt.tokenizer;
+      s.optimizer = undefined;
+      s.optimizerKey = undefined;
+      s.pendingOptimizerState = ckpt.optimizerState;
+      s.optimizerStep = ckpt.trainerState?.optimizer_step ?? ckpt.optimizerState?.step ?? 0;
+    });
+  }
+
+  async close(): Promise<void> {
+    for (const s of this.states.values()) await this.exclusive(s, () => s.runner.release());
+  }
+}
+
+/** The first non-finite gradient entry, in the weights' order. */
+export function firstNonFinite(
+  grads: ReadonlyMap<string, ArrayLike<number>>,
+): { name: string; index: number; value: number } | undefined {
+  for (const [name, g] of grads) {
+    for (let i = 0; i < g.length; i++) {
+      if (!Number.isFinite(g[i]!)) return { name, index: i, value: g[i]! };
+    }
+  }
+  return undefined;
+}

@@ -1,0 +1,488 @@
+/**
+ * Sokoban: push every box onto a target. The player moves U/D/L/R; walking into a box pushes it
+ * one cell if the cell behind it is free. Boxes cannot be pulled.
+ *
+ * Generation by reverse play (the idea of gym-sokoban, Schrader 2018): start from the solved
+ * position (boxes on their targets), then play random *reverse* moves — the player steps, and may
+ * pull a box that is behind it. Every reverse move undoes a legal forward push or step, so the
+ * position reached is solvable by construction. A BFS solver over (player, boxes) then gives the
+ * optimal number of moves; levels shorter than `minSolutionLength` are rejected.
+ * Rooms are `rows × cols` including their border walls (gym-sokoban's convention), so the default
+ * 6×6 room has a 4×4 interior, with round(interiorWallFraction · interior) extra walls.
+ *
+ * Team reward per step:
+ *   each executed move                          step = −0.01
+ *   invalid move (wall, blocked push, unreadable plan; the plan stops there)  invalid = −0.1
+ *   a box pushed onto a target / off a target    boxOnTarget = +0.1 / boxOffTarget = −0.1
+ *   all boxes on targets                         solved = +1, and optimalBonus = +0.5 more at the BFS optimum
+ *   the episode ends unsolved, or the position becomes unsolvable (exact deadlock check by the solver)
+ *                                                failure = −1
+ */
+import type { Rng, Split, Task } from "@troupe/core";
+import { z } from "zod";
+import {
+  EpisodeOptionsSchema,
+  type GameEnvironment,
+  type GameState,
+  gameDemo,
+  gameEnvironment,
+} from "./episode.ts";
+import type { Game } from "./game.ts";
+import { DELTA, DIRECTIONS, type Direction, formatPos, type Pos, parseDirections } from "./grid.ts";
+import { parseOptions } from "./options.ts";
+import { generateSplitTasks, SplitFractionsSchema } from "./splits.ts";
+
+export const SOKOBAN = "sokoban";
+
+export interface SokobanPuzzle {
+  readonly rows: number;
+  readonly cols: number;
+  /** One string per row: `#` wall, `_` floor. */
+  readonly walls: readonly string[];
+  readonly targets: readonly Pos[];
+  /** Initial boxes, sorted in row-major order. */
+  readonly boxes: readonly Pos[];
+  readonly player: Pos;
+  /** Optimal number of moves (BFS). */
+  readonly optimal: number;
+}
+
+export interface SokobanBoard {
+  readonly player: Pos;
+  /** Boxes sorted in row-major order (so equal positions have equal boards). */
+  readonly boxes: readonly Pos[];
+}
+
+export const SokobanGenerationSchema = z.object({
+  /** Room size including the border walls. */
+  rows: z.number().int().min(4).max(10).default(6),
+  cols: z.number().int().min(4).max(10).default(6),
+  boxes: z.number().int().min(1).max(2).default(1),
+  /** Share of interior cells turned into walls (rounded). */
+  interiorWallFraction: z.number().min(0).max(0.4).default(0.1),
+  /** Random reverse moves played from the solved position. */
+  reverseSteps: z.number().int().min(1).max(1000).default(40),
+  /** Probability that a reverse step pulls the box behind the player when there is one. */
+  pullProbability: z.number().min(0).max(1).default(0.6),
+  /** Shortest accepted optimal solution, in moves. */
+  minSolutionLength: z.number().int().min(1).default(4),
+  splitFractions: SplitFractionsSchema.default({ test: 0.1, validation: 0.1 }),
+});
+export type SokobanGeneration = z.output<typeof SokobanGenerationSchema>;
+
+export const SokobanRewardsSchema = z.object({
+  step: z.number().default(-0.01),
+  invalid: z.number().default(-0.1),
+  boxOnTarget: z.number().default(0.1),
+  boxOffTarget: z.number().default(-0.1),
+  solved: z.number().default(1),
+  optimalBonus: z.number().default(0.5),
+  failure: z.number().default(-1),
+});
+export type SokobanRewards = z.output<typeof SokobanRewardsSchema>;
+
+const SokobanOptionsSchema = EpisodeOptionsSchema.extend({
+  ...SokobanGenerationSchema.shape,
+  rewards: SokobanRewardsSchema.default(SokobanRewardsSchema.parse({})),
+}).strict();
+export type SokobanOptions = z.input<typeof SokobanOptionsSchema>;
+
+// ---------------------------------------------------------------------------------------------
+// Rules and solver
+
+const index = (cols: number, pos: Pos) => pos[0] * cols + pos[1];
+const posOf = (cols: number, i: number): Pos => [Math.floor(i / cols), i % cols];
+const sortBoxes = (boxes: readonly Pos[]): Pos[] => [...boxes].sort((a, b) => a[0] - b[0] || a[1] - b[1]);
+
+function isWall(puzzle: Pick<SokobanPuzzle, "rows" | "cols" | "walls">, r: number, c: number): boolean {
+  return r < 0 || r >= puzzle.rows || c < 0 || c >= puzzle.cols || puzzle.walls[r]![c] === "#";
+}
+
+function isTarget(puzzle: Pick<SokobanPuzzle, "targets">, r: number, c: number): boolean {
+  return puzzle.targets.some((t) => t[0] === r && t[1] === c);
+}
+
+export function sokobanSolved(puzzle: Pick<SokobanPuzzle, "targets">, board: SokobanBoard): boolean {
+  return board.boxes.every((b) => isTarget(puzzle, b[0], b[1]));
+}
+
+/**
+ * BFS over positions (player cell, box cells): the shortest plan in moves (ties in U, D, L, R
+ * order), or null if no position with every box on a target is reachable. Positions are numbers
+ * (player + Σ box_k · cells^(k+1), boxes sorted), so the search is a flat Map. With at most 2 boxes
+ * in a 10×10 room there are < 100·C(100,2) ≈ 5·10^5 positions, a bounded search.
+ */
+export function solveSokoban(puzzle: SokobanPuzzle, board: SokobanBoard): Direction[] | null {
+  const { cols } = puzzle;
+  const cells = puzzle.rows * cols;
+  const encode = (player: number, boxes: readonly number[]) =>
+    boxes.reduce((key, b, k) => key + b * cells ** (k + 1), player);
+  const targetSet = new Set(puzzle.targets.map((t) => index(cols, t)));
+  const startBoxes = board.boxes.map((b) => index(cols, b)).sort((a, b) => a - b);
+  const startKey = encode(index(cols, board.player), startBoxes);
+  if (startBoxes.every((b) => targetSet.has(b))) return [];
+  const parent = new Map<number, { prev: number; move: Direction }>();
+  const seen = new Set<number>([startKey]);
+  let frontier: { player: number; boxes: number[]; key: number }[] = [
+    { player: index(cols, board.player), boxes: startBoxes, key: startKey },
+  ];
+  while (frontier.length > 0) {
+    const next: typeof frontier = [];
+    for (const node of frontier) {
+      for (const move of DIRECTIONS) {
+        const delta = DELTA[move][0] * cols + DELTA[move][1];
+        const [r, c] = posOf(cols, node.player);
+        const [nr, nc] = [r + DELTA[move][0], c + DELTA[move][1]];
+        if (isWall(puzzle, nr, nc)) continue;
+        const to = node.player + delta;
+        let boxes = node.boxes;
+        const hit = boxes.indexOf(to);
+        if (hit >= 0) {
+          const [br, bc] = [nr + DELTA[move][0], nc + DELTA[move][1]];
+          const behind = to + delta;
+          if (isWall(puzzle, br, bc) || boxes.includes(behind)) continue;
+          boxes = boxes.map((b, k) => (k === hit ? behind : b)).sort((a, b) => a - b);
+        }
+        const key = encode(to, boxes);
+        if (seen.has(key)) continue;
+        seen.add(key);
+        parent.set(key, { prev: node.key, move });
+        if (hit >= 0 && boxes.every((b) => targetSet.has(b))) return unwind(parent, key, startKey);
+        next.push({ player: to, boxes, key });
+      }
+    }
+    frontier = next;
+  }
+  return null;
+}
+
+function unwind(
+  parent: Map<number, { prev: number; move: Direction }>,
+  key: number,
+  startKey: number,
+): Direction[] {
+  const plan: Direction[] = [];
+  while (key !== startKey) {
+    const link = parent.get(key)!;
+    plan.push(link.move);
+    key = link.prev;
+  }
+  return plan.reverse();
+}
+
+/** One random level by reverse play, or null when the draw is rejected (see the file comment). */
+export function generateSokobanPuzzle(
+  rng: Rng,
+  config: SokobanGeneration,
+  inSplit: (splitKey: unknown) => boolean = () => true,
+): SokobanPuzzle | null {
+  const { rows, cols } = config;
+  const interior: number[] = [];
+  for (let r = 1; r < rows - 1; r++) for (let c = 1; c < cols - 1; c++) interior.push(r * cols + c);
+  const wallCount = Math.round(config.interiorWallFraction * interior.length);
+  const shuffled = rng.shuffled(interior);
+  const innerWalls = new Set(shuffled.slice(0, wallCount));
+  const floor = shuffled.slice(wallCount);
+  if (floor.length < config.boxes + 2) return null;
+  const walls = [...Array(rows).keys()].map((r) =>
+    [...Array(cols).keys()]
+      .map((c) =>
+        r === 0 || c === 0 || r === rows - 1 || c === cols - 1 || innerWalls.has(r * cols + c) ? "#" : "_",
+      )
+      .join(""),
+  );
+  const room = { rows, cols, walls };
+  // The floor must be one connected region, or reverse play could strand parts of the room.
+  const floorSet = new Set(floor);
+  const reached = new Set([floor[0]!]);
+  const stack = [floor[0]!];
+  while (stack.length > 0) {
+    const cell = stack.pop()!;
+    for (const d of DIRECTIONS) {
+      const n = cell + DELTA[d][0] * cols + DELTA[d][1];
+      if (floorSet.has(n) && !reached.has(n)) {
+        reached.add(n);
+        stack.push(n);
+      }
+    }
+  }
+  if (reached.size !== floor.length) return null;
+
+  const targets = floor.slice(0, config.boxes);
+  let boxes = [...targets];
+  let player = floor[config.boxes]!;
+  for (let i = 0; i < config.reverseSteps; i++) {
+    const move = rng.pick(DIRECTIONS);
+    const delta = DELTA[move][0] * cols + DELTA[move][1];
+    const to = player + delta;
+    const [r, c] = posOf(cols, to);
+    if (isWall(room, r, c) || boxes.includes(to)) continue;
+    const behind = player - delta; // a box here follows the player: the reverse of a push
+    const pull = boxes.includes(behind) && rng.float() < config.pullProbability;
+    if (pull) boxes = boxes.map((b) => (b === behind ? player : b));
+    player = to;
+  }
+  if (boxes.every((b) => targets.includes(b))) return null;
+  const puzzleBase = {
+    rows,
+    cols,
+    walls,
+    targets: sortBoxes(targets.map((t) => posOf(cols, t))),
+    boxes: sortBoxes(boxes.map((b) => posOf(cols, b))),
+    player: posOf(cols, player),
+  };
+  if (!inSplit(sokobanKey(puzzleBase))) return null;
+  const plan = solveSokoban({ ...puzzleBase, optimal: 0 }, puzzleBase);
+  if (plan === null) throw new Error("sokoban generator: reverse play produced an unsolvable level (a bug)");
+  if (plan.length < config.minSolutionLength) return null;
+  return { ...puzzleBase, optimal: plan.length };
+}
+
+/** Canonical form of a level: its rendering. */
+export function sokobanKey(puzzle: Omit<SokobanPuzzle, "optimal">): unknown {
+  return { game: SOKOBAN, level: renderSokoban(puzzle, puzzle).split("\n") };
+}
+
+/** `count` distinct Sokoban tasks of `split` (see splits.ts for the disjointness guarantee). */
+export function generateSokobanTasks(
+  split: Split,
+  count: number,
+  options: z.input<typeof SokobanGenerationSchema> & { readonly seed?: number } = {},
+): Task<SokobanPuzzle>[] {
+  const { seed = 0, ...rest } = options;
+  const config = parseOptions(`${SOKOBAN} generation options`, SokobanGenerationSchema.strict(), rest);
+  return generateSplitTasks({
+    env: SOKOBAN,
+    split,
+    count,
+    seed,
+    fractions: config.splitFractions,
+    candidate: (rng, inSplit) => {
+      const puzzle = generateSokobanPuzzle(rng, config, inSplit);
+      if (puzzle === null) return null;
+      const key = sokobanKey(puzzle);
+      return { payload: puzzle, instanceKey: key, splitKey: key };
+    },
+  });
+}
+
+/**
+ * The room one row per line (XSB symbols, `_` for floor so a byte-level model sees every cell):
+ * `#` wall, `_` floor, `.` target, `$` box, `*` box on target, `@` player, `+` player on target.
+ */
+export function renderSokoban(
+  puzzle: Omit<SokobanPuzzle, "optimal" | "boxes" | "player">,
+  board: SokobanBoard,
+): string {
+  return puzzle.walls
+    .map((row, r) =>
+      [...row]
+        .map((ch, c) => {
+          if (ch === "#") return "#";
+          const target = isTarget(puzzle, r, c);
+          if (board.player[0] === r && board.player[1] === c) return target ? "+" : "@";
+          if (board.boxes.some((b) => b[0] === r && b[1] === c)) return target ? "*" : "$";
+          return target ? "." : "_";
+        })
+        .join(""),
+    )
+    .join("\n");
+}
+
+const PosSchema = z.tuple([z.number().int(), z.number().int()]);
+
+const SokobanPuzzleSchema = z
+  .object({
+    rows: z.number().int().min(3),
+    cols: z.number().int().min(3),
+    walls: z.array(z.string().regex(/^[#_]+$/, "wall rows use only '#' and '_'")),
+    targets: z.array(PosSchema).min(1),
+    boxes: z.array(PosSchema).min(1),
+    player: PosSchema,
+    optimal: z.number().int().min(0),
+  })
+  .superRefine((p, ctx) => {
+    if (p.walls.length !== p.rows)
+      ctx.addIssue({ code: "custom", path: ["walls"], message: `needs ${p.rows} rows` });
+    p.walls.forEach((row, r) => {
+      if (row.length !== p.cols)
+        ctx.addIssue({ code: "custom", path: ["walls", r], message: `needs ${p.cols} columns` });
+    });
+    if (p.targets.length !== p.boxes.length) {
+      ctx.addIssue({ code: "custom", path: ["targets"], message: "needs as many targets as boxes" });
+    }
+    for (const [field, list] of [
+      ["targets", p.targets],
+      ["boxes", p.boxes],
+      ["player", [p.player]],
+    ] as const) {
+      list.forEach(([r, c], i) => {
+        if (p.walls[r]?.[c] !== "_")
+          ctx.addIssue({ code: "custom", path: [field, i], message: "must be on floor" });
+      });
+    }
+  });
+
+function checkSokobanPuzzle(payload: unknown, taskId: string): SokobanPuzzle {
+  const puzzle = parseOptions(
+    `${SOKOBAN} task ${taskId}: payload`,
+    SokobanPuzzleSchema,
+    payload,
+  ) as SokobanPuzzle;
+  if (puzzle.boxes.length > 2) throw new Error(`${SOKOBAN} task ${taskId}: payload.boxes: at most 2 boxes`);
+  const plan = solveSokoban(puzzle, puzzle);
+  if (plan === null || plan.length !== puzzle.optimal) {
+    throw new Error(
+      `${SOKOBAN} task ${taskId}: payload.optimal is ${puzzle.optimal} but the solver gives ${plan?.length ?? "unsolvable"}`,
+    );
+  }
+  return payload as SokobanPuzzle;
+}
+
+// ---------------------------------------------------------------------------------------------
+// Game
+
+const SOKOBAN_TOOL_CODE = `from collections import deque
+
+walls = puzzle["walls"]
+targets = {tuple(t) for t in puzzle["targets"]}
+start = (tuple(puzzle["player"]), tuple(sorted(tuple(b) for b in puzzle["boxes"])))
+moves = [("U", -1, 0), ("D", 1, 0), ("L", 0, -1), ("R", 0, 1)]
+
+def free(cell):
+    r, c = cell
+    return 0 <= r < len(walls) and 0 <= c < len(walls[0]) and walls[r][c] != "#"
+
+came_from = {start: None}
+queue = deque([start])
+goal = None
+while queue:
+    state = queue.popleft()
+    player, boxes = state
+    if all(b in targets for b in boxes):
+        goal = state
+        break
+    for name, dr, dc in moves:
+        nxt = (player[0] + dr, player[1] + dc)
+        if not free(nxt):
+            continue
+        new_boxes = boxes
+        if nxt in boxes:
+            behind = (nxt[0] + dr, nxt[1] + dc)
+            if not free(behind) or behind in boxes:
+                continue
+            new_boxes = tuple(sorted(behind if b == nxt else b for b in boxes))
+        new_state = (nxt, new_boxes)
+        if new_state not in came_from:
+            came_from[new_state] = (state, name)
+            queue.append(new_state)
+plan = []
+state = goal
+while state is not None and came_from[state] is not None:
+    state, name = came_from[state]
+    plan.append(name)
+print("".join(reversed(plan)) if goal is not None else "no solution")
+`;
+
+/** The Sokoban game; `boxes` (the configured box count) only sets the documented `planRewardRange`. */
+export function sokobanGame(
+  rewards: SokobanRewards,
+  boxes = 1,
+): Game<SokobanPuzzle, SokobanBoard, Direction> {
+  return {
+    name: SOKOBAN,
+    shortName: "soko",
+    title: "Sokoban",
+    rewards: {
+      step: rewards.step,
+      invalid: rewards.invalid,
+      solved: rewards.solved,
+      optimalBonus: rewards.optimalBonus,
+      failure: rewards.failure,
+    },
+    // Over a plan, on- and off-target events of one box alternate, so they sum to at most one
+    // event per box (either sign; both signs covered in case the reward signs are overridden).
+    planRewardRange: () => [
+      boxes * Math.min(0, rewards.boxOffTarget, rewards.boxOnTarget),
+      boxes * Math.max(0, rewards.boxOnTarget, rewards.boxOffTarget),
+    ],
+    initialBoard: (puzzle) => ({ player: puzzle.player, boxes: puzzle.boxes }),
+    parsePlan: parseDirections,
+    formatPlan: (moves) => moves.join(""),
+    applyMove(puzzle, board, move) {
+      const [dr, dc] = DELTA[move];
+      const to: Pos = [board.player[0] + dr, board.player[1] + dc];
+      if (isWall(puzzle, to[0], to[1])) return { invalid: "wall", at: formatPos(board.player) };
+      const hit = board.boxes.findIndex((b) => b[0] === to[0] && b[1] === to[1]);
+      if (hit < 0) return { board: { player: to, boxes: board.boxes }, reward: 0 };
+      const behind: Pos = [to[0] + dr, to[1] + dc];
+      if (
+        isWall(puzzle, behind[0], behind[1]) ||
+        board.boxes.some((b) => b[0] === behind[0] && b[1] === behind[1])
+      ) {
+        return { invalid: "box blocked", at: formatPos(board.player) };
+      }
+      const wasOn = isTarget(puzzle, to[0], to[1]);
+      const nowOn = isTarget(puzzle, behind[0], behind[1]);
+      const reward =
+        (nowOn && !wasOn ? rewards.boxOnTarget : 0) + (wasOn && !nowOn ? rewards.boxOffTarget : 0);
+      const boxes = sortBoxes(board.boxes.map((b, k) => (k === hit ? behind : b)));
+      return { board: { player: to, boxes }, reward };
+    },
+    isSolved: sokobanSolved,
+    remaining(puzzle, board) {
+      const plan = solveSokoban(puzzle, board);
+      return plan === null ? Number.POSITIVE_INFINITY : plan.length;
+    },
+    solve: solveSokoban,
+    optimalMoves: (puzzle) => puzzle.optimal,
+    render: renderSokoban,
+    status: (puzzle, board) =>
+      `at ${formatPos(board.player)}, ${board.boxes.filter((b) => isTarget(puzzle, b[0], b[1])).length}/${board.boxes.length} on target`,
+    toolData: (puzzle, board) => ({
+      walls: puzzle.walls,
+      targets: puzzle.targets,
+      boxes: board.boxes,
+      player: board.player,
+    }),
+    toolRules:
+      "Sokoban: push every box onto a target. Symbols: '#' wall, '_' floor, '.' target, '$' box, '*' box on target, " +
+      "'@' player, '+' player on target. Moves: U (row-1), D (row+1), L (col-1), R (col+1); walking into a box " +
+      "pushes it one cell if the cell behind it is floor. Walking into a wall or pushing a blocked box is invalid and " +
+      "stops the plan; boxes cannot be pulled, so a box in a corner off target loses the game. Data: walls (rows of " +
+      "'#'/'_'), targets, boxes, player as [row, col].",
+    planFormat: "letters U/D/L/R, e.g. UURDL",
+    toolSolverCode: SOKOBAN_TOOL_CODE,
+  };
+}
+
+export type SokobanState = GameState<SokobanPuzzle, SokobanBoard>;
+export type SokobanEnvironment = GameEnvironment<SokobanPuzzle, SokobanBoard>;
+
+/** The Sokoban environment. `options.roles`: "compact" (planner, fixer; default) or "tool" (tool, plan). */
+export function sokobanEnv(options: SokobanOptions = {}): SokobanEnvironment {
+  const parsed = parseOptions(`${SOKOBAN} options`, SokobanOptionsSchema, options);
+  const generation = {
+    rows: parsed.rows,
+    cols: parsed.cols,
+    boxes: parsed.boxes,
+    interiorWallFraction: parsed.interiorWallFraction,
+    reverseSteps: parsed.reverseSteps,
+    pullProbability: parsed.pullProbability,
+    minSolutionLength: parsed.minSolutionLength,
+    splitFractions: parsed.splitFractions,
+  };
+  return gameEnvironment({
+    game: sokobanGame(parsed.rewards, parsed.boxes),
+    options: parsed,
+    checkPuzzle: checkSokobanPuzzle,
+    generateTasks: (split, count, seed) => generateSokobanTasks(split, count, { ...generation, seed }),
+  });
+}
+
+const DEFAULT_SOKOBAN_GAME = sokobanGame(SokobanRewardsSchema.parse({}));
+
+/** The solver's next action text for `agent` ("planner" | "fixer" | "tool" | "plan"). */
+export function sokobanDemo(task: Task<SokobanPuzzle>, state: SokobanState, agent: string): string {
+  return gameDemo(DEFAULT_SOKOBAN_GAME, task, state, agent);
+}

@@ -1,0 +1,112 @@
+/**
+ * Writing tasks from local JSONL (optionally gzipped) or Parquet files. Parquet is read with
+ * `hyparquet` (pure JS; snappy and uncompressed pages built in, other codecs would need
+ * `hyparquet-compressors`). Columns can be renamed with `fields`, e.g. `{ post: "prompt" }` for
+ * a TL;DR dump whose text column is called `prompt`. Rows without an id get one from a hash of
+ * their text.
+ */
+import { join } from "node:path";
+import type { Split, Task } from "@troupe/core";
+import { parquetReadObjects } from "hyparquet";
+import { z } from "zod";
+import {
+  DATA_DIR,
+  type DataSource,
+  parseJsonl,
+  readSourceBytes,
+  readSourceText,
+  validateRows,
+} from "../coding/load.ts";
+import { problemHash, splitByHash } from "../coding/split.ts";
+
+export type WritingKind = "tldr" | "arxiv";
+
+/** TLDR: summarise a post. arXiv: expand an abstract into an introduction. */
+export interface WritingProblem {
+  readonly kind: WritingKind;
+  readonly id: string;
+  readonly title: string;
+  /** The post (TLDR) or the abstract (arXiv). */
+  readonly text: string;
+}
+
+const TldrRowSchema = z.object({
+  id: z.string().min(1).optional(),
+  title: z.string().optional(),
+  post: z.string().min(1, "must be a non-empty post"),
+});
+const ArxivRowSchema = z.object({
+  id: z.string().min(1).optional(),
+  title: z.string().optional(),
+  abstract: z.string().min(1, "must be a non-empty abstract"),
+});
+
+export const WRITING_SAMPLE_PATHS: Record<WritingKind, string> = {
+  tldr: join(DATA_DIR, "writing", "tldr.jsonl"),
+  arxiv: join(DATA_DIR, "writing", "arxiv.jsonl"),
+};
+
+export interface WritingLoadOptions {
+  /** Our field name → the file's column name. */
+  readonly fields?: Partial<Record<"id" | "title" | "post" | "abstract", string>>;
+}
+
+/** Raw records of a JSONL / JSONL.gz / Parquet source (Parquet chosen by the `.parquet` suffix). */
+export async function readRecords(source: DataSource): Promise<unknown[]> {
+  const name = source instanceof URL ? source.pathname : source.split("?")[0]!;
+  if (name.endsWith(".parquet")) {
+    const bytes = await readSourceBytes(source);
+    const buffer = bytes.buffer.slice(bytes.byteOffset, bytes.byteOffset + bytes.byteLength) as ArrayBuffer;
+    return (await parquetReadObjects({ file: buffer })) as unknown[];
+  }
+  return parseJsonl(await readSourceText(source), String(source));
+}
+
+export async function loadWriting(
+  kind: WritingKind,
+  source: DataSource = WRITING_SAMPLE_PATHS[kind],
+  options: WritingLoadOptions = {},
+): Promise<WritingProblem[]> {
+  const records = await readRecords(source);
+  const renamed = records.map((r) => {
+    if (!r || typeof r !== "object") return r;
+    const row = r as Record<string, unknown>;
+    const out: Record<string, unknown> = { ...row };
+    for (const [ours, theirs] of Object.entries(options.fields ?? {})) out[ours] = row[theirs as string];
+    // Parquet nulls become absent optional fields.
+    for (const k of Object.keys(out)) if (out[k] === null) delete out[k];
+    return out;
+  });
+  const where = String(source);
+  if (kind === "tldr") {
+    return validateRows(renamed, TldrRowSchema, where, "id").map((r) => ({
+      kind,
+      id: r.id ?? `tldr/${problemHash(r.post).slice(0, 12)}`,
+      title: r.title ?? "",
+      text: r.post,
+    }));
+  }
+  return validateRows(renamed, ArxivRowSchema, where, "id").map((r) => ({
+    kind,
+    id: r.id ?? `arxiv/${problemHash(r.abstract).slice(0, 12)}`,
+    title: r.title ?? "",
+    text: r.abstract,
+  }));
+}
+
+/** Train/test tasks, disjoint by a hash of the text. */
+export function writingTasks(
+  problems: readonly WritingProblem[],
+  options: { readonly testFraction?: number; readonly salt?: string } = {},
+): Record<Extract<Split, "train" | "test">, Task<WritingProblem>[]> {
+  const { train, test } = splitByHash(
+    problems,
+    (p) => p.text,
+    options.testFraction ?? 0.3,
+    options.salt ?? "writing",
+  );
+  const toTask =
+    (split: Split) =>
+    (p: WritingProblem): Task<WritingProblem> => ({ id: p.id, split, payload: p });
+  return { train: train.map(toTask("train")), test: test.map(toTask("test")) };
+}

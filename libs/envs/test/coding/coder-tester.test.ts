@@ -1,0 +1,109 @@
+import { deepFreeze, Rng, type Task } from "@troupe/core";
+import type { CodeRunner } from "@troupe/sandbox";
+import { beforeAll, describe, expect, it } from "vitest";
+import { type CodingProblem, coderTesterEnv, codingTasks, loadHumanEval } from "../../src/coding/index.ts";
+import { doubleSum, py } from "./fixtures.ts";
+import { testRunner } from "./local-python-runner.ts";
+
+let runner: CodeRunner;
+beforeAll(async () => {
+  ({ runner } = await testRunner());
+});
+const task: Task<CodingProblem> = { id: doubleSum.taskId, split: "test", payload: doubleSum };
+
+describe("coder + tester environment", () => {
+  it("sequential tester → coder: exact local and team rewards", async () => {
+    const env = coderTesterEnv({ runner, maxTurns: 3 });
+    const s0 = deepFreeze(await env.reset(task, 0));
+    // Tester: 2 valid asserts and 1 wrong one (canonical fails it) → validity 2/3; the stub fails all → rejected.
+    const tests = "assert double_sum([1]) == 2\nassert double_sum([2, 2]) == 8\nassert double_sum([]) == 5";
+    const t1 = await env.step(s0, { tester: py(tests) });
+    expect(t1.localRewards).toEqual({ tester: 0.5 * (2 / 3) + 0.5 * 1 });
+    expect(t1.done).toBe(false);
+    expect(t1.teamReward).toBe(0);
+
+    // Coder: wrong on [] (returns 5): passes 2/3 hidden asserts, and passes all 3 generated tests → episode ends.
+    const code = "def double_sum(xs):\n    return 2 * sum(xs) if xs else 5";
+    const c1 = await env.step(deepFreeze(t1.state), { coder: py(code) });
+    expect(c1.localRewards).toEqual({ coder: 2 / 3 });
+    expect(c1.done).toBe(true);
+    expect(c1.success).toBe(false);
+    expect(c1.teamReward).toBe(0);
+    expect(s0.code).toBeNull();
+  });
+
+  it("parallel turns: feedback on failing generated tests, then success", async () => {
+    const env = coderTesterEnv({ runner, maxTurns: 3 });
+    const s0 = await env.reset(task, 0);
+    const good = "assert double_sum([1]) == 2\nassert double_sum([]) == 0";
+    const r1 = await env.step(s0, { coder: py("def double_sum(xs):\n    return sum(xs)"), tester: py(good) });
+    // Coder's code passes 1/3 hidden ([] → 0 is right; the others are wrong).
+    expect(r1.localRewards.coder).toBeCloseTo(1 / 3, 12);
+    // validity 1; discrimination: rejects the stub and the coder's failing code → 1.
+    expect(r1.localRewards.tester).toBe(1);
+    expect(r1.done).toBe(false);
+    const coderView = env.observe(r1.state, "coder").messages[0]!.content;
+    expect(coderView).toContain("Passed 1 of 2 tests.");
+    expect(coderView).toContain("assert double_sum([1]) == 2");
+    const r2 = await env.step(r1.state, { coder: py("def double_sum(xs):\n    return 2 * sum(xs)") });
+    expect(r2.localRewards).toEqual({ coder: 1 });
+    expect([r2.done, r2.success, r2.teamReward]).toEqual([true, true, 1]);
+  });
+
+  it("tests that accept everything do not discriminate", async () => {
+    const env = coderTesterEnv({ runner });
+    const s0 = await env.reset(task, 0);
+    const r = await env.step(s0, { tester: py("assert double_sum([1]) is None or True") });
+    // Canonical passes (validity 1); the stub passes too (not rejected) → 0.5.
+    expect(r.localRewards).toEqual({ tester: 0.5 });
+  });
+
+  it("ends after maxTurns coder attempts", async () => {
+    const env = coderTesterEnv({ runner, maxTurns: 1 });
+    const s0 = await env.reset(task, 0);
+    const r = await env.step(s0, { coder: py("def double_sum(xs):\n    return 0") });
+    expect(r.done).toBe(true);
+    expect(r.localRewards).toEqual({ coder: 1 / 3 });
+  });
+
+  it("random policy over HumanEval tasks, random stage orders: no exceptions, rewards within bounds", async () => {
+    const env = coderTesterEnv({
+      runner,
+      maxTurns: 2,
+      harness: { perTestTimeoutMs: 300, loadTimeoutMs: 300 },
+    });
+    const tasks = codingTasks(await loadHumanEval()).test.slice(0, 8);
+    const rng = new Rng(5);
+    for (const t of tasks) {
+      const p = t.payload;
+      const codes = [
+        "",
+        "nonsense ((",
+        py(`${p.prompt}${p.canonicalSolution}`),
+        py(`def ${p.entryPoint}(*a):\n    return None`),
+        py("import os\nos._exit(0)"),
+      ];
+      const tests = [
+        "",
+        py(`assert ${p.entryPoint}() == 1`),
+        py("assert True"),
+        py(`x = ${p.entryPoint}\nassert x is not None`),
+        "```python\nassert (",
+      ];
+      let state = deepFreeze(await env.reset(t, 0));
+      for (let step = 0; step < 4 && !state.done; step++) {
+        const order = rng.pick([["coder"], ["tester"], ["coder", "tester"]]);
+        const actions: Record<string, string> = {};
+        for (const a of order) actions[a] = a === "coder" ? rng.pick(codes) : rng.pick(tests);
+        const r = await env.step(state, actions);
+        expect(r.teamReward).toBeGreaterThanOrEqual(env.rewardBounds!.team[0]);
+        expect(r.teamReward).toBeLessThanOrEqual(env.rewardBounds!.team[1]);
+        for (const v of Object.values(r.localRewards)) {
+          expect(v).toBeGreaterThanOrEqual(env.rewardBounds!.local[0]);
+          expect(v).toBeLessThanOrEqual(env.rewardBounds!.local[1]);
+        }
+        state = deepFreeze(r.state);
+      }
+    }
+  }, 60_000);
+});

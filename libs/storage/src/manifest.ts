@@ -1,0 +1,84 @@
+/**
+ * A manifest commits a group of data objects (a step's shards, a checkpoint, a rollout shard):
+ * it lists each object's key, byte size and sha256, and is written LAST, with putIfAbsent. Until it
+ * exists the objects are invisible to readers; once it exists they are immutable and verifiable.
+ * `attempt` is the writer's random id: objects of different attempts never share a key, so a losing
+ * or crashed writer can never overwrite bytes a committed manifest vouches for.
+ */
+import { z } from "zod";
+import { sha256Hex } from "./checksum.ts";
+import type { ObjectStore } from "./object-store.ts";
+
+export const MANIFEST_VERSION = 1;
+
+export const ManifestEntrySchema = z.object({
+  /** Key relative to the manifest's folder. */
+  key: z.string().min(1),
+  size: z.number().int().min(0),
+  sha256: z.string().regex(/^[0-9a-f]{64}$/),
+});
+export type ManifestEntry = z.infer<typeof ManifestEntrySchema>;
+
+export const ManifestSchema = z.object({
+  manifestVersion: z.literal(MANIFEST_VERSION),
+  kind: z.enum(["step", "checkpoint", "rollout"]),
+  attempt: z.string().min(1),
+  committedAt: z.string(),
+  objects: z.array(ManifestEntrySchema),
+  /** Free-form facts about the commit (step number, policy version, consumed rollout shards…). */
+  meta: z.record(z.string(), z.unknown()).default({}),
+});
+export type Manifest = z.infer<typeof ManifestSchema>;
+
+export class IntegrityError extends Error {
+  constructor(
+    readonly objectKey: string,
+    detail: string,
+  ) {
+    super(`${objectKey}: ${detail}`);
+    this.name = "IntegrityError";
+  }
+}
+
+export async function manifestEntry(key: string, bytes: Uint8Array): Promise<ManifestEntry> {
+  return { key, size: bytes.byteLength, sha256: await sha256Hex(bytes) };
+}
+
+export function parseManifest(bytes: Uint8Array, where: string): Manifest {
+  let json: unknown;
+  try {
+    json = JSON.parse(new TextDecoder().decode(bytes));
+  } catch {
+    throw new IntegrityError(where, "manifest is not valid JSON (truncated or corrupted?)");
+  }
+  const parsed = ManifestSchema.safeParse(json);
+  if (!parsed.success) {
+    const issue = parsed.error.issues[0]!;
+    throw new IntegrityError(where, `manifest: ${issue.path.join(".") || "(root)"}: ${issue.message}`);
+  }
+  return parsed.data;
+}
+
+export function encodeManifest(manifest: Manifest): Uint8Array {
+  return new TextEncoder().encode(`${JSON.stringify(manifest, null, 1)}\n`);
+}
+
+/** Reads one object a manifest lists and checks its size and sha256, naming the object on mismatch. */
+export async function readVerified(store: ObjectStore, folder: string, entry: ManifestEntry): Promise<Uint8Array> {
+  const fullKey = `${folder}/${entry.key}`;
+  const bytes = await store.get(fullKey);
+  if (bytes.byteLength !== entry.size) {
+    throw new IntegrityError(fullKey, `size ${bytes.byteLength} bytes, manifest says ${entry.size} (truncated?)`);
+  }
+  const actual = await sha256Hex(bytes);
+  if (actual !== entry.sha256) {
+    throw new IntegrityError(fullKey, `sha256 ${actual}, manifest says ${entry.sha256} (corrupted)`);
+  }
+  return bytes;
+}
+
+/** A random id for one writer attempt (12 hex digits). */
+export function newAttemptId(): string {
+  const bytes = crypto.getRandomValues(new Uint8Array(6));
+  return Array.from(bytes, (b) => b.toString(16).padStart(2, "0")).join("");
+}

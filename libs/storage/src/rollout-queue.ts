@@ -1,0 +1,191 @@
+/**
+ * Rollout shards between rollout workers and learners (asynchronous RL), on the same store:
+ *
+ *   runs/<runId>/rollouts/<policyVersion>/<workerId>-<seq>/<attempt>.<ext>    the Samples
+ *   runs/<runId>/rollouts/<policyVersion>/<workerId>-<seq>/manifest.json      commit (putIfAbsent)
+ *   runs/<runId>/rollouts/<policyVersion>/<workerId>-<seq>/claims/<consumer>.json
+ *
+ * Workers: `commitShard` writes the data under a fresh attempt id, then the manifest with
+ * putIfAbsent. A worker that crashed and restarts calls `nextSeq(workerId)` and carries on; if it
+ * re-commits a seq that did commit, it gets `committed: false` and nothing committed changes.
+ *
+ * Learners: `claimBatch` picks committed shards whose policy version is within `maxStaleness` of
+ * the learner's current version (V − v ≤ maxStaleness), oldest first, and claims each with a
+ * putIfAbsent marker `{consumer, learnerStep}` — of two learners of one consumer group, exactly one
+ * gets a shard. Crash/resume, nothing lost and nothing duplicated:
+ *  - a shard counts as consumed when the learner step that claimed it is committed (record the
+ *    claimed shards in that step's manifest meta);
+ *  - a learner resumes at step s = latestCommittedStep + 1, and `claimBatch` at step s first
+ *    returns the shards it had already claimed for step s (its crashed attempt's claims), then
+ *    claims new ones — so an interrupted step retrains on the same shards, and no shard is claimed
+ *    by two committed steps.
+ * Shards too stale to train on are claimed with `expired: true` so the drop is recorded, not silent.
+ */
+import type { Sample } from "@troupe/core";
+import { IntegrityError, type Manifest, newAttemptId, parseManifest } from "./manifest.ts";
+import { checkId, MANIFEST, pad, rolloutFolder, rolloutsPrefix, STEP_DIGITS } from "./layout.ts";
+import type { ObjectStore } from "./object-store.ts";
+import { commitManifest, prepareShard, readShardEntry, shardExtension } from "./run-store.ts";
+import { DEFAULT_SHARD_FORMAT, type ShardFormat } from "./shard-format.ts";
+
+export interface RolloutShardRef {
+  readonly policyVersion: number;
+  readonly workerId: string;
+  readonly seq: number;
+  /** Folder of the shard (its manifest, data and claims). */
+  readonly folder: string;
+}
+
+export interface ClaimMarker {
+  readonly consumer: string;
+  readonly learnerStep: number;
+  readonly expired: boolean;
+}
+
+export type ClaimResult = "claimed" | "mine" | "taken";
+
+const FOLDER = new RegExp(`^(\\d{${STEP_DIGITS}})/([A-Za-z0-9_][A-Za-z0-9_.-]*)-(\\d{${STEP_DIGITS}})/${MANIFEST}$`);
+const encoder = new TextEncoder();
+
+export class RolloutQueue {
+  readonly shardFormat: ShardFormat;
+
+  constructor(
+    readonly store: ObjectStore,
+    readonly runId: string,
+    options: { shardFormat?: ShardFormat } = {},
+  ) {
+    this.shardFormat = options.shardFormat ?? DEFAULT_SHARD_FORMAT;
+  }
+
+  ref(policyVersion: number, workerId: string, seq: number): RolloutShardRef {
+    return { policyVersion, workerId, seq, folder: rolloutFolder(this.runId, policyVersion, workerId, seq) };
+  }
+
+  /** Worker side: writes and commits one shard. `committed: false` when that (version, worker, seq) already was. */
+  async commitShard(input: {
+    policyVersion: number;
+    workerId: string;
+    seq: number;
+    samples: readonly Sample[];
+  }): Promise<{ committed: boolean; ref: RolloutShardRef; manifest: Manifest }> {
+    const ref = this.ref(input.policyVersion, input.workerId, input.seq);
+    input.samples.forEach((s, i) => {
+      if (s.provenance.policyVersion !== input.policyVersion) {
+        throw new Error(
+          `rollout shard ${ref.folder}: row ${i}: provenance.policyVersion ${s.provenance.policyVersion} ≠ ${input.policyVersion}`,
+        );
+      }
+    });
+    const attempt = newAttemptId();
+    const relativeKey = `${attempt}.${shardExtension(this.shardFormat)}`;
+    const { bytes, entry } = await prepareShard(input.samples, relativeKey, this.shardFormat);
+    await this.store.put(`${ref.folder}/${relativeKey}`, bytes);
+    const result = await commitManifest(this.store, ref.folder, {
+      manifestVersion: 1,
+      kind: "rollout",
+      attempt,
+      committedAt: new Date().toISOString(),
+      objects: [entry],
+      meta: { runId: this.runId, policyVersion: input.policyVersion, workerId: input.workerId, seq: input.seq },
+    });
+    return { ...result, ref };
+  }
+
+  /** Committed shards with policyVersion ≥ minPolicyVersion, ordered by (version, worker, seq). */
+  async listCommitted(options: { minPolicyVersion?: number } = {}): Promise<RolloutShardRef[]> {
+    const min = options.minPolicyVersion ?? 0;
+    const prefix = rolloutsPrefix(this.runId);
+    const refs: RolloutShardRef[] = [];
+    for (const { key } of await this.store.list(prefix)) {
+      const m = FOLDER.exec(key.slice(prefix.length));
+      if (!m) continue;
+      const version = Number(m[1]);
+      if (version >= min) refs.push(this.ref(version, m[2]!, Number(m[3])));
+    }
+    return refs;
+  }
+
+  /** The first sequence number a (re)started worker should use: one past its highest committed. */
+  async nextSeq(workerId: string): Promise<number> {
+    checkId("workerId", workerId);
+    let next = 0;
+    for (const ref of await this.listCommitted()) if (ref.workerId === workerId) next = Math.max(next, ref.seq + 1);
+    return next;
+  }
+
+  /** Reads a committed shard, verified against its manifest. */
+  async readShard(ref: RolloutShardRef): Promise<Sample[]> {
+    const key = `${ref.folder}/${MANIFEST}`;
+    const manifest = parseManifest(await this.store.get(key), key);
+    const entry = manifest.objects[0];
+    if (!entry) throw new IntegrityError(key, "rollout manifest lists no object");
+    return readShardEntry(this.store, ref.folder, entry);
+  }
+
+  private claimKey(ref: RolloutShardRef, consumer: string): string {
+    return `${ref.folder}/claims/${checkId("consumer", consumer)}.json`;
+  }
+
+  async readClaim(ref: RolloutShardRef, consumer: string): Promise<ClaimMarker | undefined> {
+    const key = this.claimKey(ref, consumer);
+    if (!(await this.store.head(key))) return undefined;
+    return JSON.parse(new TextDecoder().decode(await this.store.get(key))) as ClaimMarker;
+  }
+
+  /**
+   * Claims a shard for `consumer` at `learnerStep`: "claimed" (now ours), "mine" (already ours for
+   * this same step, e.g. before a crash) or "taken" (someone else's, or ours for another step).
+   */
+  async claim(ref: RolloutShardRef, consumer: string, learnerStep: number, expired = false): Promise<ClaimResult> {
+    const marker: ClaimMarker = { consumer, learnerStep, expired };
+    if (await this.store.putIfAbsent(this.claimKey(ref, consumer), encoder.encode(`${JSON.stringify(marker)}\n`))) {
+      return "claimed";
+    }
+    const existing = await this.readClaim(ref, consumer);
+    return existing?.learnerStep === learnerStep && !existing.expired ? "mine" : "taken";
+  }
+
+  /**
+   * Learner side: up to `maxShards` shards to train step `learnerStep` on, for a learner whose
+   * weights are at `policyVersion`. Shards older than policyVersion − maxStaleness are marked
+   * expired and skipped. Already-claimed-for-this-step shards come back first (resume).
+   */
+  async claimBatch(options: {
+    consumer: string;
+    learnerStep: number;
+    policyVersion: number;
+    maxStaleness: number;
+    maxShards: number;
+  }): Promise<RolloutShardRef[]> {
+    const { consumer, learnerStep, policyVersion, maxStaleness, maxShards } = options;
+    const prefix = rolloutsPrefix(this.runId);
+    const listing = await this.store.list(prefix);
+    const claimed = new Set<string>();
+    const suffix = `/claims/${checkId("consumer", consumer)}.json`;
+    for (const { key } of listing) if (key.endsWith(suffix)) claimed.add(key.slice(0, -suffix.length));
+    const committed = await this.listCommitted();
+    const batch: RolloutShardRef[] = [];
+    // 1. Resume: shards this consumer already claimed for this very step.
+    for (const ref of committed) {
+      if (batch.length >= maxShards) break;
+      if (claimed.has(ref.folder) && (await this.claim(ref, consumer, learnerStep)) === "mine") batch.push(ref);
+    }
+    // 2. New shards, oldest first; too-stale ones are recorded as expired.
+    for (const ref of committed) {
+      if (batch.length >= maxShards) break;
+      if (claimed.has(ref.folder)) continue;
+      if (policyVersion - ref.policyVersion > maxStaleness) {
+        await this.claim(ref, consumer, learnerStep, true);
+        continue;
+      }
+      if ((await this.claim(ref, consumer, learnerStep)) === "claimed") batch.push(ref);
+    }
+    return batch;
+  }
+
+  /** Key-safe name of a shard, for recording in a learner step's manifest meta. */
+  static shardName(ref: RolloutShardRef): string {
+    return `${pad(ref.policyVersion)}/${ref.workerId}-${pad(ref.seq)}`;
+  }
+}

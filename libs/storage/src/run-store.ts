@@ -1,0 +1,328 @@
+/**
+ * A run's storage: config, per-step sample shards, checkpoints and metrics, on any ObjectStore,
+ * with the commit protocol of README "Commit protocol":
+ *
+ *  1. a writer picks a random attempt id and writes its data objects under keys that contain it
+ *     (`steps/<step>/shards/<shardId>.<attempt>.<ext>`), so no two writers ever share a key;
+ *  2. it then writes the step's `manifest.json` — key, size and sha256 of every data object — with
+ *     putIfAbsent. The step is committed at that instant, by exactly one writer;
+ *  3. readers only look at steps with a manifest and verify every object against it.
+ *
+ * Data objects of a losing or crashed attempt are orphans: never read, removable by
+ * `sweepOrphans`.
+ */
+import type { Sample } from "@troupe/core";
+import {
+  encodeManifest,
+  IntegrityError,
+  type Manifest,
+  type ManifestEntry,
+  manifestEntry,
+  newAttemptId,
+  parseManifest,
+  readVerified,
+} from "./manifest.ts";
+import {
+  checkFileName,
+  checkId,
+  checkpointFolder,
+  checkpointsPrefix,
+  configKey,
+  MANIFEST,
+  metricsJsonlKey,
+  metricsKey,
+  metricsPrefix,
+  STEP_DIGITS,
+  stepFolder,
+  stepsPrefix,
+} from "./layout.ts";
+import { ObjectNotFoundError, type ObjectStore } from "./object-store.ts";
+import { DEFAULT_SHARD_FORMAT, decodeShard, encodeShard, type ShardFormat } from "./shard-format.ts";
+
+export interface RunStoreOptions {
+  /** Encoding of new shards; readers take the format from each shard's extension. */
+  readonly shardFormat?: ShardFormat;
+}
+
+export interface StepCommit {
+  /** True when this call committed the step; false when another writer already had. */
+  readonly committed: boolean;
+  readonly manifest: Manifest;
+}
+
+export interface StepData {
+  readonly step: number;
+  readonly manifest: Manifest;
+  /** Shard id → its Samples, in manifest order. */
+  readonly shards: ReadonlyMap<string, Sample[]>;
+}
+
+export type MetricValue = number | string | boolean | null;
+export interface MetricsRow {
+  readonly step: number;
+  readonly source: string;
+  readonly metrics: Readonly<Record<string, MetricValue>>;
+}
+
+const encoder = new TextEncoder();
+const decoder = new TextDecoder();
+const json = (value: unknown) => encoder.encode(`${JSON.stringify(value)}\n`);
+
+export function shardExtension(format: ShardFormat): string {
+  return format === "parquet" ? "parquet" : "jsonl.gz";
+}
+function formatOfKey(key: string): ShardFormat {
+  if (key.endsWith(".parquet")) return "parquet";
+  if (key.endsWith(".jsonl.gz")) return "jsonl.gz";
+  throw new IntegrityError(key, "unknown shard extension");
+}
+
+/** Encodes Samples as a shard and returns its bytes + manifest entry, ready to put. */
+export async function prepareShard(
+  samples: readonly Sample[],
+  relativeKey: string,
+  format: ShardFormat,
+): Promise<{ bytes: Uint8Array; entry: ManifestEntry }> {
+  const bytes = encodeShard(samples, format);
+  return { bytes, entry: await manifestEntry(relativeKey, bytes) };
+}
+
+export async function readShardEntry(store: ObjectStore, folder: string, entry: ManifestEntry): Promise<Sample[]> {
+  const bytes = await readVerified(store, folder, entry);
+  return decodeShard(bytes, formatOfKey(entry.key), `${folder}/${entry.key}`);
+}
+
+/** Writes the manifest with putIfAbsent; returns whether we won, and the manifest that is now there. */
+export async function commitManifest(store: ObjectStore, folder: string, manifest: Manifest): Promise<StepCommit> {
+  const key = `${folder}/${MANIFEST}`;
+  if (await store.putIfAbsent(key, encodeManifest(manifest))) return { committed: true, manifest };
+  return { committed: false, manifest: parseManifest(await store.get(key), key) };
+}
+
+export class RunStore {
+  readonly shardFormat: ShardFormat;
+
+  constructor(
+    readonly store: ObjectStore,
+    readonly runId: string,
+    options: RunStoreOptions = {},
+  ) {
+    checkId("runId", runId);
+    this.shardFormat = options.shardFormat ?? DEFAULT_SHARD_FORMAT;
+  }
+
+  // ------------------------------------------------------------ config
+
+  /** Writes the run's config once; writing a different config to an existing run is an error. */
+  async writeConfig(config: unknown): Promise<void> {
+    const bytes = encoder.encode(`${JSON.stringify(config, null, 2)}\n`);
+    if (await this.store.putIfAbsent(configKey(this.runId), bytes)) return;
+    const existing = await this.store.get(configKey(this.runId));
+    if (decoder.decode(existing) !== decoder.decode(bytes)) {
+      throw new Error(`run ${this.runId} already exists with a different config (${configKey(this.runId)})`);
+    }
+  }
+
+  async readConfig(): Promise<unknown> {
+    return JSON.parse(decoder.decode(await this.store.get(configKey(this.runId))));
+  }
+
+  // ------------------------------------------------------------ steps
+
+  /**
+   * Writes a step's shards (shard id → Samples) and commits the step. Exactly one of any number
+   * of concurrent callers for the same step gets `committed: true`; the others get the winner's
+   * manifest back. `meta` lands in the manifest (e.g. the rollout shards this step consumed).
+   */
+  async commitStep(
+    step: number,
+    shards: ReadonlyMap<string, readonly Sample[]> | Readonly<Record<string, readonly Sample[]>>,
+    meta: Record<string, unknown> = {},
+  ): Promise<StepCommit> {
+    const folder = stepFolder(this.runId, step);
+    if (await this.store.head(`${folder}/${MANIFEST}`)) {
+      // Already committed: don't write orphans for nothing.
+      return { committed: false, manifest: await this.readStepManifest(step) };
+    }
+    const attempt = newAttemptId();
+    const entries: ManifestEntry[] = [];
+    const pairs = shards instanceof Map ? [...shards] : Object.entries(shards);
+    for (const [shardId, samples] of pairs) {
+      checkId("shardId", shardId);
+      const relativeKey = `shards/${shardId}.${attempt}.${shardExtension(this.shardFormat)}`;
+      const { bytes, entry } = await prepareShard(samples, relativeKey, this.shardFormat);
+      await this.store.put(`${folder}/${relativeKey}`, bytes);
+      entries.push(entry);
+    }
+    const manifest: Manifest = {
+      manifestVersion: 1,
+      kind: "step",
+      attempt,
+      committedAt: new Date().toISOString(),
+      objects: entries,
+      meta: { ...meta, step, runId: this.runId },
+    };
+    return commitManifest(this.store, folder, manifest);
+  }
+
+  /** Steps with a manifest, ascending. */
+  async committedSteps(): Promise<number[]> {
+    const prefix = stepsPrefix(this.runId);
+    const steps: number[] = [];
+    for (const { key } of await this.store.list(prefix)) {
+      const rest = key.slice(prefix.length);
+      if (rest.length === STEP_DIGITS + 1 + MANIFEST.length && rest.endsWith(`/${MANIFEST}`)) {
+        steps.push(Number(rest.slice(0, STEP_DIGITS)));
+      }
+    }
+    return steps;
+  }
+
+  /** The highest committed step, or undefined when none is. Uncommitted steps are ignored. */
+  async latestCommittedStep(): Promise<number | undefined> {
+    return (await this.committedSteps()).at(-1);
+  }
+
+  async readStepManifest(step: number): Promise<Manifest> {
+    const key = `${stepFolder(this.runId, step)}/${MANIFEST}`;
+    try {
+      return parseManifest(await this.store.get(key), key);
+    } catch (error) {
+      if (error instanceof ObjectNotFoundError) throw new Error(`run ${this.runId}: step ${step} is not committed`);
+      throw error;
+    }
+  }
+
+  /** Reads a committed step, verifying size and sha256 of every shard; errors name the object. */
+  async readStep(step: number): Promise<StepData> {
+    const manifest = await this.readStepManifest(step);
+    const folder = stepFolder(this.runId, step);
+    const shards = new Map<string, Sample[]>();
+    for (const entry of manifest.objects) {
+      const shardId = entry.key.slice("shards/".length, entry.key.lastIndexOf(`.${manifest.attempt}.`));
+      shards.set(shardId, await readShardEntry(this.store, folder, entry));
+    }
+    return { step, manifest, shards };
+  }
+
+  /** Deletes data objects of a step that its manifest does not list (losing/crashed attempts). */
+  async sweepOrphans(step: number): Promise<string[]> {
+    const folder = stepFolder(this.runId, step);
+    const manifest = await this.readStepManifest(step);
+    const keep = new Set([MANIFEST, ...manifest.objects.map((o) => o.key)]);
+    const removed: string[] = [];
+    for (const { key } of await this.store.list(`${folder}/`)) {
+      if (!keep.has(key.slice(folder.length + 1))) {
+        await this.store.delete(key);
+        removed.push(key);
+      }
+    }
+    return removed;
+  }
+
+  // ------------------------------------------------------------ checkpoints
+
+  /**
+   * Writes a policy's checkpoint files (whatever the engine's `save` returned) and commits them
+   * with a manifest, like a step. Returns whether this call committed.
+   */
+  async writeCheckpoint(
+    policyId: string,
+    step: number,
+    files: Readonly<Record<string, Uint8Array>>,
+  ): Promise<StepCommit> {
+    const folder = checkpointFolder(this.runId, policyId, step);
+    const attempt = newAttemptId();
+    const entries: ManifestEntry[] = [];
+    for (const name of Object.keys(files).sort()) {
+      const relativeKey = `${attempt}/${checkFileName(name)}`;
+      const bytes = files[name]!;
+      await this.store.put(`${folder}/${relativeKey}`, bytes);
+      entries.push(await manifestEntry(relativeKey, bytes));
+    }
+    const manifest: Manifest = {
+      manifestVersion: 1,
+      kind: "checkpoint",
+      attempt,
+      committedAt: new Date().toISOString(),
+      objects: entries,
+      meta: { runId: this.runId, policyId, step },
+    };
+    return commitManifest(this.store, folder, manifest);
+  }
+
+  /** Steps with a committed checkpoint of this policy, ascending. */
+  async checkpointSteps(policyId: string): Promise<number[]> {
+    const prefix = checkpointsPrefix(this.runId, policyId);
+    const steps: number[] = [];
+    for (const { key } of await this.store.list(prefix)) {
+      const rest = key.slice(prefix.length);
+      if (rest.length === STEP_DIGITS + 1 + MANIFEST.length && rest.endsWith(`/${MANIFEST}`)) {
+        steps.push(Number(rest.slice(0, STEP_DIGITS)));
+      }
+    }
+    return steps;
+  }
+
+  /** A committed checkpoint's files, each verified against the manifest (errors name the file). */
+  async readCheckpoint(policyId: string, step: number): Promise<Record<string, Uint8Array>> {
+    const folder = checkpointFolder(this.runId, policyId, step);
+    const key = `${folder}/${MANIFEST}`;
+    let manifest: Manifest;
+    try {
+      manifest = parseManifest(await this.store.get(key), key);
+    } catch (error) {
+      if (error instanceof ObjectNotFoundError) {
+        throw new Error(`run ${this.runId}: no committed checkpoint of ${policyId} at step ${step}`);
+      }
+      throw error;
+    }
+    const files: Record<string, Uint8Array> = {};
+    for (const entry of manifest.objects) {
+      files[entry.key.slice(manifest.attempt.length + 1)] = await readVerified(this.store, folder, entry);
+    }
+    return files;
+  }
+
+  // ------------------------------------------------------------ metrics
+
+  /**
+   * Records one step's metrics from one source ("learner", "eval", …). Object stores cannot
+   * append, so each (step, source) is its own small object; writing it again replaces it (a
+   * resumed step overwrites the metrics of its crashed attempt). `readMetrics` merges them.
+   */
+  async writeMetrics(step: number, metrics: Record<string, MetricValue>, source = "learner"): Promise<void> {
+    for (const [name, value] of Object.entries(metrics)) {
+      if (typeof value === "number" && !Number.isFinite(value)) {
+        throw new Error(`metrics of step ${step}: ${name} is ${value}; JSON cannot carry it`);
+      }
+    }
+    await this.store.put(metricsKey(this.runId, step, source), json({ step, source, metrics }));
+  }
+
+  /** All metric rows ordered by (step, source); with `committedOnly`, only rows of committed steps. */
+  async readMetrics(options: { committedOnly?: boolean } = {}): Promise<MetricsRow[]> {
+    const committed = options.committedOnly ? new Set(await this.committedSteps()) : undefined;
+    const rows: MetricsRow[] = [];
+    for (const { key } of await this.store.list(metricsPrefix(this.runId))) {
+      const step = Number(key.slice(metricsPrefix(this.runId).length, metricsPrefix(this.runId).length + STEP_DIGITS));
+      if (committed && !committed.has(step)) continue;
+      let row: MetricsRow;
+      try {
+        row = JSON.parse(decoder.decode(await this.store.get(key))) as MetricsRow;
+      } catch (error) {
+        if (error instanceof ObjectNotFoundError) continue;
+        throw new IntegrityError(key, "metrics object is not valid JSON");
+      }
+      rows.push(row);
+    }
+    return rows;
+  }
+
+  /** Materialises the merged metrics as `runs/<runId>/metrics.jsonl` (one row a line) and returns it. */
+  async writeMetricsJsonl(options: { committedOnly?: boolean } = {}): Promise<string> {
+    const text = (await this.readMetrics(options)).map((row) => `${JSON.stringify(row)}\n`).join("");
+    await this.store.put(metricsJsonlKey(this.runId), encoder.encode(text));
+    return text;
+  }
+}

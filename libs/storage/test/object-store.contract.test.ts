@@ -1,0 +1,89 @@
+/** One contract, two stores: every case runs against a temp folder and against Ceph's S3 gateway. */
+import { describe, expect, it } from "vitest";
+import { ObjectNotFoundError, type ObjectStore } from "../src/object-store.ts";
+import { storeKinds } from "./stores.ts";
+
+const bytes = (text: string) => new TextEncoder().encode(text);
+const text = (b: Uint8Array) => new TextDecoder().decode(b);
+
+describe.each(storeKinds)("ObjectStore contract: $name", ({ make }) => {
+  let store: ObjectStore;
+  it("put then get returns the same bytes; put replaces", async () => {
+    store = await make();
+    await store.put("a/b/c.bin", new Uint8Array([0, 1, 2, 255]));
+    expect(Array.from(await store.get("a/b/c.bin"))).toEqual([0, 1, 2, 255]);
+    await store.put("a/b/c.bin", bytes("second"));
+    expect(text(await store.get("a/b/c.bin"))).toBe("second");
+  });
+
+  it("get of a missing key throws ObjectNotFoundError naming the key; head gives undefined", async () => {
+    const s = await make();
+    await expect(s.get("no/such.key")).rejects.toBeInstanceOf(ObjectNotFoundError);
+    await expect(s.get("no/such.key")).rejects.toThrow(/no\/such\.key/);
+    expect(await s.head("no/such.key")).toBeUndefined();
+  });
+
+  it("head gives the size; empty objects work", async () => {
+    const s = await make();
+    await s.put("x/empty", new Uint8Array());
+    await s.put("x/five", bytes("12345"));
+    expect(await s.head("x/five")).toEqual({ key: "x/five", size: 5 });
+    expect(await s.head("x/empty")).toEqual({ key: "x/empty", size: 0 });
+    expect((await s.get("x/empty")).byteLength).toBe(0);
+  });
+
+  it("list returns exactly the keys under a prefix, sorted, with sizes", async () => {
+    const s = await make();
+    for (const key of ["p/b/2", "p/a/1", "p/a/10", "pq/x", "q/p/1"]) await s.put(key, bytes(key));
+    expect(await s.list("p/")).toEqual([
+      { key: "p/a/1", size: 5 },
+      { key: "p/a/10", size: 6 },
+      { key: "p/b/2", size: 5 },
+    ]);
+    expect((await s.list("p/a/1")).map((o) => o.key)).toEqual(["p/a/1", "p/a/10"]);
+    expect((await s.list("p")).map((o) => o.key)).toEqual(["p/a/1", "p/a/10", "p/b/2", "pq/x"]);
+    expect(await s.list("nothing/")).toEqual([]);
+  });
+
+  it("delete removes; deleting a missing key is fine", async () => {
+    const s = await make();
+    await s.put("d/1", bytes("x"));
+    await s.delete("d/1");
+    await s.delete("d/1");
+    expect(await s.head("d/1")).toBeUndefined();
+    expect(await s.list("d/")).toEqual([]);
+  });
+
+  it("putIfAbsent creates once and never overwrites", async () => {
+    const s = await make();
+    expect(await s.putIfAbsent("m/manifest.json", bytes("first"))).toBe(true);
+    expect(await s.putIfAbsent("m/manifest.json", bytes("second"))).toBe(false);
+    expect(text(await s.get("m/manifest.json"))).toBe("first");
+  });
+
+  it("of 8 concurrent putIfAbsent on one key exactly one wins, and its bytes are what is stored", async () => {
+    const s = await make();
+    const results = await Promise.all(
+      Array.from({ length: 8 }, (_, i) => s.putIfAbsent("race/key", bytes(`writer-${i}`))),
+    );
+    expect(results.filter(Boolean)).toHaveLength(1);
+    expect(text(await s.get("race/key"))).toBe(`writer-${results.indexOf(true)}`);
+  });
+
+  it("rejects keys with empty, '.' or '..' segments or a leading '/'", async () => {
+    const s = await make();
+    for (const key of ["", "/abs", "a//b", "a/./b", "a/../b", "..", "a/"]) {
+      await expect(s.put(key, bytes("x")), key).rejects.toThrow(/object key/);
+    }
+  });
+
+  it("large objects round-trip (12 MiB; multipart on S3 above the threshold)", async () => {
+    const s = await make();
+    const big = new Uint8Array(12 * 2 ** 20);
+    for (let i = 0; i < big.length; i += 4096) big[i] = (i / 4096) & 255;
+    await s.put("big/blob", big);
+    const back = await s.get("big/blob");
+    expect(back.byteLength).toBe(big.byteLength);
+    expect(Buffer.from(back).equals(Buffer.from(big))).toBe(true);
+  });
+});

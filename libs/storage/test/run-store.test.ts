@@ -1,0 +1,148 @@
+/** Run layout and commit protocol, on both stores. */
+import { describe, expect, it } from "vitest";
+import { IntegrityError } from "../src/manifest.ts";
+import { RolloutQueue } from "../src/rollout-queue.ts";
+import { RunStore } from "../src/run-store.ts";
+import { syntheticSamples } from "./samples.ts";
+import { storeKinds } from "./stores.ts";
+
+const bytes = (text: string) => new TextEncoder().encode(text);
+
+describe.each(storeKinds)("RunStore: $name", ({ make }) => {
+  it("commits steps, ignores uncommitted ones, and reads back exactly what was written", async () => {
+    const run = new RunStore(await make(), "run-a");
+    expect(await run.latestCommittedStep()).toBeUndefined();
+    const shards = { "w0": syntheticSamples(30, 1, "run-a", 0), "w1": syntheticSamples(20, 2, "run-a", 0) };
+    expect((await run.commitStep(0, shards)).committed).toBe(true);
+    expect((await run.commitStep(1, { w0: syntheticSamples(5, 3, "run-a", 1) })).committed).toBe(true);
+    // Step 2: data written but no manifest (a crashed writer) — invisible.
+    await run.store.put("runs/run-a/steps/00000002/shards/w0.dead.parquet", bytes("partial"));
+    expect(await run.committedSteps()).toEqual([0, 1]);
+    expect(await run.latestCommittedStep()).toBe(1);
+    const step0 = await run.readStep(0);
+    expect([...step0.shards.keys()]).toEqual(["w0", "w1"]);
+    expect(step0.shards.get("w0")).toEqual(shards.w0);
+    expect(step0.shards.get("w1")).toEqual(shards.w1);
+    await expect(run.readStep(2)).rejects.toThrow(/step 2 is not committed/);
+  });
+
+  it("two concurrent committers of one step: exactly one wins, readers see the winner's shards", async () => {
+    const run = new RunStore(await make(), "run-race");
+    const candidates = [0, 1, 2, 3].map((i) => ({ w: syntheticSamples(10, 100 + i, "run-race", 4) }));
+    const results = await Promise.all(candidates.map((c) => run.commitStep(4, c)));
+    const winners = results.filter((r) => r.committed);
+    expect(winners).toHaveLength(1);
+    // Every loser got the winner's manifest back.
+    for (const r of results) expect(r.manifest.attempt).toBe(winners[0]!.manifest.attempt);
+    const winnerIndex = results.findIndex((r) => r.committed);
+    expect((await run.readStep(4)).shards.get("w")).toEqual(candidates[winnerIndex]!.w);
+    // Losers' data objects are orphans; sweeping removes them and leaves the step readable.
+    const removed = await run.sweepOrphans(4);
+    expect(removed.length).toBeLessThanOrEqual(3);
+    expect((await run.readStep(4)).shards.get("w")).toEqual(candidates[winnerIndex]!.w);
+  });
+
+  it("a truncated or corrupted shard is reported by name", async () => {
+    const run = new RunStore(await make(), "run-corrupt");
+    const { manifest } = await run.commitStep(0, { s0: syntheticSamples(10, 5), s1: syntheticSamples(10, 6) });
+    const victim = `runs/run-corrupt/steps/00000000/${manifest.objects[1]!.key}`;
+    const good = await run.store.get(victim);
+    await run.store.put(victim, good.subarray(0, good.length - 100));
+    await expect(run.readStep(0)).rejects.toThrow(new RegExp(`${victim.replace(/\./g, "\\.")}: size`));
+    const flipped = new Uint8Array(good);
+    flipped[200] = flipped[200]! ^ 0xff;
+    await run.store.put(victim, flipped);
+    const error = await run.readStep(0).catch((e: unknown) => e);
+    expect(error).toBeInstanceOf(IntegrityError);
+    expect((error as IntegrityError).objectKey).toBe(victim);
+    expect((error as Error).message).toMatch(/sha256 .* \(corrupted\)/);
+  });
+
+  it("checkpoints: files round-trip byte for byte; a corrupted file is named", async () => {
+    const run = new RunStore(await make(), "run-ckpt");
+    const files = {
+      "config.json": bytes('{"hidden":8}'),
+      "model.safetensors": new Uint8Array(4096).map((_, i) => (i * 7) & 255),
+      "optimizer.safetensors": new Uint8Array(100).fill(3),
+      "tokenizer.json": bytes("{}"),
+      "trainer_state.json": bytes('{"step":3}'),
+    };
+    expect((await run.writeCheckpoint("coder", 3, files)).committed).toBe(true);
+    expect(await run.checkpointSteps("coder")).toEqual([3]);
+    expect(await run.readCheckpoint("coder", 3)).toEqual(files);
+    const manifest = (await run.writeCheckpoint("coder", 3, files)).manifest; // second writer loses
+    const key = `runs/run-ckpt/checkpoints/coder/00000003/${manifest.attempt}/model.safetensors`;
+    await run.store.put(key, new Uint8Array(4096));
+    await expect(run.readCheckpoint("coder", 3)).rejects.toThrow(`${key}: sha256`);
+    await expect(run.readCheckpoint("coder", 9)).rejects.toThrow(/no committed checkpoint of coder at step 9/);
+  });
+
+  it("metrics: per-step objects merge into ordered rows; a rewritten step replaces its row", async () => {
+    const run = new RunStore(await make(), "run-metrics");
+    await run.writeMetrics(2, { loss: 0.5 });
+    await run.writeMetrics(0, { loss: 1.5, lr: 1e-5 });
+    await run.writeMetrics(0, { accuracy: 0.25 }, "eval");
+    await run.writeMetrics(2, { loss: 0.4 }); // resumed step 2 overwrites its crashed attempt's metrics
+    expect(await run.readMetrics()).toEqual([
+      { step: 0, source: "eval", metrics: { accuracy: 0.25 } },
+      { step: 0, source: "learner", metrics: { loss: 1.5, lr: 1e-5 } },
+      { step: 2, source: "learner", metrics: { loss: 0.4 } },
+    ]);
+    await run.commitStep(0, {});
+    expect((await run.readMetrics({ committedOnly: true })).map((r) => r.step)).toEqual([0, 0]);
+    const jsonl = await run.writeMetricsJsonl();
+    expect(jsonl.trim().split("\n")).toHaveLength(3);
+    expect(new TextDecoder().decode(await run.store.get("runs/run-metrics/metrics.jsonl"))).toBe(jsonl);
+    await expect(run.writeMetrics(3, { loss: Number.NaN })).rejects.toThrow(/loss is NaN/);
+  });
+
+  it("config is written once; a different config for the same run is refused", async () => {
+    const run = new RunStore(await make(), "run-config");
+    await run.writeConfig({ lr: 1e-5 });
+    await run.writeConfig({ lr: 1e-5 });
+    expect(await run.readConfig()).toEqual({ lr: 1e-5 });
+    await expect(run.writeConfig({ lr: 2e-5 })).rejects.toThrow(/already exists with a different config/);
+  });
+
+  it("rollout shards: committed once, claimed once, stale ones expired, resumed claims come back", async () => {
+    const store = await make();
+    const queue = new RolloutQueue(store, "run-q");
+    const shard = (v: number, seed: number) => syntheticSamples(4, seed, "run-q", v).map((s) => ({
+      ...s,
+      provenance: { ...s.provenance, policyVersion: v },
+    }));
+    for (const [v, worker, seq] of [[0, "w0", 0], [1, "w0", 1], [2, "w1", 0], [2, "w0", 2]] as const) {
+      expect((await queue.commitShard({ policyVersion: v, workerId: worker, seq, samples: shard(v, seq) })).committed).toBe(true);
+    }
+    // A restarted worker re-committing seq 2 changes nothing; nextSeq tells it where to go on.
+    expect((await queue.commitShard({ policyVersion: 2, workerId: "w0", seq: 2, samples: shard(2, 99) })).committed).toBe(false);
+    expect(await queue.nextSeq("w0")).toBe(3);
+    expect(await queue.nextSeq("w9")).toBe(0);
+    // Uncommitted data (no manifest) is not listed.
+    await store.put("runs/run-q/rollouts/00000003/w1-00000001/abc.parquet", bytes("x"));
+    expect((await queue.listCommitted()).map(RolloutQueue.shardName)).toEqual([
+      "00000000/w0-00000000", "00000001/w0-00000001", "00000002/w0-00000002", "00000002/w1-00000000",
+    ]);
+    expect((await queue.listCommitted({ minPolicyVersion: 2 })).length).toBe(2);
+
+    // Learner at version 2, max staleness 1: v0 is expired, v1 and v2 are claimable (max 2 per step).
+    const opts = { consumer: "learner", policyVersion: 2, maxStaleness: 1, maxShards: 2 };
+    const step5 = await queue.claimBatch({ ...opts, learnerStep: 5 });
+    expect(step5.map(RolloutQueue.shardName)).toEqual(["00000001/w0-00000001", "00000002/w0-00000002"]);
+    expect(await queue.readClaim((await queue.listCommitted())[0]!, "learner")).toEqual({
+      consumer: "learner", learnerStep: 5, expired: true,
+    });
+    // Crash and resume of step 5: the same shards come back, nothing new is taken.
+    const again = await queue.claimBatch({ ...opts, learnerStep: 5 });
+    expect(again.map(RolloutQueue.shardName)).toEqual(step5.map(RolloutQueue.shardName));
+    // Step 6 gets only what is left; a second concurrent learner in the same group gets nothing twice.
+    const [a, b] = await Promise.all([
+      queue.claimBatch({ ...opts, learnerStep: 6 }),
+      queue.claimBatch({ ...opts, consumer: "learner", learnerStep: 7 }),
+    ]);
+    expect([...a, ...b].map(RolloutQueue.shardName)).toEqual(["00000002/w1-00000000"]);
+    // Another consumer group (another policy's learner) sees every shard afresh.
+    expect((await queue.claimBatch({ ...opts, consumer: "ref-model", learnerStep: 0, maxShards: 10 })).length).toBe(3);
+    expect(await queue.readShard(step5[0]!)).toEqual(shard(1, 1));
+  });
+});
