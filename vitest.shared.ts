@@ -5,7 +5,8 @@
  */
 import { defineConfig } from "vitest/config";
 
-const conditions = ["@troupe/source", "module", "node", "import", "default"];
+// No "module" condition: with it some packages (the AWS SDK) resolve to bundler-only builds that fail under Node.
+const conditions = ["@troupe/source", "node", "import", "default"];
 
 export const sharedConfig = defineConfig({
   resolve: { conditions },

@@ -20,7 +20,7 @@ import json
 import math
 from contextlib import contextmanager
 from dataclasses import dataclass
-from typing import Iterator, Optional
+from typing import Callable, Iterator, Optional
 
 import torch
 from torch import nn
@@ -123,7 +123,7 @@ class LoraHost:
                 self.modules[path].register_forward_hook(self._hook(path))
                 self.hooked.add(path)
 
-    def _hook(self, path: str):  # type: ignore[no-untyped-def]
+    def _hook(self, path: str) -> Callable[[nn.Module, tuple, torch.Tensor], Optional[torch.Tensor]]:
         key = path.replace(".", "/")
 
         def hook(module: nn.Module, inputs: tuple, output: torch.Tensor) -> Optional[torch.Tensor]:

@@ -123,7 +123,7 @@ def read_message(stream: BinaryIO) -> Optional[Message]:
     if header_len > MAX_HEADER_BYTES:
         raise ProtocolError(f"header of {header_len} bytes exceeds {MAX_HEADER_BYTES}")
     raw = _read_exact(stream, header_len) or b""
-    body = _read_exact(stream, body_len) or b"" if body_len else b""
+    body = (_read_exact(stream, body_len) or b"") if body_len else b""
     try:
         header = json.loads(raw.decode("utf-8"))
     except ValueError as e:

@@ -140,6 +140,11 @@ export class OnnxEngine implements Engine {
     return this.state(policyId).weights;
   }
 
+  /** The policy's graph runner (benchmarks and tools that drive the graphs directly). */
+  runnerOf(policyId: PolicyId): ModelRunner {
+    return this.state(policyId).runner;
+  }
+
   tokenizerOf(policyId: PolicyId): Tokenizer {
     return this.state(policyId).tokenizer;
   }

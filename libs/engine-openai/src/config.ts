@@ -4,6 +4,7 @@
 import type { Tokenizer } from "@troupe/engine";
 import { z } from "zod";
 import type { FetchLike } from "./http.ts";
+import { BackoffConfigSchema } from "./retry.ts";
 
 function isTokenizer(value: unknown): value is Tokenizer {
   const t = value as Partial<Tokenizer> | null;
@@ -52,18 +53,8 @@ export const OpenAIEngineConfigSchema = z.object({
   timeoutMs: z.number().int().min(1).default(120_000),
   /** Retries after the first attempt, on 429, 5xx, timeouts and network errors. */
   retries: z.number().int().min(0).default(4),
-  backoff: z
-    .object({
-      /** Cap of the first wait (ms). */
-      initialDelayMs: z.number().min(0).default(250),
-      /** Growth of the cap per retry. */
-      multiplier: z.number().min(1).default(2),
-      /** Largest cap of a computed wait (ms). */
-      maxDelayMs: z.number().min(0).default(10_000),
-      /** Largest wait honoured from a Retry-After header (ms). */
-      maxRetryAfterMs: z.number().min(0).default(60_000),
-    })
-    .prefault({}),
+  /** Backoff between retries (retry.ts): initialDelayMs 250, multiplier 2, maxDelayMs 10 000, maxRetryAfterMs 60 000. */
+  backoff: BackoffConfigSchema.omit({ retries: true }).prefault({}),
   /**
    * `vllm` (also SGLang and other vLLM-style servers): sends top_k, stop_token_ids and asks for
    * token ids (`return_tokens_as_token_ids`, `return_token_ids`). `openai`: only fields of the
@@ -98,7 +89,9 @@ export type OpenAIEngineConfigInput = z.input<typeof OpenAIEngineConfigSchema>;
 export function parseConfig(input: OpenAIEngineConfigInput): OpenAIEngineConfig {
   const result = OpenAIEngineConfigSchema.safeParse(input);
   if (!result.success) {
-    const lines = result.error.issues.map((i) => `  ${i.path.map(String).join(".") || "(root)"}: ${i.message}`);
+    const lines = result.error.issues.map(
+      (i) => `  ${i.path.map(String).join(".") || "(root)"}: ${i.message}`,
+    );
     throw new Error(`createOpenAIEngine: invalid config:\n${lines.join("\n")}`);
   }
   return result.data;

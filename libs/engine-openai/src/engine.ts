@@ -25,10 +25,15 @@ import type {
   TokenSequence,
   TrainMetrics,
 } from "@troupe/engine";
-import { type OpenAIEngineConfig, type OpenAIEngineConfigInput, type PolicyModel, parseConfig } from "./config.ts";
+import {
+  type OpenAIEngineConfig,
+  type OpenAIEngineConfigInput,
+  type PolicyModel,
+  parseConfig,
+} from "./config.ts";
 import { OpenAIRequestError, ResponseFormatError, UnsupportedOperationError } from "./errors.ts";
-import { HttpClient, type HttpResult } from "./http.ts";
 import { PolicyGate } from "./gate.ts";
+import { HttpClient, type HttpResult } from "./http.ts";
 import { chatCompletionsBody, completionsBody, echoScoringBody } from "./requests.ts";
 import {
   ChatCompletionsResponseSchema,
@@ -108,7 +113,10 @@ class OpenAIEngineImpl implements OpenAIEngine {
    * by the concurrency limit. If one fails for good, the others of the batch are cancelled and the
    * batch rejects with the first error.
    */
-  async generate(requests: readonly EngineGenerateRequest[], sampling: SamplingParams): Promise<Completion[]> {
+  async generate(
+    requests: readonly EngineGenerateRequest[],
+    sampling: SamplingParams,
+  ): Promise<Completion[]> {
     this.assertOpen("generate");
     const params = SamplingParamsSchema.parse(sampling);
     requests.forEach((r, i) => {
@@ -168,7 +176,8 @@ class OpenAIEngineImpl implements OpenAIEngine {
     onResult(result, response.usage);
     const choice = response.choices[0]!;
     const logprobs = choice.logprobs.token_logprobs.map((lp, i) => {
-      if (lp === null) throw new ResponseFormatError(url, `choices[0].logprobs.token_logprobs[${i}]`, "is null");
+      if (lp === null)
+        throw new ResponseFormatError(url, `choices[0].logprobs.token_logprobs[${i}]`, "is null");
       return lp;
     });
     if (choice.logprobs.tokens.length !== logprobs.length) {
@@ -311,7 +320,9 @@ class OpenAIEngineImpl implements OpenAIEngine {
     }
     sequences.forEach((s, i) => {
       if (s.promptTokenIds.length === 0) {
-        throw new Error(`logprobs: sequences[${i}].promptTokenIds is empty (the first token has no log-prob)`);
+        throw new Error(
+          `logprobs: sequences[${i}].promptTokenIds is empty (the first token has no log-prob)`,
+        );
       }
     });
     const batch = new AbortController();

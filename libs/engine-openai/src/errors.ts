@@ -20,10 +20,7 @@ export class OpenAIRequestError extends Error {
     readonly body?: string,
     options?: { cause?: unknown },
   ) {
-    super(
-      `POST ${url}: ${detail}${attempts > 1 ? ` (gave up after ${attempts} attempts)` : ""}`,
-      options,
-    );
+    super(`POST ${url}: ${detail}${attempts > 1 ? ` (gave up after ${attempts} attempts)` : ""}`, options);
   }
 }
 

@@ -36,7 +36,12 @@ export interface HttpResult {
 }
 
 type Attempt =
-  | { readonly kind: "response"; readonly status: number; readonly text: string; readonly retryAfter: string | null }
+  | {
+      readonly kind: "response";
+      readonly status: number;
+      readonly text: string;
+      readonly retryAfter: string | null;
+    }
   | { readonly kind: "timeout" }
   | { readonly kind: "network"; readonly error: unknown };
 
@@ -82,13 +87,26 @@ export class HttpClient {
         if (!isRetryableStatus(outcome.status)) throw error;
         retryAfterMs = parseRetryAfterMs(outcome.retryAfter);
       } else if (outcome.kind === "timeout") {
-        error = new OpenAIRequestError("timeout", url, attempt, `no answer within ${this.options.timeoutMs} ms`);
+        error = new OpenAIRequestError(
+          "timeout",
+          url,
+          attempt,
+          `no answer within ${this.options.timeoutMs} ms`,
+        );
       } else {
         const cause = outcome.error as { message?: string; cause?: { code?: string; message?: string } };
         const detail = cause.cause?.code ?? cause.cause?.message ?? cause.message ?? String(outcome.error);
-        error = new OpenAIRequestError("network", url, attempt, `network error: ${detail}`, undefined, undefined, {
-          cause: outcome.error,
-        });
+        error = new OpenAIRequestError(
+          "network",
+          url,
+          attempt,
+          `network error: ${detail}`,
+          undefined,
+          undefined,
+          {
+            cause: outcome.error,
+          },
+        );
       }
       if (attempt > backoff.retries) throw error;
       const wait =
@@ -108,7 +126,12 @@ export class HttpClient {
     return this.closing.signal.aborted;
   }
 
-  private async attemptOnce(url: string, json: string, attempt: number, signal?: AbortSignal): Promise<Attempt> {
+  private async attemptOnce(
+    url: string,
+    json: string,
+    attempt: number,
+    signal?: AbortSignal,
+  ): Promise<Attempt> {
     this.throwIfAborted(url, attempt - 1, signal);
     const timeout = new AbortController();
     const timer = setTimeout(() => timeout.abort(new Error("timeout")), this.options.timeoutMs);
@@ -125,7 +148,12 @@ export class HttpClient {
       });
       // Reading the body is part of the attempt: a connection dropped mid-body is a network error.
       const text = await response.text();
-      return { kind: "response", status: response.status, text, retryAfter: response.headers.get("retry-after") };
+      return {
+        kind: "response",
+        status: response.status,
+        text,
+        retryAfter: response.headers.get("retry-after"),
+      };
     } catch (error) {
       this.throwIfAborted(url, attempt, signal);
       if (timeout.signal.aborted) return { kind: "timeout" };
@@ -140,9 +168,17 @@ export class HttpClient {
       throw new OpenAIRequestError("closed", url, attempts, "the engine was closed");
     }
     if (signal?.aborted) {
-      throw new OpenAIRequestError("closed", url, attempts, `cancelled: ${String(signal.reason)}`, undefined, undefined, {
-        cause: signal.reason,
-      });
+      throw new OpenAIRequestError(
+        "closed",
+        url,
+        attempts,
+        `cancelled: ${String(signal.reason)}`,
+        undefined,
+        undefined,
+        {
+          cause: signal.reason,
+        },
+      );
     }
   }
 

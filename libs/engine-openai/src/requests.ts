@@ -3,16 +3,21 @@
  *
  *   temperature   → temperature
  *   topP          → top_p
- *   topK          → top_k            (vLLM/SGLang extension; omitted when 0 = disabled)
+ *   topK          → top_k            (vLLM/SGLang extension; 0 = disabled is sent as −1, which
+ *                                     every vLLM version and SGLang read as "all tokens")
  *   maxTokens     → max_tokens
  *   stop          → stop             (omitted when empty)
  *   stopTokenIds  → stop_token_ids   (vLLM extension; omitted when empty)
  *   request seed  → seed             (one request per seed, n = 1: vLLM seeds a generator per
  *                                     request, so the same seed gives the same completion
  *                                     whatever else the server is batching)
+ *
+ * vLLM fills the fields a request leaves out from the model's generation_config.json (Qwen's sets
+ * top_k 20 and repetition_penalty 1.05, for instance). The sampler must be exactly SamplingParams —
+ * the PPO ratio compares against these log-probs — so the vllm dialect also sends the neutral
+ * values of the knobs we do not model: min_p 0, repetition_penalty 1.
  */
-import type { SamplingParams } from "@troupe/core";
-import type { ChatMessage } from "@troupe/core";
+import type { ChatMessage, SamplingParams } from "@troupe/core";
 
 export type Dialect = "vllm" | "openai";
 export type JsonBody = Record<string, unknown>;
@@ -39,7 +44,9 @@ export function samplingFields(sampling: SamplingParams, seed: number, dialect: 
     }
     return body;
   }
-  if (sampling.topK > 0) body.top_k = sampling.topK;
+  body.top_k = sampling.topK > 0 ? sampling.topK : -1;
+  body.min_p = 0;
+  body.repetition_penalty = 1;
   if (sampling.stopTokenIds.length > 0) body.stop_token_ids = [...sampling.stopTokenIds];
   return body;
 }
@@ -50,8 +57,8 @@ function tokenIdFields(dialect: Dialect): JsonBody {
 }
 
 /**
- * POST /v1/completions for a rendered prompt. `logprobs: 0` asks vLLM for the sampled token's
- * log-prob only (OpenAI's legacy endpoint wants at least 1).
+ * POST /v1/completions for a rendered prompt. `logprobs: 1`: the sampled token's log-prob always
+ * comes back (plus the top-1 alternative); 1 rather than 0 because some servers treat 0 as "off".
  */
 export function completionsBody(
   model: string,
@@ -65,7 +72,7 @@ export function completionsBody(
     model,
     prompt: typeof prompt === "string" ? prompt : [...prompt],
     ...samplingFields(sampling, seed, dialect),
-    logprobs: dialect === "vllm" ? 0 : 1,
+    logprobs: 1,
     ...tokenIdFields(dialect),
     ...extraBody,
   };
@@ -107,7 +114,7 @@ export function echoScoringBody(
     echo: true,
     max_tokens: 1,
     temperature: 1,
-    logprobs: dialect === "vllm" ? 0 : 1,
+    logprobs: 1,
     ...(dialect === "vllm" ? { return_tokens_as_token_ids: true } : {}),
     ...extraBody,
   };

@@ -87,7 +87,11 @@ export function parseResponse<S extends z.ZodType>(schema: S, text: string, url:
     json = JSON.parse(text);
   } catch (e) {
     const head = text.length > 200 ? `${text.slice(0, 200)}…` : text;
-    throw new ResponseFormatError(url, "(body)", `not JSON (${(e as Error).message}): ${JSON.stringify(head)}`);
+    throw new ResponseFormatError(
+      url,
+      "(body)",
+      `not JSON (${(e as Error).message}): ${JSON.stringify(head)}`,
+    );
   }
   const result = schema.safeParse(json);
   if (!result.success) {

@@ -16,7 +16,12 @@ import type { AddressInfo } from "node:net";
 import { ByteTokenizer } from "@troupe/engine";
 
 export type Fault =
-  | { readonly kind: "status"; readonly status: number; readonly message?: string; readonly retryAfter?: string }
+  | {
+      readonly kind: "status";
+      readonly status: number;
+      readonly message?: string;
+      readonly retryAfter?: string;
+    }
   | { readonly kind: "delay"; readonly ms: number }
   | { readonly kind: "drop" }
   | { readonly kind: "json"; readonly json: unknown }
@@ -53,7 +58,9 @@ export function stubLogprob(prev: number, token: number): number {
 /** The stub model's reply to seed s: bytes of `s<seed>` then <|im_end|>, cut at maxTokens. */
 export function stubReply(seed: number, maxTokens: number): { ids: number[]; finish: "stop" | "length" } {
   const full = [...tokenizer.encode(`s${seed}`), IM_END_ID];
-  return full.length <= maxTokens ? { ids: full, finish: "stop" } : { ids: full.slice(0, maxTokens), finish: "length" };
+  return full.length <= maxTokens
+    ? { ids: full, finish: "stop" }
+    : { ids: full.slice(0, maxTokens), finish: "length" };
 }
 
 export class StubOpenAIServer {
@@ -125,7 +132,10 @@ export class StubOpenAIServer {
       res.end(errorJson(fault.message ?? `injected ${fault.status}`, fault.status));
       return;
     }
-    if (fault?.kind === "json") return send(res, 200, fault.json);
+    if (fault?.kind === "json") {
+      send(res, 200, fault.json);
+      return;
+    }
     if (fault?.kind === "raw") {
       res.writeHead(200, { "content-type": "application/json" });
       res.end(fault.text);
@@ -139,7 +149,12 @@ export class StubOpenAIServer {
     switch (request.path) {
       case "/v1/load_lora_adapter": {
         if (this.adapters.has(body.lora_name) && body.load_inplace !== true) {
-          return send(res, 400, JSON.parse(errorJson(`The lora adapter '${body.lora_name}' has already been loaded.`, 400)));
+          send(
+            res,
+            400,
+            JSON.parse(errorJson(`The lora adapter '${body.lora_name}' has already been loaded.`, 400)),
+          );
+          return;
         }
         this.adapters.set(body.lora_name, body.lora_path);
         res.writeHead(200, { "content-type": "text/plain" });
@@ -148,7 +163,8 @@ export class StubOpenAIServer {
       }
       case "/v1/unload_lora_adapter": {
         if (!this.adapters.delete(body.lora_name)) {
-          return send(res, 404, JSON.parse(errorJson(`The lora adapter '${body.lora_name}' cannot be found.`, 404)));
+          send(res, 404, JSON.parse(errorJson(`The lora adapter '${body.lora_name}' cannot be found.`, 404)));
+          return;
         }
         res.writeHead(200, { "content-type": "text/plain" });
         res.end(`Success: LoRA adapter '${body.lora_name}' removed successfully.`);
@@ -158,10 +174,12 @@ export class StubOpenAIServer {
       case "/v1/chat/completions":
         break;
       default:
-        return send(res, 404, { detail: "Not Found" });
+        send(res, 404, { detail: "Not Found" });
+        return;
     }
     if (!this.models.has(body.model) && !this.adapters.has(body.model)) {
-      return send(res, 404, JSON.parse(errorJson(`The model \`${body.model}\` does not exist.`, 404)));
+      send(res, 404, JSON.parse(errorJson(`The model \`${body.model}\` does not exist.`, 404)));
+      return;
     }
     const asIds = body.return_tokens_as_token_ids === true;
     const spell = (id: number) => (asIds ? `token_id:${id}` : tokenizer.decode([id]));
@@ -171,7 +189,7 @@ export class StubOpenAIServer {
       const promptIds = tokenizer.encodeChat(body.messages);
       const { ids, finish } = stubReply(body.seed ?? 0, body.max_tokens ?? 16);
       const lps = chainLogprobs(promptIds.at(-1)!, ids);
-      return send(res, 200, {
+      send(res, 200, {
         id: "chatcmpl-stub",
         object: "chat.completion",
         model: body.model,
@@ -180,13 +198,20 @@ export class StubOpenAIServer {
             index: 0,
             message: { role: "assistant", content: tokenizer.decode(ids, { skipSpecialTokens: true }) },
             finish_reason: finish,
-            logprobs: { content: ids.map((id, i) => ({ token: spell(id), logprob: lps[i], top_logprobs: [] })) },
+            logprobs: {
+              content: ids.map((id, i) => ({ token: spell(id), logprob: lps[i], top_logprobs: [] })),
+            },
             ...(withIds ? { token_ids: ids } : {}),
           },
         ],
         ...(withIds ? { prompt_token_ids: promptIds } : {}),
-        usage: { prompt_tokens: promptIds.length, completion_tokens: ids.length, total_tokens: promptIds.length + ids.length },
+        usage: {
+          prompt_tokens: promptIds.length,
+          completion_tokens: ids.length,
+          total_tokens: promptIds.length + ids.length,
+        },
       });
+      return;
     }
 
     const promptIds: number[] = typeof body.prompt === "string" ? tokenizer.encode(body.prompt) : body.prompt;
@@ -195,7 +220,7 @@ export class StubOpenAIServer {
       const generated = IM_END_ID;
       const all = [...promptIds, generated];
       const lps: (number | null)[] = all.map((id, i) => (i === 0 ? null : stubLogprob(all[i - 1]!, id)));
-      return send(res, 200, {
+      send(res, 200, {
         id: "cmpl-stub",
         object: "text_completion",
         model: body.model,
@@ -209,10 +234,11 @@ export class StubOpenAIServer {
         ],
         usage: { prompt_tokens: promptIds.length, completion_tokens: 1, total_tokens: promptIds.length + 1 },
       });
+      return;
     }
     const { ids, finish } = stubReply(body.seed ?? 0, body.max_tokens ?? 16);
     const lps = chainLogprobs(promptIds.at(-1)!, ids);
-    return send(res, 200, {
+    send(res, 200, {
       id: "cmpl-stub",
       object: "text_completion",
       model: body.model,
@@ -225,8 +251,13 @@ export class StubOpenAIServer {
           ...(withIds ? { token_ids: ids, prompt_token_ids: promptIds } : {}),
         },
       ],
-      usage: { prompt_tokens: promptIds.length, completion_tokens: ids.length, total_tokens: promptIds.length + ids.length },
+      usage: {
+        prompt_tokens: promptIds.length,
+        completion_tokens: ids.length,
+        total_tokens: promptIds.length + ids.length,
+      },
     });
+    return;
   }
 }
 

@@ -11,10 +11,10 @@ import {
   echoScoringBody,
   fieldPath,
   isRetryableStatus,
+  PolicyGate,
   parseResponse,
   parseRetryAfterMs,
   parseTokenIdTokens,
-  PolicyGate,
   ResponseFormatError,
   samplingFields,
 } from "../src/index.ts";
@@ -23,15 +23,31 @@ describe("retry policy", () => {
   const backoff = BackoffConfigSchema.parse({ initialDelayMs: 100, multiplier: 2, maxDelayMs: 1000 });
 
   it("retries 429 and 5xx only", () => {
-    expect([429, 500, 502, 503, 504, 599].map(isRetryableStatus)).toEqual([true, true, true, true, true, true]);
-    expect([200, 400, 401, 403, 404, 408, 409, 422].map(isRetryableStatus)).toEqual(
-      [false, false, false, false, false, false, false, false],
-    );
+    expect([429, 500, 502, 503, 504, 599].map(isRetryableStatus)).toEqual([
+      true,
+      true,
+      true,
+      true,
+      true,
+      true,
+    ]);
+    expect([200, 400, 401, 403, 404, 408, 409, 422].map(isRetryableStatus)).toEqual([
+      false,
+      false,
+      false,
+      false,
+      false,
+      false,
+      false,
+      false,
+    ]);
   });
 
   it("waits between cap/2 and cap, the cap doubling up to maxDelayMs", () => {
     // caps: 100, 200, 400, 800, 1000, 1000
-    expect([0, 1, 2, 3, 4, 5].map((r) => backoffDelayMs(r, backoff, () => 0))).toEqual([50, 100, 200, 400, 500, 500]);
+    expect([0, 1, 2, 3, 4, 5].map((r) => backoffDelayMs(r, backoff, () => 0))).toEqual([
+      50, 100, 200, 400, 500, 500,
+    ]);
     expect([0, 1, 2, 3, 4, 5].map((r) => backoffDelayMs(r, backoff, () => 1))).toEqual([
       100, 200, 400, 800, 1000, 1000,
     ]);
@@ -48,7 +64,9 @@ describe("retry policy", () => {
           const wait = backoffDelayMs(retry, backoff, () => u);
           expect(wait).toBeGreaterThanOrEqual(cap / 2);
           expect(wait).toBeLessThanOrEqual(cap);
-          expect(backoffDelayMs(retry + 1, backoff, () => 0)).toBeGreaterThanOrEqual(backoffDelayMs(retry, backoff, () => 0));
+          expect(backoffDelayMs(retry + 1, backoff, () => 0)).toBeGreaterThanOrEqual(
+            backoffDelayMs(retry, backoff, () => 0),
+          );
         },
       ),
     );
@@ -90,6 +108,8 @@ describe("request bodies", () => {
       temperature: 0.7,
       top_p: 0.9,
       top_k: 20,
+      min_p: 0,
+      repetition_penalty: 1,
       max_tokens: 64,
       stop: ["\n\n"],
       stop_token_ids: [258],
@@ -98,10 +118,13 @@ describe("request bodies", () => {
     });
   });
 
-  it("omits disabled top-k, empty stop lists", () => {
+  it("sends disabled top-k as -1 and omits empty stop lists", () => {
     expect(samplingFields(samplingParams({}), 5, "vllm")).toEqual({
       temperature: 1,
       top_p: 1,
+      top_k: -1,
+      min_p: 0,
+      repetition_penalty: 1,
       max_tokens: 256,
       seed: 5,
       n: 1,
@@ -109,7 +132,9 @@ describe("request bodies", () => {
   });
 
   it("refuses top-k and stop token ids in the openai dialect instead of dropping them", () => {
-    expect(() => samplingFields(sampling, 1, "openai")).toThrow(/sampling.topK = 20: the OpenAI API has no top_k/);
+    expect(() => samplingFields(sampling, 1, "openai")).toThrow(
+      /sampling.topK = 20: the OpenAI API has no top_k/,
+    );
     expect(() => samplingFields(samplingParams({ stopTokenIds: [7] }), 1, "openai")).toThrow(
       /sampling.stopTokenIds = \[7\]/,
     );
@@ -124,15 +149,19 @@ describe("request bodies", () => {
   });
 
   it("builds completions and echo bodies; extraBody overrides", () => {
-    expect(completionsBody("m", [1, 2], samplingParams({ maxTokens: 3 }), 9, "vllm", { min_p: 0.1, n: 1 })).toEqual({
+    expect(
+      completionsBody("m", [1, 2], samplingParams({ maxTokens: 3 }), 9, "vllm", { min_p: 0.1, n: 1 }),
+    ).toEqual({
       model: "m",
       prompt: [1, 2],
       temperature: 1,
       top_p: 1,
+      top_k: -1,
+      repetition_penalty: 1,
       max_tokens: 3,
       seed: 9,
       n: 1,
-      logprobs: 0,
+      logprobs: 1,
       return_tokens_as_token_ids: true,
       return_token_ids: true,
       min_p: 0.1,
@@ -143,7 +172,7 @@ describe("request bodies", () => {
       echo: true,
       max_tokens: 1,
       temperature: 1,
-      logprobs: 0,
+      logprobs: 1,
       return_tokens_as_token_ids: true,
     });
   });
@@ -151,13 +180,16 @@ describe("request bodies", () => {
 
 describe("response validation", () => {
   it("writes zod paths as a.b[2].c", () => {
-    expect(fieldPath(["choices", 0, "logprobs", "token_logprobs", 3])).toBe("choices[0].logprobs.token_logprobs[3]");
+    expect(fieldPath(["choices", 0, "logprobs", "token_logprobs", 3])).toBe(
+      "choices[0].logprobs.token_logprobs[3]",
+    );
     expect(fieldPath([])).toBe("(root)");
   });
 
   it("names the offending field", () => {
     const schema = z.object({ choices: z.array(z.object({ text: z.string() })) });
-    const attempt = () => parseResponse(schema, JSON.stringify({ choices: [{ text: "a" }, { text: 3 }] }), "http://x/v1");
+    const attempt = () =>
+      parseResponse(schema, JSON.stringify({ choices: [{ text: "a" }, { text: 3 }] }), "http://x/v1");
     expect(attempt).toThrow(ResponseFormatError);
     expect(attempt).toThrow(/malformed response: choices\[1\]\.text: /);
     expect(() => parseResponse(schema, "<html>", "http://x/v1")).toThrow(/\(body\): not JSON/);

@@ -1,1 +1,3 @@
-export {};
+export * from "./engine.ts";
+export * from "./protocol.ts";
+export * from "./worker-process.ts";

@@ -120,7 +120,7 @@ export function parseHarnessOutput(stdout: string, nonce: string, total: number)
     if (match === null) continue;
     const index = Number(match[1]);
     if (index >= total || found.has(index)) continue;
-    found.set(index, { index, passed: match[2] === "PASS", reason: match[3] ?? "" });
+    found.set(index, { index, passed: match[2] === "PASS", reason: (match[3] ?? "").trim() });
   }
   return found;
 }

@@ -8,6 +8,7 @@
  * pipes a leaked grandchild may hold open forever.
  */
 import { spawn } from "node:child_process";
+import { openSync, readdirSync, readFileSync } from "node:fs";
 import type { KillReason } from "./status.ts";
 
 export interface ProcessPlan {
@@ -58,6 +59,31 @@ class CappedBuffer {
   }
 }
 
+/** O_CLOEXEC as printed (octal) in /proc/self/fdinfo/N `flags:`. */
+const O_CLOEXEC = 0o2000000;
+
+/**
+ * Descriptors this process inherited without close-on-exec (a CI runner's pipe, a terminal...).
+ * A spawned child inherits them, and neither setpriv, bwrap nor prlimit closes them, so the
+ * sandboxed program could write to them. `runProcess` maps each of their numbers to /dev/null in
+ * the child (stdio `ignore`). Descriptors Node opens itself are close-on-exec and never leak.
+ */
+export function leakableFds(): number[] {
+  if (process.platform !== "linux") return [];
+  const leaks: number[] = [];
+  for (const entry of readdirSync("/proc/self/fd")) {
+    const fd = Number(entry);
+    if (fd <= 2) continue;
+    try {
+      const flags = /^flags:\s+([0-7]+)$/m.exec(readFileSync(`/proc/self/fdinfo/${fd}`, "utf8"));
+      if (flags !== null && (Number.parseInt(flags[1]!, 8) & O_CLOEXEC) === 0) leaks.push(fd);
+    } catch {
+      // the descriptor of the directory listing itself, already closed
+    }
+  }
+  return leaks;
+}
+
 function killGroup(pid: number | undefined): void {
   if (pid === undefined) return;
   try {
@@ -67,6 +93,25 @@ function killGroup(pid: number | undefined): void {
   }
 }
 
+/** /dev/null, opened once, put in place of every leakable descriptor in the children. */
+let devNull: number | undefined;
+
+/**
+ * stdin/stdout/stderr and the input pipes as pipes; every leakable descriptor above them replaced
+ * by /dev/null (libuv's `ignore` leaves descriptors >= 3 untouched, so it would not help). The
+ * others stay `ignore`: they are close-on-exec and vanish at exec.
+ */
+function childStdio(inputs: number): ("pipe" | "ignore" | number)[] {
+  const stdio: ("pipe" | "ignore" | number)[] = Array.from({ length: 3 + inputs }, () => "pipe");
+  const leaks = leakableFds().filter((fd) => fd >= stdio.length);
+  if (leaks.length === 0) return stdio;
+  devNull ??= openSync("/dev/null", "r+");
+  const highest = Math.max(...leaks);
+  while (stdio.length <= highest) stdio.push("ignore");
+  for (const fd of leaks) stdio[fd] = devNull;
+  return stdio;
+}
+
 export function runProcess(plan: ProcessPlan): Promise<ProcessOutcome> {
   return new Promise((resolve, reject) => {
     const started = performance.now();
@@ -74,7 +119,7 @@ export function runProcess(plan: ProcessPlan): Promise<ProcessOutcome> {
       cwd: plan.cwd,
       env: { ...plan.env },
       detached: true, // own process group, so one kill(-pgid) reaches everything in it
-      stdio: ["pipe", "pipe", "pipe", ...plan.fdInputs.map(() => "pipe" as const)],
+      stdio: childStdio(plan.fdInputs.length),
     });
     const stdout = new CappedBuffer(plan.outputBytes);
     const stderr = new CappedBuffer(plan.outputBytes);

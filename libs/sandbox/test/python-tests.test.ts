@@ -35,6 +35,7 @@ describe("runPythonWithTests", () => {
       "",
     ]);
     expect(report.tests[1]!.reason).toBe("AssertionError one plus one");
+    expect(report.tests[0]!.reason).toBe("");
     expect(report).toMatchObject({ passed: 2, total: 6, fraction: 2 / 6 });
     expect(report.run.status).toBe("ok");
   });

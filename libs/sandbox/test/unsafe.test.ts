@@ -65,7 +65,7 @@ describe("unsafe: true falls back to rlimits only", () => {
     const cpu = await sandbox.run({
       language: "python",
       code: "while True:\n    pass",
-      limits: { cpuSeconds: 1 },
+      limits: { cpuSeconds: 1, wallMs: 30_000 },
     });
     expect(cpu).toMatchObject({ status: "cpu-limit", signal: "SIGXCPU" });
     const memory = await sandbox.run({

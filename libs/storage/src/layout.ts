@@ -7,7 +7,8 @@ import { checkKey } from "./object-store.ts";
 export const STEP_DIGITS = 8;
 
 export function pad(n: number): string {
-  if (!Number.isSafeInteger(n) || n < 0) throw new Error(`step/version must be a non-negative integer, got ${n}`);
+  if (!Number.isSafeInteger(n) || n < 0)
+    throw new Error(`step/version must be a non-negative integer, got ${n}`);
   return String(n).padStart(STEP_DIGITS, "0");
 }
 

@@ -64,11 +64,18 @@ export function encodeManifest(manifest: Manifest): Uint8Array {
 }
 
 /** Reads one object a manifest lists and checks its size and sha256, naming the object on mismatch. */
-export async function readVerified(store: ObjectStore, folder: string, entry: ManifestEntry): Promise<Uint8Array> {
+export async function readVerified(
+  store: ObjectStore,
+  folder: string,
+  entry: ManifestEntry,
+): Promise<Uint8Array> {
   const fullKey = `${folder}/${entry.key}`;
   const bytes = await store.get(fullKey);
   if (bytes.byteLength !== entry.size) {
-    throw new IntegrityError(fullKey, `size ${bytes.byteLength} bytes, manifest says ${entry.size} (truncated?)`);
+    throw new IntegrityError(
+      fullKey,
+      `size ${bytes.byteLength} bytes, manifest says ${entry.size} (truncated?)`,
+    );
   }
   const actual = await sha256Hex(bytes);
   if (actual !== entry.sha256) {

@@ -32,9 +32,11 @@ const S3UriSchema = z
   .pipe(
     z.object({
       bucket: z.string().regex(/^[a-z0-9][a-z0-9.-]{1,61}[a-z0-9]$/, "not a valid S3 bucket name"),
-      prefix: z.string().refine((p) => !p.split("/").some((s) => s === "" || s === "." || s === ".."), {
-        message: "the key prefix has an empty, '.' or '..' segment",
-      }),
+      prefix: z
+        .string()
+        .refine((p) => p === "" || !p.split("/").some((s) => s === "" || s === "." || s === ".."), {
+          message: "the key prefix has an empty, '.' or '..' segment",
+        }),
     }),
   );
 
@@ -56,7 +58,9 @@ export function openStore(uri: string = DEFAULT_RUNS_URI, options: OpenStoreOpti
     const parsed = S3UriSchema.safeParse(uri);
     if (!parsed.success) {
       const issue = parsed.error.issues[0]!;
-      throw new Error(`storage URI "${uri}": ${issue.path.length ? `${issue.path.join(".")}: ` : ""}${issue.message}`);
+      throw new Error(
+        `storage URI "${uri}": ${issue.path.length ? `${issue.path.join(".")}: ` : ""}${issue.message}`,
+      );
     }
     return new S3Store({ ...options.s3, ...parsed.data });
   }

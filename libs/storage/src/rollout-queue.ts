@@ -22,8 +22,8 @@
  * Shards too stale to train on are claimed with `expired: true` so the drop is recorded, not silent.
  */
 import type { Sample } from "@troupe/core";
-import { IntegrityError, type Manifest, newAttemptId, parseManifest } from "./manifest.ts";
 import { checkId, MANIFEST, pad, rolloutFolder, rolloutsPrefix, STEP_DIGITS } from "./layout.ts";
+import { IntegrityError, type Manifest, newAttemptId, parseManifest } from "./manifest.ts";
 import type { ObjectStore } from "./object-store.ts";
 import { commitManifest, prepareShard, readShardEntry, shardExtension } from "./run-store.ts";
 import { DEFAULT_SHARD_FORMAT, type ShardFormat } from "./shard-format.ts";
@@ -44,7 +44,9 @@ export interface ClaimMarker {
 
 export type ClaimResult = "claimed" | "mine" | "taken";
 
-const FOLDER = new RegExp(`^(\\d{${STEP_DIGITS}})/([A-Za-z0-9_][A-Za-z0-9_.-]*)-(\\d{${STEP_DIGITS}})/${MANIFEST}$`);
+const FOLDER = new RegExp(
+  `^(\\d{${STEP_DIGITS}})/([A-Za-z0-9_][A-Za-z0-9_.-]*)-(\\d{${STEP_DIGITS}})/${MANIFEST}$`,
+);
 const encoder = new TextEncoder();
 
 export class RolloutQueue {
@@ -87,7 +89,12 @@ export class RolloutQueue {
       attempt,
       committedAt: new Date().toISOString(),
       objects: [entry],
-      meta: { runId: this.runId, policyVersion: input.policyVersion, workerId: input.workerId, seq: input.seq },
+      meta: {
+        runId: this.runId,
+        policyVersion: input.policyVersion,
+        workerId: input.workerId,
+        seq: input.seq,
+      },
     });
     return { ...result, ref };
   }
@@ -110,7 +117,8 @@ export class RolloutQueue {
   async nextSeq(workerId: string): Promise<number> {
     checkId("workerId", workerId);
     let next = 0;
-    for (const ref of await this.listCommitted()) if (ref.workerId === workerId) next = Math.max(next, ref.seq + 1);
+    for (const ref of await this.listCommitted())
+      if (ref.workerId === workerId) next = Math.max(next, ref.seq + 1);
     return next;
   }
 
@@ -137,9 +145,19 @@ export class RolloutQueue {
    * Claims a shard for `consumer` at `learnerStep`: "claimed" (now ours), "mine" (already ours for
    * this same step, e.g. before a crash) or "taken" (someone else's, or ours for another step).
    */
-  async claim(ref: RolloutShardRef, consumer: string, learnerStep: number, expired = false): Promise<ClaimResult> {
+  async claim(
+    ref: RolloutShardRef,
+    consumer: string,
+    learnerStep: number,
+    expired = false,
+  ): Promise<ClaimResult> {
     const marker: ClaimMarker = { consumer, learnerStep, expired };
-    if (await this.store.putIfAbsent(this.claimKey(ref, consumer), encoder.encode(`${JSON.stringify(marker)}\n`))) {
+    if (
+      await this.store.putIfAbsent(
+        this.claimKey(ref, consumer),
+        encoder.encode(`${JSON.stringify(marker)}\n`),
+      )
+    ) {
       return "claimed";
     }
     const existing = await this.readClaim(ref, consumer);
@@ -169,7 +187,8 @@ export class RolloutQueue {
     // 1. Resume: shards this consumer already claimed for this very step.
     for (const ref of committed) {
       if (batch.length >= maxShards) break;
-      if (claimed.has(ref.folder) && (await this.claim(ref, consumer, learnerStep)) === "mine") batch.push(ref);
+      if (claimed.has(ref.folder) && (await this.claim(ref, consumer, learnerStep)) === "mine")
+        batch.push(ref);
     }
     // 2. New shards, oldest first; too-stale ones are recorded as expired.
     for (const ref of committed) {

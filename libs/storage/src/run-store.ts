@@ -13,16 +13,6 @@
  */
 import type { Sample } from "@troupe/core";
 import {
-  encodeManifest,
-  IntegrityError,
-  type Manifest,
-  type ManifestEntry,
-  manifestEntry,
-  newAttemptId,
-  parseManifest,
-  readVerified,
-} from "./manifest.ts";
-import {
   checkFileName,
   checkId,
   checkpointFolder,
@@ -36,6 +26,16 @@ import {
   stepFolder,
   stepsPrefix,
 } from "./layout.ts";
+import {
+  encodeManifest,
+  IntegrityError,
+  type Manifest,
+  type ManifestEntry,
+  manifestEntry,
+  newAttemptId,
+  parseManifest,
+  readVerified,
+} from "./manifest.ts";
 import { ObjectNotFoundError, type ObjectStore } from "./object-store.ts";
 import { DEFAULT_SHARD_FORMAT, decodeShard, encodeShard, type ShardFormat } from "./shard-format.ts";
 
@@ -87,13 +87,21 @@ export async function prepareShard(
   return { bytes, entry: await manifestEntry(relativeKey, bytes) };
 }
 
-export async function readShardEntry(store: ObjectStore, folder: string, entry: ManifestEntry): Promise<Sample[]> {
+export async function readShardEntry(
+  store: ObjectStore,
+  folder: string,
+  entry: ManifestEntry,
+): Promise<Sample[]> {
   const bytes = await readVerified(store, folder, entry);
   return decodeShard(bytes, formatOfKey(entry.key), `${folder}/${entry.key}`);
 }
 
 /** Writes the manifest with putIfAbsent; returns whether we won, and the manifest that is now there. */
-export async function commitManifest(store: ObjectStore, folder: string, manifest: Manifest): Promise<StepCommit> {
+export async function commitManifest(
+  store: ObjectStore,
+  folder: string,
+  manifest: Manifest,
+): Promise<StepCommit> {
   const key = `${folder}/${MANIFEST}`;
   if (await store.putIfAbsent(key, encodeManifest(manifest))) return { committed: true, manifest };
   return { committed: false, manifest: parseManifest(await store.get(key), key) };
@@ -188,7 +196,8 @@ export class RunStore {
     try {
       return parseManifest(await this.store.get(key), key);
     } catch (error) {
-      if (error instanceof ObjectNotFoundError) throw new Error(`run ${this.runId}: step ${step} is not committed`);
+      if (error instanceof ObjectNotFoundError)
+        throw new Error(`run ${this.runId}: step ${step} is not committed`);
       throw error;
     }
   }
@@ -305,7 +314,9 @@ export class RunStore {
     const committed = options.committedOnly ? new Set(await this.committedSteps()) : undefined;
     const rows: MetricsRow[] = [];
     for (const { key } of await this.store.list(metricsPrefix(this.runId))) {
-      const step = Number(key.slice(metricsPrefix(this.runId).length, metricsPrefix(this.runId).length + STEP_DIGITS));
+      const step = Number(
+        key.slice(metricsPrefix(this.runId).length, metricsPrefix(this.runId).length + STEP_DIGITS),
+      );
       if (committed && !committed.has(step)) continue;
       let row: MetricsRow;
       try {

@@ -35,7 +35,10 @@ export const S3StoreOptionsSchema = z.object({
   prefix: z.string().default(""),
   /** e.g. http://127.0.0.1:7481 (Ceph), https://<account>.r2.cloudflarestorage.com; AWS when absent. */
   endpoint: z.string().url().optional(),
-  region: z.string().min(1).default(process.env.AWS_REGION ?? "us-east-1"),
+  region: z
+    .string()
+    .min(1)
+    .default(process.env.AWS_REGION ?? "us-east-1"),
   /** Path-style URLs; defaults to true when an endpoint is given. */
   forcePathStyle: z.boolean().optional(),
   /** Static keys; when absent the SDK's default chain (AWS_ACCESS_KEY_ID/…, profiles) applies. */
@@ -247,22 +250,22 @@ export class S3Store implements ObjectStore {
     return this.run(
       `PUT-IF-ABSENT ${key}`,
       async () => {
-      try {
-        await this.client.send(
-          new PutObjectCommand({ Bucket: this.options.bucket, Key, Body: body, IfNoneMatch: "*" }),
-        );
-        return true;
-      } catch (error) {
-        const status = statusOf(error);
-        if (status === 412 || (error as { name?: string }).name === "PreconditionFailed") {
-          if (!ambiguous) return false;
-          const existing = await this.get(key);
-          return bytesEqual(existing, body);
+        try {
+          await this.client.send(
+            new PutObjectCommand({ Bucket: this.options.bucket, Key, Body: body, IfNoneMatch: "*" }),
+          );
+          return true;
+        } catch (error) {
+          const status = statusOf(error);
+          if (status === 412 || (error as { name?: string }).name === "PreconditionFailed") {
+            if (!ambiguous) return false;
+            const existing = await this.get(key);
+            return bytesEqual(existing, body);
+          }
+          if (retryable(error)) ambiguous = true;
+          throw error;
         }
-        if (retryable(error)) ambiguous = true;
-        throw error;
-      }
-    },
+      },
       retryable,
     );
   }

@@ -77,7 +77,11 @@ function decodeJsonlGz(bytes: Uint8Array, where: string): unknown[] {
 
 // ---------------------------------------------------------------- parquet
 
-type Column = { name: string; type: "STRING" | "DOUBLE" | "INT32" | "BOOLEAN" | "JSON"; get: (s: Sample) => unknown };
+type Column = {
+  name: string;
+  type: "STRING" | "DOUBLE" | "INT32" | "BOOLEAN" | "JSON";
+  get: (s: Sample) => unknown;
+};
 
 /** Scalar columns, in file order. Lists are added separately (they need a nested schema). */
 const SCALAR_COLUMNS: Column[] = [
@@ -126,7 +130,8 @@ function parquetSchema() {
   const schema: Record<string, unknown>[] = [
     { name: "root", num_children: SCALAR_COLUMNS.length + LIST_COLUMNS.length + 1 },
   ];
-  for (const c of SCALAR_COLUMNS) schema.push({ name: c.name, repetition_type: "REQUIRED", ...PHYSICAL[c.type] });
+  for (const c of SCALAR_COLUMNS)
+    schema.push({ name: c.name, repetition_type: "REQUIRED", ...PHYSICAL[c.type] });
   for (const c of LIST_COLUMNS) {
     // The standard 3-level LIST: <name> (LIST) → list (REPEATED) → element.
     schema.push({ name: c.name, repetition_type: "REQUIRED", converted_type: "LIST", num_children: 1 });
@@ -172,9 +177,15 @@ async function decodeParquet(bytes: Uint8Array, where: string): Promise<unknown[
     const metadata = parquetMetadata(file);
     const version = metadata.key_value_metadata?.find((kv) => kv.key === SCHEMA_VERSION_KEY)?.value;
     if (version !== String(SAMPLE_SCHEMA_VERSION)) {
-      throw new Error(`sample schema version ${version ?? "(missing)"}, this reader knows ${SAMPLE_SCHEMA_VERSION}`);
+      throw new Error(
+        `sample schema version ${version ?? "(missing)"}, this reader knows ${SAMPLE_SCHEMA_VERSION}`,
+      );
     }
-    rows = await parquetReadObjects({ file, metadata, compressors: { GZIP: (input: Uint8Array) => gunzipSync(input) } });
+    rows = await parquetReadObjects({
+      file,
+      metadata,
+      compressors: { GZIP: (input: Uint8Array) => gunzipSync(input) },
+    });
   } catch (error) {
     throw new Error(`${where}: not a readable Troupe Parquet shard: ${(error as Error).message}`);
   }

@@ -53,7 +53,15 @@ export async function startFaultProxy(target: string, rates: FaultRates, seed: n
     dropBefore: 0,
     dropMidBody: 0,
   };
-  const kinds: (keyof typeof counts)[] = ["error500", "error500After", "slowDown", "slow", "stall", "dropBefore", "dropMidBody"];
+  const kinds: (keyof typeof counts)[] = [
+    "error500",
+    "error500After",
+    "slowDown",
+    "slow",
+    "stall",
+    "dropBefore",
+    "dropMidBody",
+  ];
   const state = { enabled: true };
 
   const pick = (): FaultKind => {
@@ -67,7 +75,7 @@ export async function startFaultProxy(target: string, rates: FaultRates, seed: n
     return "none";
   };
 
-  const s3Error = (status: number, code: string) =>
+  const s3Error = (code: string) =>
     `<?xml version="1.0" encoding="UTF-8"?><Error><Code>${code}</Code><Message>injected</Message></Error>`;
 
   const server: Server = createServer((req, res) => {
@@ -79,8 +87,11 @@ export async function startFaultProxy(target: string, rates: FaultRates, seed: n
       const body = Buffer.concat(chunks);
       if (fault === "error500" || fault === "slowDown") {
         const status = fault === "error500" ? 500 : 503;
-        const xml = s3Error(status, fault === "error500" ? "InternalError" : "SlowDown");
-        res.writeHead(status, { "content-type": "application/xml", "content-length": Buffer.byteLength(xml) });
+        const xml = s3Error(fault === "error500" ? "InternalError" : "SlowDown");
+        res.writeHead(status, {
+          "content-type": "application/xml",
+          "content-length": Buffer.byteLength(xml),
+        });
         res.end(xml);
         return;
       }
@@ -94,15 +105,24 @@ export async function startFaultProxy(target: string, rates: FaultRates, seed: n
       }
       if (fault === "slow") await new Promise((r) => setTimeout(r, rng.float() * rates.slowMs));
       const forward = request(
-        { host: upstream.hostname, port: upstream.port, method: req.method, path: req.url, headers: req.headers },
+        {
+          host: upstream.hostname,
+          port: upstream.port,
+          method: req.method,
+          path: req.url,
+          headers: req.headers,
+        },
         (up) => {
           const parts: Buffer[] = [];
           up.on("data", (c: Buffer) => parts.push(c));
           up.on("end", () => {
             const answer = Buffer.concat(parts);
             if (fault === "error500After") {
-              const xml = s3Error(500, "InternalError");
-              res.writeHead(500, { "content-type": "application/xml", "content-length": Buffer.byteLength(xml) });
+              const xml = s3Error("InternalError");
+              res.writeHead(500, {
+                "content-type": "application/xml",
+                "content-length": Buffer.byteLength(xml),
+              });
               res.end(xml);
               return;
             }

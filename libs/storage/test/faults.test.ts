@@ -3,8 +3,7 @@
  * Ceph gateway injects 500s (before and after the server acted), 503 SlowDown, delays, stalls past
  * the client timeout and cut connections (before the request, mid-response body).
  */
-import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { inject } from "vitest";
+import { afterAll, beforeAll, describe, expect, inject, it } from "vitest";
 import type { Manifest } from "../src/manifest.ts";
 import { RunStore } from "../src/run-store.ts";
 import type { S3Store } from "../src/s3-store.ts";
@@ -28,7 +27,7 @@ const RETRY = { maxAttempts: 12, baseDelayMs: 5, maxDelayMs: 100, requestTimeout
 
 let proxy: FaultProxy;
 beforeAll(async () => {
-  proxy = await startFaultProxy(inject("s3").endpoint, RATES, 20240611);
+  proxy = await startFaultProxy(inject("s3").endpoint, RATES, 7);
 });
 afterAll(async () => proxy?.close());
 
@@ -52,17 +51,32 @@ async function runContent(run: RunStore) {
       shards: Object.fromEntries(data.shards),
     });
   }
-  return { steps, out, checkpoint: await run.readCheckpoint("coder", steps.at(-1)!), metrics: await run.readMetrics() };
+  return {
+    steps,
+    out,
+    checkpoint: await run.readCheckpoint("coder", steps.at(-1)!),
+    metrics: await run.readMetrics(),
+  };
 }
 
 async function writeRun(run: RunStore) {
-  for (let step = 0; step < 3; step++) {
-    const shards = { a: syntheticSamples(40, 10 + step, run.runId, step), b: syntheticSamples(25, 20 + step, run.runId, step) };
+  for (let step = 0; step < 5; step++) {
+    const shards = {
+      a: syntheticSamples(40, 10 + step, run.runId, step),
+      b: syntheticSamples(25, 20 + step, run.runId, step),
+    };
     expect((await run.commitStep(step, shards)).committed).toBe(true);
     await run.writeMetrics(step, { loss: 1 / (step + 1) });
   }
   const weights = new Uint8Array(300_000).map((_, i) => (i * 31) & 255);
-  expect((await run.writeCheckpoint("coder", 2, { "model.safetensors": weights, "config.json": new Uint8Array([123, 125]) })).committed).toBe(true);
+  expect(
+    (
+      await run.writeCheckpoint("coder", 4, {
+        "model.safetensors": weights,
+        "config.json": new Uint8Array([123, 125]),
+      })
+    ).committed,
+  ).toBe(true);
 }
 
 describe("S3Store through a fault-injecting proxy", () => {
@@ -78,8 +92,15 @@ describe("S3Store through a fault-injecting proxy", () => {
     // And the bytes the faulty writer left on the server are right when read without faults.
     expect(await runContent(new RunStore(cephStore(`faulty-${stamp}`), "run-f"))).toEqual(expected);
     // The schedule really did hit every kind of fault.
-    console.log("faults injected:", JSON.stringify(proxy.counts));
-    for (const kind of ["error500", "error500After", "slowDown", "slow", "stall", "dropBefore", "dropMidBody"] as const) {
+    for (const kind of [
+      "error500",
+      "error500After",
+      "slowDown",
+      "slow",
+      "stall",
+      "dropBefore",
+      "dropMidBody",
+    ] as const) {
       expect(proxy.counts[kind], kind).toBeGreaterThan(0);
     }
   });
@@ -89,7 +110,10 @@ describe("S3Store through a fault-injecting proxy", () => {
     for (let step = 0; step < 4; step++) {
       const candidates = [0, 1, 2].map((i) => ({ s: syntheticSamples(8, 100 * step + i, "run-race", step) }));
       const results = await Promise.all(candidates.map((c) => run.commitStep(step, c)));
-      expect(results.filter((r) => r.committed), `step ${step}`).toHaveLength(1);
+      expect(
+        results.filter((r) => r.committed),
+        `step ${step}`,
+      ).toHaveLength(1);
       const winner = results.findIndex((r) => r.committed);
       expect((await run.readStep(step)).shards.get("s")).toEqual(candidates[winner]!.s);
     }
@@ -98,11 +122,15 @@ describe("S3Store through a fault-injecting proxy", () => {
   it("a truncated checkpoint object is detected and named, also when read through faults", async () => {
     const prefix = `trunc-${process.pid}-${Date.now()}`;
     const run = new RunStore(faultyStore(prefix), "run-t");
-    const { manifest } = await run.writeCheckpoint("planner", 1, { "model.safetensors": new Uint8Array(50_000).fill(9) });
+    const { manifest } = await run.writeCheckpoint("planner", 1, {
+      "model.safetensors": new Uint8Array(50_000).fill(9),
+    });
     const key = `runs/run-t/checkpoints/planner/00000001/${manifest.attempt}/model.safetensors`;
     const direct = cephStore(prefix);
     await direct.put(key, (await direct.get(key)).subarray(0, 20_000));
-    await expect(run.readCheckpoint("planner", 1)).rejects.toThrow(`${key}: size 20000 bytes, manifest says 50000`);
+    await expect(run.readCheckpoint("planner", 1)).rejects.toThrow(
+      `${key}: size 20000 bytes, manifest says 50000`,
+    );
   });
 
   it("gives up after maxAttempts with an error naming the operation; 4xx are not retried", async () => {
@@ -114,9 +142,12 @@ describe("S3Store through a fault-injecting proxy", () => {
       createBucket: false,
     });
     await expect(dead.get("k")).rejects.toThrow(/GET k: failed after 3 attempt\(s\)/);
-    const badKeys = cephStore("x", { credentials: { accessKeyId: "nobody", secretAccessKey: "wrong" }, createBucket: false });
+    const badKeys = cephStore("x", {
+      credentials: { accessKeyId: "nobody", secretAccessKey: "wrong" },
+      createBucket: false,
+    });
     const t = performance.now();
-    await expect(badKeys.get("k")).rejects.toThrow(/InvalidAccessKeyId|Forbidden|AccessDenied/);
+    await expect(badKeys.get("k")).rejects.toHaveProperty("name", "InvalidAccessKeyId");
     expect(performance.now() - t).toBeLessThan(2000);
   });
 });

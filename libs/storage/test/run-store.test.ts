@@ -12,7 +12,7 @@ describe.each(storeKinds)("RunStore: $name", ({ make }) => {
   it("commits steps, ignores uncommitted ones, and reads back exactly what was written", async () => {
     const run = new RunStore(await make(), "run-a");
     expect(await run.latestCommittedStep()).toBeUndefined();
-    const shards = { "w0": syntheticSamples(30, 1, "run-a", 0), "w1": syntheticSamples(20, 2, "run-a", 0) };
+    const shards = { w0: syntheticSamples(30, 1, "run-a", 0), w1: syntheticSamples(20, 2, "run-a", 0) };
     expect((await run.commitStep(0, shards)).committed).toBe(true);
     expect((await run.commitStep(1, { w0: syntheticSamples(5, 3, "run-a", 1) })).committed).toBe(true);
     // Step 2: data written but no manifest (a crashed writer) — invisible.
@@ -44,7 +44,10 @@ describe.each(storeKinds)("RunStore: $name", ({ make }) => {
 
   it("a truncated or corrupted shard is reported by name", async () => {
     const run = new RunStore(await make(), "run-corrupt");
-    const { manifest } = await run.commitStep(0, { s0: syntheticSamples(10, 5), s1: syntheticSamples(10, 6) });
+    const { manifest } = await run.commitStep(0, {
+      s0: syntheticSamples(10, 5),
+      s1: syntheticSamples(10, 6),
+    });
     const victim = `runs/run-corrupt/steps/00000000/${manifest.objects[1]!.key}`;
     const good = await run.store.get(victim);
     await run.store.put(victim, good.subarray(0, good.length - 100));
@@ -74,7 +77,9 @@ describe.each(storeKinds)("RunStore: $name", ({ make }) => {
     const key = `runs/run-ckpt/checkpoints/coder/00000003/${manifest.attempt}/model.safetensors`;
     await run.store.put(key, new Uint8Array(4096));
     await expect(run.readCheckpoint("coder", 3)).rejects.toThrow(`${key}: sha256`);
-    await expect(run.readCheckpoint("coder", 9)).rejects.toThrow(/no committed checkpoint of coder at step 9/);
+    await expect(run.readCheckpoint("coder", 9)).rejects.toThrow(
+      /no committed checkpoint of coder at step 9/,
+    );
   });
 
   it("metrics: per-step objects merge into ordered rows; a rewritten step replaces its row", async () => {
@@ -107,21 +112,36 @@ describe.each(storeKinds)("RunStore: $name", ({ make }) => {
   it("rollout shards: committed once, claimed once, stale ones expired, resumed claims come back", async () => {
     const store = await make();
     const queue = new RolloutQueue(store, "run-q");
-    const shard = (v: number, seed: number) => syntheticSamples(4, seed, "run-q", v).map((s) => ({
-      ...s,
-      provenance: { ...s.provenance, policyVersion: v },
-    }));
-    for (const [v, worker, seq] of [[0, "w0", 0], [1, "w0", 1], [2, "w1", 0], [2, "w0", 2]] as const) {
-      expect((await queue.commitShard({ policyVersion: v, workerId: worker, seq, samples: shard(v, seq) })).committed).toBe(true);
+    const shard = (v: number, seed: number) =>
+      syntheticSamples(4, seed, "run-q", v).map((s) => ({
+        ...s,
+        provenance: { ...s.provenance, policyVersion: v },
+      }));
+    for (const [v, worker, seq] of [
+      [0, "w0", 0],
+      [1, "w0", 1],
+      [2, "w1", 0],
+      [2, "w0", 2],
+    ] as const) {
+      expect(
+        (await queue.commitShard({ policyVersion: v, workerId: worker, seq, samples: shard(v, seq) }))
+          .committed,
+      ).toBe(true);
     }
     // A restarted worker re-committing seq 2 changes nothing; nextSeq tells it where to go on.
-    expect((await queue.commitShard({ policyVersion: 2, workerId: "w0", seq: 2, samples: shard(2, 99) })).committed).toBe(false);
+    expect(
+      (await queue.commitShard({ policyVersion: 2, workerId: "w0", seq: 2, samples: shard(2, 99) }))
+        .committed,
+    ).toBe(false);
     expect(await queue.nextSeq("w0")).toBe(3);
     expect(await queue.nextSeq("w9")).toBe(0);
     // Uncommitted data (no manifest) is not listed.
     await store.put("runs/run-q/rollouts/00000003/w1-00000001/abc.parquet", bytes("x"));
     expect((await queue.listCommitted()).map(RolloutQueue.shardName)).toEqual([
-      "00000000/w0-00000000", "00000001/w0-00000001", "00000002/w0-00000002", "00000002/w1-00000000",
+      "00000000/w0-00000000",
+      "00000001/w0-00000001",
+      "00000002/w0-00000002",
+      "00000002/w1-00000000",
     ]);
     expect((await queue.listCommitted({ minPolicyVersion: 2 })).length).toBe(2);
 
@@ -130,7 +150,9 @@ describe.each(storeKinds)("RunStore: $name", ({ make }) => {
     const step5 = await queue.claimBatch({ ...opts, learnerStep: 5 });
     expect(step5.map(RolloutQueue.shardName)).toEqual(["00000001/w0-00000001", "00000002/w0-00000002"]);
     expect(await queue.readClaim((await queue.listCommitted())[0]!, "learner")).toEqual({
-      consumer: "learner", learnerStep: 5, expired: true,
+      consumer: "learner",
+      learnerStep: 5,
+      expired: true,
     });
     // Crash and resume of step 5: the same shards come back, nothing new is taken.
     const again = await queue.claimBatch({ ...opts, learnerStep: 5 });
@@ -142,7 +164,9 @@ describe.each(storeKinds)("RunStore: $name", ({ make }) => {
     ]);
     expect([...a, ...b].map(RolloutQueue.shardName)).toEqual(["00000002/w1-00000000"]);
     // Another consumer group (another policy's learner) sees every shard afresh.
-    expect((await queue.claimBatch({ ...opts, consumer: "ref-model", learnerStep: 0, maxShards: 10 })).length).toBe(3);
+    expect(
+      (await queue.claimBatch({ ...opts, consumer: "ref-model", learnerStep: 0, maxShards: 10 })).length,
+    ).toBe(3);
     expect(await queue.readShard(step5[0]!)).toEqual(shard(1, 1));
   });
 });

@@ -39,7 +39,10 @@ export function syntheticSamples(count: number, seed = 1, runId = "run-test", st
       },
       observation: [
         { role: "system", content: `You are the ${agent}.` },
-        { role: "user", content: `Solve ${taskId}: ${Array.from({ length: 12 }, () => rng.pick(WORDS)).join(" ")}` },
+        {
+          role: "user",
+          content: `Solve ${taskId}: ${Array.from({ length: 12 }, () => rng.pick(WORDS)).join(" ")}`,
+        },
       ],
       completionText: Array.from({ length: completionLength }, () => rng.pick(WORDS)).join(" "),
       promptTokenIds: Array.from({ length: promptLength }, () => rng.int(32_000)),

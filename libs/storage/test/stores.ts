@@ -33,6 +33,7 @@ export const storeKinds: { name: string; make: () => Promise<ObjectStore> }[] = 
   {
     name: "S3Store (Ceph RGW)",
     // Small multipart threshold so the 12 MiB case goes through lib-storage's multipart upload.
-    make: async () => cephStore(undefined, { multipartThresholdBytes: 8 * 2 ** 20, partSizeBytes: 5 * 2 ** 20 }),
+    make: async () =>
+      cephStore(undefined, { multipartThresholdBytes: 8 * 2 ** 20, partSizeBytes: 5 * 2 ** 20 }),
   },
 ];

@@ -13,6 +13,10 @@ export interface SessionOptions {
   readonly intraOpThreads?: number;
   /** Default: "all" for float32 graphs, "basic" for float64 ones (see defaultOptimization). */
   readonly optimization?: "disabled" | "basic" | "extended" | "all";
+  /** Let idle ORT worker threads spin (default false: they sleep). */
+  readonly allowSpinning?: boolean;
+  /** Write an ORT profile (JSON) in the working directory. */
+  readonly profile?: boolean;
 }
 
 export type TypedArray = Float32Array | Float64Array | BigInt64Array | Uint8Array;
@@ -27,10 +31,15 @@ export class GraphSession {
 
   static async create(graph: Graph, options: SessionOptions = {}): Promise<GraphSession> {
     const session = await ort.InferenceSession.create(graph.toBytes(), {
-      intraOpNumThreads: options.intraOpThreads ?? DEFAULT_INTRA_OP_THREADS,
+      intraOpNumThreads: options.intraOpThreads ?? (Number(process.env.TROUPE_ORT_THREADS) || DEFAULT_INTRA_OP_THREADS),
       interOpNumThreads: 1,
       executionMode: "sequential",
       graphOptimizationLevel: options.optimization ?? defaultOptimization(graph),
+      enableProfiling: options.profile ?? false,
+      ...(options.profile ? { profileFilePrefix: "onnxruntime_profile" } : {}),
+      // Spinning worker threads burn a core while waiting; on a shared 2-core machine that slows
+      // everyone (ourselves included) down, so threads sleep between ops.
+      extra: { session: { intra_op: { allow_spinning: options.allowSpinning ? "1" : "0" } } },
     });
     return new GraphSession(
       session,

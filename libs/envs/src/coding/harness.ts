@@ -1,30 +1,28 @@
 /**
- * The test harness: runs a program and a set of assert-based tests inside a `CodeRunner` (the
- * sandbox) and reports, per test, whether it passed. Also answers the static questions the
- * tiered rewards ask (is a function defined, does it return, does `main` call `aux`, is it a mere
- * wrapper) with Python's own `ast`, so the answers match what Python itself would parse.
+ * The test harness: runs a program against assert-based tests inside a `CodeRunner` (the sandbox)
+ * and reports, per test, whether it passed. Also answers the static questions the tiered rewards
+ * ask (is a function defined, does it return, does `main` call `aux`, is it a mere wrapper) with
+ * Python's own `ast`, so the answers match what Python itself would parse.
  *
- * Written here rather than taken from `@troupe/sandbox` because that package (when this was
- * written) had only the `CodeRunner` contract, no per-assert runner.
+ * Two sandbox runs per call:
+ * 1. analysis (no model code executes; only `ast.parse` / `compile`): does the program compile,
+ *    the function questions, and the split of the test text into statements;
+ * 2. execution, with `runPythonWithTests` from `@troupe/sandbox`: the program, then each
+ *    statement in its namespace with its own time limit, results tagged with a per-run nonce
+ *    that the program cannot read (see that module for the guarantee and its limit).
  *
  * How tests are split. The test text is parsed with `ast`:
  * - `check` style (HumanEval): top-level statements other than `def check(candidate)` are a
  *   prelude (imports, METADATA); the body of `check` is run statement by statement with
- *   `candidate` bound to the entry point.
+ *   `candidate` bound to the entry point;
  * - `asserts` style (tests a model wrote): every top-level statement is run in order.
  * A statement is a *test* when it contains an `assert` and mentions the function under test
  * (`candidate` or the entry point's name): so a `for` loop of asserts is one test, and
  * `assert True` is not a test. Other statements are setup; setup failures are reported.
- * Each test has its own time limit (SIGALRM); after `maxTimeouts` timed-out tests the rest are
- * marked failed without running (a likely infinite loop would otherwise eat the whole budget).
- *
- * Known limit: the tested code runs in the same Python process as the harness, so a hostile
- * program could forge the result line (it is tagged with a per-run nonce read from a file the
- * program could also read). The sandbox bounds what such code can do to the host; it does not
- * make the reward unforgeable. Good enough for RL on models that are not optimising against it.
+ * Statements run as `ast.unparse` gives them (always valid at top level); reports show the
+ * original source text.
  */
-import { randomUUID } from "node:crypto";
-import type { CodeRunner, RunStatus } from "@troupe/sandbox";
+import { type CodeRunner, type RunStatus, runPythonWithTests } from "@troupe/sandbox";
 import { z } from "zod";
 
 export type TestStyle = "check" | "asserts";
@@ -48,18 +46,14 @@ export interface HarnessJob {
   readonly style: TestStyle;
   /** Name of the function under test. */
   readonly entryPoint: string;
-  /** Static questions about individual completions, answered before any test runs. */
+  /** Static questions about individual completions, answered without running them. */
   readonly functions?: readonly FunctionQuery[];
 }
 
 export interface HarnessOptions {
-  /** Wall-clock limit of one test (one assert statement), ms. CoMLRL uses 10 s; we default lower. */
+  /** Wall-clock limit of one test statement, ms. CoMLRL uses 10 s; we default lower. */
   readonly perTestTimeoutMs: number;
-  /** Wall-clock limit of loading the program, ms. */
-  readonly loadTimeoutMs: number;
-  /** Stop running tests after this many timed out (CoMLRL: 3). */
-  readonly maxTimeouts: number;
-  /** Wall-clock limit of the whole sandbox run, ms. */
+  /** Wall-clock limit of the whole execution run (program + all tests), ms; tests not reached fail. */
   readonly wallMs: number;
   /** Characters kept of each error message and of the program's own output. */
   readonly maxTextChars: number;
@@ -67,9 +61,7 @@ export interface HarnessOptions {
 
 export const defaultHarnessOptions: HarnessOptions = {
   perTestTimeoutMs: 3000,
-  loadTimeoutMs: 3000,
-  maxTimeouts: 3,
-  wallMs: 30_000,
+  wallMs: 10_000,
   maxTextChars: 2000,
 };
 
@@ -77,7 +69,7 @@ export interface TestCaseResult {
   /** Source text of the test statement. */
   readonly source: string;
   readonly passed: boolean;
-  /** `ExceptionType: message` when the test failed. */
+  /** Why it failed, e.g. `AssertionError`, `NameError name 'x' is not defined`, `timeout`. */
   readonly error?: string;
   readonly timedOut?: boolean;
 }
@@ -103,7 +95,7 @@ export interface TestReport {
   /** The program compiles. */
   readonly syntaxOk: boolean;
   readonly syntaxError?: string;
-  /** Loading the program (running its top level) or finding the entry point failed. */
+  /** The entry point was not defined after running the program (missing, or the program raised while loading). */
   readonly loadError?: string;
   readonly tests: readonly TestCaseResult[];
   readonly passed: number;
@@ -112,18 +104,11 @@ export interface TestReport {
   /** What the program printed (truncated). */
   readonly output: string;
   readonly functions: readonly FunctionReport[];
-  /** How the sandbox run ended. */
+  /** How the execution run ended (`ok` when the program was not run because it does not compile). */
   readonly runStatus: RunStatus;
-  /** The harness itself produced no result (killed, timeout, output limit): every test counts as failed. */
+  /** A harness run produced no result at all (killed, `os._exit`, output limit): every test counts as failed. */
   readonly harnessError?: string;
 }
-
-const TestCaseResultSchema = z.object({
-  source: z.string(),
-  passed: z.boolean(),
-  error: z.string().optional(),
-  timedOut: z.boolean().optional(),
-});
 
 const FunctionReportSchema = z.object({
   label: z.string(),
@@ -136,69 +121,120 @@ const FunctionReportSchema = z.object({
   ignoredCalleeCalls: z.number().int().min(0),
 });
 
-const HarnessResultSchema = z.object({
+const AnalysisSchema = z.object({
   syntaxOk: z.boolean(),
   syntaxError: z.string().optional(),
-  loadError: z.string().optional(),
-  tests: z.array(TestCaseResultSchema),
-  setupErrors: z.array(z.string()),
-  output: z.string(),
   functions: z.array(FunctionReportSchema),
+  units: z.array(z.object({ source: z.string(), code: z.string(), test: z.boolean() })),
+  testsError: z.string().optional(),
 });
+type Analysis = z.infer<typeof AnalysisSchema>;
 
-/** Runs one harness job in the runner and parses its report. Never throws for bad model code. */
+const NONCE_LINE = /^troupe-[0-9a-f]{32} \d+ (PASS|FAIL)\b.*$/;
+
+/** Runs one harness job in the runner and reports. Never throws for bad model code. */
 export async function runTests(
   runner: CodeRunner,
   job: HarnessJob,
   options: Partial<HarnessOptions> = {},
 ): Promise<TestReport> {
   const opts = { ...defaultHarnessOptions, ...options };
-  const nonce = `@@troupe-result-${randomUUID()}@@`;
-  const payload = {
-    nonce,
-    program: job.program,
-    tests: job.tests,
-    style: job.style,
-    entryPoint: job.entryPoint,
-    functions: job.functions ?? [],
-    perTestTimeoutMs: opts.perTestTimeoutMs,
-    loadTimeoutMs: opts.loadTimeoutMs,
-    maxTimeouts: opts.maxTimeouts,
-    maxTextChars: opts.maxTextChars,
-  };
-  const result = await runner.run({
+  const clip = (t: string) => (t.length <= opts.maxTextChars ? t : `${t.slice(0, opts.maxTextChars)}...`);
+  const empty = { tests: [], passed: 0, total: 0, setupErrors: [], output: "", functions: [] };
+
+  // 1. Static analysis. Nothing the model wrote is executed here.
+  const analysisRun = await runner.run({
     language: "python",
-    code: HARNESS_SOURCE,
-    files: { "job.json": JSON.stringify(payload) },
+    code: ANALYSIS_SOURCE,
+    files: {
+      "job.json": JSON.stringify({
+        program: job.program,
+        tests: job.tests,
+        style: job.style,
+        entryPoint: job.entryPoint,
+        functions: job.functions ?? [],
+        maxTextChars: opts.maxTextChars,
+      }),
+    },
     limits: { wallMs: opts.wallMs },
   });
-  const line = result.stdout
-    .split("\n")
-    .reverse()
-    .find((l) => l.startsWith(nonce));
-  const failed = (harnessError: string): TestReport => ({
-    syntaxOk: false,
-    tests: [],
-    passed: 0,
-    total: 0,
-    setupErrors: [],
-    output: result.stdout.slice(0, opts.maxTextChars),
-    functions: [],
-    runStatus: result.status,
-    harnessError,
+  let analysis: Analysis;
+  try {
+    analysis = AnalysisSchema.parse(JSON.parse(analysisRun.stdout.trim().split("\n").at(-1) ?? ""));
+  } catch {
+    const why = clip(analysisRun.stderr.trim() || analysisRun.stdout.trim());
+    return {
+      ...empty,
+      syntaxOk: false,
+      runStatus: analysisRun.status,
+      harnessError: `test analysis failed (${analysisRun.status})${why ? `: ${why}` : ""}`,
+    };
+  }
+  const setupErrors = analysis.testsError ? [analysis.testsError] : [];
+  const testUnits = analysis.units.filter((u) => u.test);
+  if (!analysis.syntaxOk) {
+    const tests = testUnits.map((u) => ({
+      source: u.source,
+      passed: false,
+      error: "not run: the program does not compile",
+    }));
+    return {
+      ...empty,
+      syntaxOk: false,
+      ...(analysis.syntaxError !== undefined ? { syntaxError: analysis.syntaxError } : {}),
+      tests,
+      total: tests.length,
+      setupErrors,
+      functions: analysis.functions,
+      runStatus: "ok",
+    };
+  }
+
+  // 2. Execution: bind `candidate`, then every statement in order, each with its own time limit.
+  const report = await runPythonWithTests(runner, {
+    code: job.program,
+    tests: [`candidate = ${job.entryPoint}`, ...analysis.units.map((u) => u.code)],
+    timeoutMs: opts.wallMs,
+    perTestTimeoutMs: opts.perTestTimeoutMs,
   });
-  if (line === undefined) {
-    const tail = result.stderr.slice(-opts.maxTextChars);
-    return failed(`harness produced no result (run status ${result.status})${tail ? `: ${tail}` : ""}`);
-  }
-  const parsed = HarnessResultSchema.safeParse(JSON.parse(line.slice(nonce.length)));
-  if (!parsed.success) {
-    const issue = parsed.error.issues[0]!;
-    return failed(`harness result malformed at ${issue.path.join(".")}: ${issue.message}`);
-  }
-  const r = parsed.data;
-  const passed = r.tests.filter((t) => t.passed).length;
-  return { ...r, passed, total: r.tests.length, runStatus: result.status };
+  const [bind, ...outcomes] = report.tests;
+  const noResult = report.tests.every((t) => t.reason.startsWith("no result"));
+  const tests: TestCaseResult[] = [];
+  analysis.units.forEach((unit, i) => {
+    const outcome = outcomes[i]!;
+    if (!unit.test) {
+      if (!outcome.passed && !noResult) setupErrors.push(clip(`${unit.source} -> ${outcome.reason}`));
+      return;
+    }
+    tests.push({
+      source: unit.source,
+      passed: outcome.passed,
+      ...(outcome.passed ? {} : { error: clip(outcome.reason.trim() || "failed") }),
+      ...(outcome.reason === "timeout" ? { timedOut: true } : {}),
+    });
+  });
+  const output = report.run.stdout
+    .split("\n")
+    .filter((l) => !NONCE_LINE.test(l))
+    .join("\n")
+    .trim();
+  const loadFailed = bind !== undefined && !bind.passed && !noResult;
+  return {
+    syntaxOk: true,
+    ...(loadFailed
+      ? {
+          loadError: `NameError: entry point '${job.entryPoint}' is not defined after running the program (${bind.reason.trim()})`,
+        }
+      : {}),
+    tests,
+    passed: tests.filter((t) => t.passed).length,
+    total: tests.length,
+    setupErrors,
+    output: clip(output),
+    functions: analysis.functions,
+    runStatus: report.run.status,
+    ...(noResult ? { harnessError: `the run produced no result (run status ${report.run.status})` } : {}),
+  };
 }
 
 /** Fraction of tests passed; 0 when there are none. */
@@ -206,48 +242,21 @@ export function passFraction(report: Pick<TestReport, "passed" | "total">): numb
   return report.total > 0 ? report.passed / report.total : 0;
 }
 
-/** The harness program. Reads `job.json`, prints one result line tagged with the nonce. */
-export const HARNESS_SOURCE = String.raw`
-import ast, io, json, re, signal, sys, contextlib
+/**
+ * The analysis program. Reads `job.json`, prints one JSON line. It parses and compiles the model's
+ * code but never executes it.
+ */
+export const ANALYSIS_SOURCE = String.raw`
+import ast, json, re
 
 job = json.load(open("job.json"))
-NONCE = job["nonce"]
 MAX_TEXT = job["maxTextChars"]
-REAL_STDOUT = sys.stdout
-out = {"syntaxOk": False, "tests": [], "setupErrors": [], "output": "", "functions": []}
-captured = io.StringIO()
+out = {"syntaxOk": False, "functions": [], "units": []}
 
 def clip(text):
     text = str(text)
     return text if len(text) <= MAX_TEXT else text[:MAX_TEXT] + "..."
 
-def emit():
-    out["output"] = clip(captured.getvalue())
-    REAL_STDOUT.write("\n" + NONCE + json.dumps(out) + "\n")
-    REAL_STDOUT.flush()
-
-class TestTimeout(BaseException):
-    pass
-
-def on_alarm(signum, frame):
-    raise TestTimeout()
-
-signal.signal(signal.SIGALRM, on_alarm)
-
-def run_limited(code_obj, namespace, timeout_ms):
-    signal.setitimer(signal.ITIMER_REAL, timeout_ms / 1000.0)
-    try:
-        with contextlib.redirect_stdout(captured), contextlib.redirect_stderr(captured):
-            exec(code_obj, namespace)
-    finally:
-        signal.setitimer(signal.ITIMER_REAL, 0)
-
-def describe(exc):
-    name = type(exc).__name__
-    msg = str(exc)
-    return clip(name + (": " + msg if msg else ""))
-
-# ---- static analysis of individual completions -------------------------------------------
 def calls_name(node, name):
     return any(isinstance(n, ast.Call) and isinstance(n.func, ast.Name) and n.func.id == name
                for n in ast.walk(node))
@@ -280,7 +289,7 @@ def analyse(query):
               "parses": False, "callsCallee": False, "isWrapper": False, "ignoredCalleeCalls": 0}
     try:
         tree = ast.parse(code)
-    except SyntaxError:
+    except (SyntaxError, ValueError):
         # Fall back to a line match so a definition with a typo still counts as "defined"
         # (the structure tier and the syntax tier stay separate, as in CoMLRL).
         m = re.search(r"^def\s+" + re.escape(name) + r"\s*\(.*?(?=^\S|\Z)", code, re.S | re.M)
@@ -306,93 +315,34 @@ def analyse(query):
 
 out["functions"] = [analyse(q) for q in job["functions"]]
 
-# ---- compile and load the program --------------------------------------------------------
 try:
-    program = compile(job["program"], "solution.py", "exec")
+    compile(job["program"], "solution.py", "exec")
     out["syntaxOk"] = True
-except SyntaxError as e:
-    out["syntaxError"] = clip("line %s: %s" % (e.lineno, e.msg))
-    emit()
-    sys.exit(0)
+except (SyntaxError, ValueError) as e:
+    out["syntaxError"] = clip("line %s: %s" % (getattr(e, "lineno", "?"), getattr(e, "msg", str(e))))
 
-namespace = {"__name__": "solution"}
 try:
-    run_limited(program, namespace, job["loadTimeoutMs"])
-except TestTimeout:
-    out["loadError"] = "TimeoutError: loading the program took longer than %d ms" % job["loadTimeoutMs"]
-except BaseException as e:
-    out["loadError"] = describe(e)
+    tree = ast.parse(job["tests"])
+except (SyntaxError, ValueError) as e:
+    tree = None
+    out["testsError"] = clip("the tests do not parse: line %s: %s" % (getattr(e, "lineno", "?"), getattr(e, "msg", str(e))))
 
-entry = job["entryPoint"]
-if "loadError" not in out and not callable(namespace.get(entry)):
-    out["loadError"] = "NameError: entry point %r is not defined" % entry
-
-# ---- split the tests ---------------------------------------------------------------------
-try:
-    test_tree = ast.parse(job["tests"])
-except SyntaxError as e:
-    out["setupErrors"].append(clip("tests do not parse: line %s: %s" % (e.lineno, e.msg)))
-    emit()
-    sys.exit(0)
-
-if job["style"] == "check":
-    prelude = [s for s in test_tree.body if not (isinstance(s, ast.FunctionDef) and s.name == "check")]
-    checks = [s for s in test_tree.body if isinstance(s, ast.FunctionDef) and s.name == "check"]
-    if not checks:
-        out["setupErrors"].append("tests have no def check(candidate)")
-    body = checks[-1].body if checks else []
-    subject = "candidate"
-else:
-    prelude, body, subject = [], test_tree.body, entry
-
-def mentions(node, name):
-    return any(isinstance(n, ast.Name) and n.id == name for n in ast.walk(node))
-
-def is_test(stmt):
-    return any(isinstance(n, ast.Assert) for n in ast.walk(stmt)) and mentions(stmt, subject)
-
-def source_of(stmt):
-    return clip(ast.get_source_segment(job["tests"], stmt) or ast.unparse(stmt))
-
-def compiled(stmt):
-    return compile(ast.Module(body=[stmt], type_ignores=[]), "tests.py", "exec")
-
-test_ns = namespace
-if "loadError" not in out:
-    test_ns["candidate"] = namespace[entry]
-for stmt in prelude:
-    try:
-        run_limited(compiled(stmt), test_ns, job["perTestTimeoutMs"])
-    except BaseException as e:
-        out["setupErrors"].append(source_of(stmt) + " -> " + describe(e))
-
-timeouts = 0
-for stmt in body:
-    test = is_test(stmt)
-    if not test:
-        if "loadError" in out:
-            continue
-        try:
-            run_limited(compiled(stmt), test_ns, job["perTestTimeoutMs"])
-        except BaseException as e:
-            out["setupErrors"].append(source_of(stmt) + " -> " + describe(e))
-        continue
-    result = {"source": source_of(stmt), "passed": False}
-    if "loadError" in out:
-        result["error"] = "not run: " + out["loadError"]
-    elif timeouts >= job["maxTimeouts"]:
-        result["error"] = "not run: %d tests already timed out" % timeouts
+if tree is not None:
+    if job["style"] == "check":
+        checks = [s for s in tree.body if isinstance(s, ast.FunctionDef) and s.name == "check"]
+        prelude = [s for s in tree.body if not (isinstance(s, ast.FunctionDef) and s.name == "check")]
+        if not checks:
+            out["testsError"] = "the tests have no def check(candidate)"
+        units, subject = prelude + (checks[-1].body if checks else []), "candidate"
     else:
-        try:
-            run_limited(compiled(stmt), test_ns, job["perTestTimeoutMs"])
-            result["passed"] = True
-        except TestTimeout:
-            timeouts += 1
-            result["timedOut"] = True
-            result["error"] = "TimeoutError: test took longer than %d ms" % job["perTestTimeoutMs"]
-        except BaseException as e:
-            result["error"] = describe(e)
-    out["tests"].append(result)
+        units, subject = tree.body, job["entryPoint"]
+    prelude_count = len(prelude) if job["style"] == "check" else 0
+    for i, stmt in enumerate(units):
+        has_assert = any(isinstance(n, ast.Assert) for n in ast.walk(stmt))
+        mentions = any(isinstance(n, ast.Name) and n.id == subject for n in ast.walk(stmt))
+        source = ast.get_source_segment(job["tests"], stmt) or ast.unparse(stmt)
+        out["units"].append({"source": clip(source), "code": ast.unparse(stmt),
+                             "test": i >= prelude_count and has_assert and mentions})
 
-emit()
+print(json.dumps(out))
 `;

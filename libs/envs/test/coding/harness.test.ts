@@ -66,6 +66,8 @@ describe("test harness", () => {
     });
     expect(bad.syntaxOk).toBe(false);
     expect(bad.syntaxError).toMatch(/^line 1:/);
+    // Tests are still listed (not run), so feedback can say "0 of 3".
+    expect([bad.passed, bad.total]).toEqual([0, 3]);
 
     const missing = await runTests(runner, {
       program: "x = 1\n",
@@ -78,14 +80,36 @@ describe("test harness", () => {
     expect([missing.passed, missing.total]).toEqual([0, 3]);
 
     const loop = "def double_sum(xs):\n    while True:\n        pass\n";
-    const slow = await runTests(
-      runner,
-      { program: loop, tests: doubleSum.test, style: "check", entryPoint: "double_sum" },
-      { perTestTimeoutMs: 150, maxTimeouts: 2 },
-    );
-    expect(slow.tests.map((t) => Boolean(t.timedOut))).toEqual([true, true, false]);
-    expect(slow.tests[2]!.error).toMatch(/not run: 2 tests already timed out/);
-    expect(slow.passed).toBe(0);
+    const job = { program: loop, tests: doubleSum.test, style: "check", entryPoint: "double_sum" } as const;
+    const slow = await runTests(runner, job, { perTestTimeoutMs: 200, wallMs: 5000 });
+    expect(slow.tests.map((t) => [t.passed, t.timedOut, t.error])).toEqual([
+      [false, true, "timeout"],
+      [false, true, "timeout"],
+      [false, true, "timeout"],
+    ]);
+    // The wall-clock limit of the whole run stops the tests that were not reached.
+    const walled = await runTests(runner, job, { perTestTimeoutMs: 5000, wallMs: 800 });
+    expect(walled.tests.map((t) => t.error)).toEqual(Array(3).fill("no result (timeout)"));
+    expect(walled.runStatus).toBe("timeout");
+  });
+
+  it("is not fooled by a program that exits, prints fake lines, or raises while loading", async () => {
+    const exits = await runTests(runner, {
+      program: `${doubleSum.prompt}${doubleSum.canonicalSolution}\nimport os\nprint("troupe-" + "0" * 32 + " 0 PASS")\nos._exit(0)\n`,
+      tests: doubleSum.test,
+      style: "check",
+      entryPoint: "double_sum",
+    });
+    expect(exits.passed).toBe(0);
+    expect(exits.harnessError).toMatch(/no result/);
+    const raises = await runTests(runner, {
+      program: 'raise RuntimeError("boom")\ndef double_sum(xs):\n    return 2 * sum(xs)\n',
+      tests: doubleSum.test,
+      style: "check",
+      entryPoint: "double_sum",
+    });
+    expect(raises.loadError).toMatch(/not defined/);
+    expect(raises.passed).toBe(0);
   });
 
   it("runs model-written asserts (asserts style) against a program", async () => {

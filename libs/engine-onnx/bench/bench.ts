@@ -1,0 +1,166 @@
+/**
+ * Benchmark of the ONNX engine on the reference shape (vocab 512, d 256, 4 layers, 4 heads,
+ * MLP 1024, batch 16 × 128 tokens): forward, forward+backward+AdamW, sampling with and without the
+ * KV cache, achieved GFLOP/s, and the same training step in PyTorch (CPU) when it is installed.
+ * Prints one JSON line per measurement. Run: `npm run bench` in libs/engine-onnx.
+ *
+ * Environment: BENCH_REPEATS (default 5), BENCH_TORCH=0 skips the torch comparison.
+ */
+import { execFileSync } from "node:child_process";
+import { dirname, join } from "node:path";
+import { fileURLToPath } from "node:url";
+import { samplingParams } from "@troupe/core";
+import {
+  ByteTokenizer,
+  defaultOptimizerConfig,
+  qwenParameterCount,
+  type TrainSequence,
+  tinyQwenConfig,
+} from "@troupe/engine";
+import { defaultPolicyLossConfig } from "@troupe/rl";
+import { createOnnxEngine } from "../src/engine.ts";
+import { generateBatch } from "../src/generate.ts";
+
+const REPEATS = Number(process.env.BENCH_REPEATS ?? 5);
+const BATCH = 16;
+const TIME = 128;
+const PROMPT = 64;
+const SAMPLE_TOKENS = 64;
+const SAMPLE_TOKENS_NO_CACHE = 32;
+
+const config = tinyQwenConfig({ num_key_value_heads: 2 });
+const print = (record: Record<string, unknown>) => console.log(JSON.stringify(record));
+
+function median(xs: number[]): number {
+  const s = [...xs].sort((a, b) => a - b);
+  return s[Math.floor(s.length / 2)]!;
+}
+
+async function timeIt(repeats: number, fn: () => Promise<unknown>): Promise<number> {
+  await fn(); // warm-up (session creation, allocator)
+  const times: number[] = [];
+  for (let i = 0; i < repeats; i++) {
+    const t0 = performance.now();
+    await fn();
+    times.push(performance.now() - t0);
+  }
+  return median(times);
+}
+
+/** Matmul FLOPs of one forward token at context length t (2 per multiply-add). */
+function forwardFlopsPerToken(contextLength: number): number {
+  const c = config;
+  const qOut = c.num_attention_heads * c.head_dim;
+  const kvOut = c.num_key_value_heads * c.head_dim;
+  const linear =
+    c.hidden_size * (qOut + 2 * kvOut) + qOut * c.hidden_size + 3 * c.hidden_size * c.intermediate_size;
+  const attention = 2 * contextLength * qOut; // q·k and p·v
+  return 2 * (c.num_hidden_layers * (linear + attention) + c.vocab_size * c.hidden_size);
+}
+
+const engine = await createOnnxEngine({ policies: [{ id: "bench", config, seed: 0 }] });
+let seed = 1;
+const rand = () => {
+  seed = (Math.imul(seed, 1664525) + 1013904223) >>> 0;
+  return seed / 2 ** 32;
+};
+const tokens = (n: number) => Array.from({ length: n }, () => Math.floor(rand() * 256));
+const sequences = Array.from({ length: BATCH }, () => ({
+  promptTokenIds: tokens(PROMPT),
+  completionTokenIds: tokens(TIME - PROMPT),
+}));
+const oldLogprobs = await engine.logprobs("bench", sequences);
+const batch: TrainSequence[] = sequences.map((s, i) => ({
+  ...s,
+  oldLogprobs: oldLogprobs[i]!.map((lp) => lp + 0.05),
+  advantage: i % 2 === 0 ? 1 : -1,
+}));
+print({
+  bench: "shape",
+  parameters: qwenParameterCount(config),
+  batch: BATCH,
+  time: TIME,
+  vocab: config.vocab_size,
+  hidden: config.hidden_size,
+  layers: config.num_hidden_layers,
+  heads: config.num_attention_heads,
+  kvHeads: config.num_key_value_heads,
+  mlp: config.intermediate_size,
+  threads: 2,
+});
+
+const tokensPerBatch = BATCH * TIME;
+const fwdFlops = tokensPerBatch * forwardFlopsPerToken(TIME);
+const forwardMs = await timeIt(REPEATS, () => engine.logprobs("bench", sequences));
+print({ bench: "forward", ms: forwardMs, gflops: fwdFlops / forwardMs / 1e6 });
+
+const trainConfig = {
+  loss: defaultPolicyLossConfig,
+  optimizer: { ...defaultOptimizerConfig, lr: 1e-5 },
+  microBatchSize: BATCH,
+};
+const trainMs = await timeIt(REPEATS, () => engine.trainStep("bench", batch, trainConfig));
+print({ bench: "train_step", ms: trainMs, gflops: (3 * fwdFlops) / trainMs / 1e6, note: "fwd+bwd+AdamW" });
+
+// Sampling: no stop tokens, so every row generates exactly maxTokens.
+const tokenizer = Object.assign(Object.create(new ByteTokenizer()), { stopTokenIds: [] });
+const runner = engine.runnerOf("bench");
+const prompts = Array.from({ length: BATCH }, () => tokens(PROMPT));
+const seeds = prompts.map((_, i) => i);
+for (const [kvCache, n] of [
+  [true, SAMPLE_TOKENS],
+  [false, SAMPLE_TOKENS_NO_CACHE],
+] as const) {
+  const ms = await timeIt(Math.max(1, Math.floor(REPEATS / 2)), () =>
+    generateBatch(
+      runner,
+      engine.weightsOf("bench"),
+      tokenizer,
+      prompts,
+      seeds,
+      samplingParams({ maxTokens: n }),
+      {
+        kvCache,
+      },
+    ),
+  );
+  print({
+    bench: kvCache ? "sample_kv_cache" : "sample_no_cache",
+    batch: BATCH,
+    promptTokens: PROMPT,
+    newTokens: n,
+    ms,
+    tokensPerSecond: (BATCH * n) / (ms / 1000),
+  });
+}
+
+if (process.env.BENCH_TORCH !== "0") {
+  try {
+    execFileSync("/usr/bin/python3", ["-c", "import torch"], { stdio: "ignore" });
+    const script = join(dirname(fileURLToPath(import.meta.url)), "torch_step.py");
+    const out = execFileSync(
+      "/usr/bin/python3",
+      [script, JSON.stringify({ ...config, batch: BATCH, time: TIME, threads: 2, repeats: REPEATS })],
+      {
+        env: { ...process.env, OPENBLAS_CORETYPE: process.env.OPENBLAS_CORETYPE ?? "Haswell" },
+        encoding: "utf8",
+      },
+    );
+    const torch = JSON.parse(out.trim().split("\n").pop()!) as {
+      torch: string;
+      train_step_ms: number;
+      forward_ms: number;
+    };
+    print({
+      bench: "torch_cpu",
+      torch: torch.torch,
+      trainStepMs: torch.train_step_ms,
+      forwardMs: torch.forward_ms,
+      onnxSpeedupTrain: torch.train_step_ms / trainMs,
+      onnxSpeedupForward: torch.forward_ms / forwardMs,
+    });
+  } catch (e) {
+    print({ bench: "torch_cpu", skipped: `torch unavailable: ${(e as Error).message.split("\n")[0]}` });
+  }
+}
+await engine.close();

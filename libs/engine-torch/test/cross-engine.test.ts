@@ -1,0 +1,159 @@
+/**
+ * The same weights in the embedded engine (@troupe/engine-onnx: ONNX graphs with their own
+ * reverse-mode autodiff) and in the torch worker (autograd) give the same log-probs and the same
+ * AdamW step. A third, independent oracle checks both: the float64 reference forward of
+ * @troupe/engine (qwenReferenceLogprobs) and the reference loss of @troupe/rl (policyLoss).
+ */
+import { userObservation } from "@troupe/core";
+import {
+  ByteTokenizer,
+  decodeCheckpoint,
+  encodeCheckpoint,
+  initQwenWeights,
+  logSoftmax,
+  qwenReferenceLogits,
+  qwenReferenceLogprobs,
+  type TrainSequence,
+  type TrainStepConfig,
+  tinyQwenConfig,
+} from "@troupe/engine";
+import { createOnnxEngine, type OnnxEngine } from "@troupe/engine-onnx";
+import { policyLoss } from "@troupe/rl";
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { createTorchEngine, type TorchEngine } from "../src/engine.ts";
+import { PYTHON, TEST_WORKER_ARGS, torchAvailable } from "./torch-available.ts";
+
+const config = tinyQwenConfig({
+  vocab_size: 264,
+  hidden_size: 32,
+  intermediate_size: 48,
+  num_hidden_layers: 2,
+  num_attention_heads: 4,
+  num_key_value_heads: 2,
+  head_dim: 8,
+  initializer_range: 0.08,
+});
+const weights = initQwenWeights(config, 11);
+const tokenizer = new ByteTokenizer();
+const files = encodeCheckpoint({ config, weights, tokenizer });
+
+/** Every term of the loss on, the clip and the norm clip active, AdamW ε large enough that the
+ * first step depends on the gradient's magnitude, not only its sign (m̂/(√v̂+ε) = g/(|g|+ε)). */
+const stepConfig: TrainStepConfig = {
+  loss: { clipLow: 0.2, clipHigh: 0.28, dualClip: 3, klCoef: 0.1, entropyCoef: 0.01, aggregation: "sequence-mean" },
+  optimizer: {
+    lr: 1e-2,
+    beta1: 0.9,
+    beta2: 0.99,
+    eps: 1e-3,
+    weightDecay: 0.1,
+    maxGradNorm: 0.5,
+    warmupSteps: 0,
+    schedule: "constant",
+    totalSteps: 1,
+    minLrRatio: 0,
+  },
+  microBatchSize: 2,
+};
+
+describe.skipIf(!torchAvailable)("embedded engine ↔ torch worker", () => {
+  let torch: TorchEngine;
+  let onnx: OnnxEngine;
+  let batch: TrainSequence[];
+
+  beforeAll(async () => {
+    [torch, onnx] = await Promise.all([
+      createTorchEngine({
+        python: PYTHON,
+        workerArgs: TEST_WORKER_ARGS,
+        models: { m: { kind: "files", files } },
+        policies: [{ id: "p", model: "m" }],
+      }),
+      createOnnxEngine({ policies: [{ id: "p", checkpoint: files }] }),
+    ]);
+    const seqs = [
+      torch.encode("p", userObservation("2+2?"), "4"),
+      torch.encode("p", userObservation("name a colour"), "teal, I think"),
+      torch.encode("p", userObservation("hi"), "hello there"),
+    ];
+    const ref = seqs.map((s) => qwenReferenceLogprobs(config, weights, s.promptTokenIds, s.completionTokenIds));
+    // old log-probs off the current policy by ±0.3 so that both clip branches and the dual clip occur
+    batch = seqs.map((s, b) => ({
+      ...s,
+      oldLogprobs: ref[b]!.map((x, t) => x + (t % 3 === 0 ? 0.3 : t % 3 === 1 ? -0.3 : 0.05)),
+      refLogprobs: ref[b]!.map((x, t) => x - 0.1 * ((t % 2) * 2 - 1)),
+      advantage: [1.5, -0.7, -2][b]!,
+    }));
+  }, 60_000);
+
+  afterAll(async () => {
+    await torch?.close();
+    await onnx?.close();
+  });
+
+  it("gives the same log-probs as the embedded engine and the float64 reference (1e-4)", async () => {
+    const seqs = batch.map(({ promptTokenIds, completionTokenIds }) => ({ promptTokenIds, completionTokenIds }));
+    const [fromTorch, fromOnnx] = await Promise.all([torch.logprobs("p", seqs), onnx.logprobs("p", seqs)]);
+    seqs.forEach((s, b) => {
+      const ref = qwenReferenceLogprobs(config, weights, s.promptTokenIds, s.completionTokenIds);
+      expect(fromTorch[b]).toHaveLength(ref.length);
+      ref.forEach((x, t) => {
+        expect(Math.abs(fromTorch[b]![t]! - x)).toBeLessThan(1e-4);
+        expect(Math.abs(fromTorch[b]![t]! - fromOnnx[b]![t]!)).toBeLessThan(1e-4);
+      });
+    });
+  });
+
+  it("takes the same AdamW step: same metrics, same updated weights", async () => {
+    const [mt, mo] = await Promise.all([
+      torch.trainStep("p", batch, stepConfig),
+      onnx.trainStep("p", batch, stepConfig),
+    ]);
+    // The loss, from the float64 reference forward and the reference loss of @troupe/rl.
+    const expected = policyLoss(
+      batch.map((s) => {
+        const ids = [...s.promptTokenIds, ...s.completionTokenIds];
+        const logits = qwenReferenceLogits(config, weights, ids.slice(0, -1));
+        const V = config.vocab_size;
+        const P = s.promptTokenIds.length;
+        const rows = s.completionTokenIds.map((_, j) => logSoftmax(logits.subarray((P - 1 + j) * V, (P + j) * V)));
+        return {
+          logprobs: rows.map((row, j) => row[s.completionTokenIds[j]!]!),
+          oldLogprobs: s.oldLogprobs,
+          refLogprobs: s.refLogprobs,
+          entropies: rows.map((row) => -row.reduce((h, lp) => h + Math.exp(lp) * lp, 0)),
+          advantage: s.advantage,
+          mask: s.completionTokenIds.map(() => 1),
+        };
+      }),
+      stepConfig.loss,
+    );
+    for (const m of [mt, mo]) {
+      expect(m.loss).toBeCloseTo(expected.loss, 4);
+      expect(m.pgLoss).toBeCloseTo(expected.pgLoss, 4);
+      expect(m.kl).toBeCloseTo(expected.kl, 4);
+      expect(m.entropy).toBeCloseTo(expected.entropy, 4);
+      expect(m.clipFraction).toBeCloseTo(expected.clipFraction, 6);
+      expect(m.tokens).toBe(expected.tokens);
+      expect(m.optimizerStep).toBe(1);
+    }
+    expect(expected.clipFraction).toBeGreaterThan(0);
+    expect(mt.gradNorm).toBeGreaterThan(stepConfig.optimizer.maxGradNorm); // the clip is active
+    expect(Math.abs(mt.gradNorm - mo.gradNorm) / mo.gradNorm).toBeLessThan(1e-4);
+
+    const torchWeights = decodeCheckpoint(await torch.save("p")).weights;
+    const onnxWeights = onnx.weightsOf("p");
+    let worst = 0;
+    let moved = 0;
+    for (const [name, t] of onnxWeights) {
+      const u = torchWeights.get(name)!.data;
+      const before = weights.get(name)!.data;
+      for (let i = 0; i < t.data.length; i++) {
+        worst = Math.max(worst, Math.abs(u[i]! - t.data[i]!));
+        moved = Math.max(moved, Math.abs(u[i]! - before[i]!));
+      }
+    }
+    expect(moved).toBeGreaterThan(1e-3); // the step did something
+    expect(worst).toBeLessThan(2e-5);
+  });
+});
