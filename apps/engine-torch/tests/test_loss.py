@@ -18,11 +18,11 @@ def test_clip_branches_by_hand() -> None:
     # ratio 1.5, A = +1: L¹ = −1.5, L² = −1.2 → max = −1.2 (clipped, flat). A = −1: L¹ = 1.5 wins.
     lp = t(math.log(1.5), math.log(1.5)).requires_grad_(True)
     terms = token_loss(lp, t(0, 0), torch.tensor([[1.0, -1.0]], dtype=torch.float64), PPO)
-    assert terms.pg.tolist() == pytest.approx([[-1.2, 1.5]])
+    assert terms.pg.flatten().tolist() == pytest.approx([-1.2, 1.5])
     assert terms.clipped.tolist() == [[True, False]]
     terms.loss.sum().backward()
     # ∂L/∂ℓ = −A·r on the unclipped branch, 0 on the clipped one
-    assert lp.grad.tolist() == pytest.approx([[0.0, 1.5]])
+    assert lp.grad.flatten().tolist() == pytest.approx([0.0, 1.5])
 
 
 def test_dual_clip_bounds_negative_advantages() -> None:
@@ -45,10 +45,13 @@ def test_k3_kl_and_entropy_terms() -> None:
 
 def test_aggregations_by_hand() -> None:
     mask = torch.tensor([[1.0, 1.0, 1.0], [1.0, 0.0, 0.0], [0.0, 0.0, 0.0]])
-    assert aggregation_weights(mask, "token-mean").tolist() == pytest.approx([[0.25] * 3, [0.25, 0, 0], [0, 0, 0]])
+    def w(agg: str) -> list[float]:
+        return aggregation_weights(mask, agg).flatten().tolist()
+
+    assert w("token-mean") == pytest.approx([0.25] * 3 + [0.25, 0, 0] + [0, 0, 0])
     # two live sequences: 1/(3·2) and 1/(1·2); the empty one is left out
-    assert aggregation_weights(mask, "sequence-mean").tolist() == pytest.approx([[1 / 6] * 3, [0.5, 0, 0], [0, 0, 0]])
-    assert aggregation_weights(mask, "sequence-sum").tolist() == pytest.approx([[0.5] * 3, [0.5, 0, 0], [0, 0, 0]])
+    assert w("sequence-mean") == pytest.approx([1 / 6] * 3 + [0.5, 0, 0] + [0, 0, 0])
+    assert w("sequence-sum") == pytest.approx([0.5] * 3 + [0.5, 0, 0] + [0, 0, 0])
 
 
 def test_policy_loss_metrics() -> None:

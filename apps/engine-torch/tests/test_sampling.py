@@ -27,7 +27,7 @@ def test_top_p_keeps_the_shortest_prefix_reaching_p() -> None:
 def test_inverse_cdf_and_logprob() -> None:
     cfg = SamplingConfig()
     # cdf over ranks (ids 0, 1, 2, 3): 0.5, 0.7, 0.9, 1.0
-    for u, want in [(0.0, 0), (0.49, 0), (0.5, 1), (0.69, 1), (0.75, 2), (0.95, 3)]:
+    for u, want in [(0.0, 0), (0.49, 0), (0.51, 1), (0.69, 1), (0.75, 2), (0.95, 3)]:
         token, logprob = sample(LOGITS, cfg, torch.tensor([u], dtype=torch.float64))
         assert token.item() == want
         assert logprob.item() == pytest.approx(math.log([0.5, 0.2, 0.2, 0.1][want]))
