@@ -38,7 +38,11 @@ export class Rng {
 
   constructor(readonly seed: number) {
     if (!Number.isInteger(seed)) throw new Error(`Rng seed must be an integer, got ${seed}`);
-    this.generator = xoroshiro128plus(seed | 0);
+    // xoroshiro128+ seeded with a small integer starts from a low-entropy state: its first draws
+    // are close to 1 for seeds like 1 or 42. Mixing the seed first (and skipping a few outputs)
+    // makes nearby seeds give unrelated streams from the first draw.
+    this.generator = xoroshiro128plus(deriveSeed(seed) | 0);
+    for (let i = 0; i < 4; i++) this.generator.next();
   }
 
   /** Uniform float in [0, 1). */

@@ -48,6 +48,13 @@ describe("seeds and Rng", () => {
     expect(Math.abs(counts[2]! / 20000 - 0.75)).toBeLessThan(0.03);
   });
 
+  it("small seeds do not start their streams near 1 (regression: unmixed xoroshiro seeds)", () => {
+    const firsts = Array.from({ length: 64 }, (_, seed) => new Rng(seed).float());
+    expect(firsts.filter((x) => x > 0.99).length).toBeLessThanOrEqual(3);
+    const m = firsts.reduce((a, b) => a + b, 0) / firsts.length;
+    expect(Math.abs(m - 0.5)).toBeLessThan(0.15);
+  });
+
   it("int stays in range and rejects bad bounds", () => {
     fc.assert(
       fc.property(fc.integer({ min: 1, max: 1000 }), fc.integer(), (n, seed) => {

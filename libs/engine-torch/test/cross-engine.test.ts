@@ -40,7 +40,14 @@ const files = encodeCheckpoint({ config, weights, tokenizer });
 /** Every term of the loss on, the clip and the norm clip active, AdamW ε large enough that the
  * first step depends on the gradient's magnitude, not only its sign (m̂/(√v̂+ε) = g/(|g|+ε)). */
 const stepConfig: TrainStepConfig = {
-  loss: { clipLow: 0.2, clipHigh: 0.28, dualClip: 3, klCoef: 0.1, entropyCoef: 0.01, aggregation: "sequence-mean" },
+  loss: {
+    clipLow: 0.2,
+    clipHigh: 0.28,
+    dualClip: 3,
+    klCoef: 0.1,
+    entropyCoef: 0.01,
+    aggregation: "sequence-mean",
+  },
   optimizer: {
     lr: 1e-2,
     beta1: 0.9,
@@ -76,7 +83,9 @@ describe.skipIf(!torchAvailable)("embedded engine ↔ torch worker", () => {
       torch.encode("p", userObservation("name a colour"), "teal, I think"),
       torch.encode("p", userObservation("hi"), "hello there"),
     ];
-    const ref = seqs.map((s) => qwenReferenceLogprobs(config, weights, s.promptTokenIds, s.completionTokenIds));
+    const ref = seqs.map((s) =>
+      qwenReferenceLogprobs(config, weights, s.promptTokenIds, s.completionTokenIds),
+    );
     // old log-probs off the current policy by ±0.3 so that both clip branches and the dual clip occur
     batch = seqs.map((s, b) => ({
       ...s,
@@ -92,7 +101,10 @@ describe.skipIf(!torchAvailable)("embedded engine ↔ torch worker", () => {
   });
 
   it("gives the same log-probs as the embedded engine and the float64 reference (1e-4)", async () => {
-    const seqs = batch.map(({ promptTokenIds, completionTokenIds }) => ({ promptTokenIds, completionTokenIds }));
+    const seqs = batch.map(({ promptTokenIds, completionTokenIds }) => ({
+      promptTokenIds,
+      completionTokenIds,
+    }));
     const [fromTorch, fromOnnx] = await Promise.all([torch.logprobs("p", seqs), onnx.logprobs("p", seqs)]);
     seqs.forEach((s, b) => {
       const ref = qwenReferenceLogprobs(config, weights, s.promptTokenIds, s.completionTokenIds);
@@ -116,7 +128,9 @@ describe.skipIf(!torchAvailable)("embedded engine ↔ torch worker", () => {
         const logits = qwenReferenceLogits(config, weights, ids.slice(0, -1));
         const V = config.vocab_size;
         const P = s.promptTokenIds.length;
-        const rows = s.completionTokenIds.map((_, j) => logSoftmax(logits.subarray((P - 1 + j) * V, (P + j) * V)));
+        const rows = s.completionTokenIds.map((_, j) =>
+          logSoftmax(logits.subarray((P - 1 + j) * V, (P + j) * V)),
+        );
         return {
           logprobs: rows.map((row, j) => row[s.completionTokenIds[j]!]!),
           oldLogprobs: s.oldLogprobs,

@@ -69,7 +69,11 @@ describe.skipIf(!torchAvailable)("TorchEngine with a worker process", () => {
     const alone = await engine.generate([{ policyId: "solo", observation: obs, seed: 42 }], sampling);
     const batched = await engine.generate(
       [
-        { policyId: "solo", observation: userObservation("a much longer prompt than the other one"), seed: 1 },
+        {
+          policyId: "solo",
+          observation: userObservation("a much longer prompt than the other one"),
+          seed: 1,
+        },
         { policyId: "solo", observation: obs, seed: 42 },
         { policyId: "coder", observation: obs, seed: 42 },
       ],
@@ -101,7 +105,10 @@ describe.skipIf(!torchAvailable)("TorchEngine with a worker process", () => {
 
   it("greedy decoding has log-prob 0 and stops at a stop token, which ends the tokens but not the text", async () => {
     const greedy = { temperature: 0, topP: 1, topK: 0, maxTokens: 6, stop: [], stopTokenIds: [] };
-    const [free] = await engine.generate([{ policyId: "solo", observation: userObservation("x"), seed: 0 }], greedy);
+    const [free] = await engine.generate(
+      [{ policyId: "solo", observation: userObservation("x"), seed: 0 }],
+      greedy,
+    );
     expect(free!.logprobs.every((x) => x === 0)).toBe(true);
     const third = free!.tokenIds[2]!;
     const [stopped] = await engine.generate(
@@ -117,7 +124,10 @@ describe.skipIf(!torchAvailable)("TorchEngine with a worker process", () => {
 
   it("cuts the text at a stop string and the tokens at the token that completed it", async () => {
     const sampling = { temperature: 1, topP: 1, topK: 0, maxTokens: 10, stop: [], stopTokenIds: [] };
-    const [free] = await engine.generate([{ policyId: "solo", observation: userObservation("y"), seed: 9 }], sampling);
+    const [free] = await engine.generate(
+      [{ policyId: "solo", observation: userObservation("y"), seed: 9 }],
+      sampling,
+    );
     const tokenizer = engine.tokenizerOf("solo");
     const ids = free!.tokenIds.filter((t) => t < 256); // plain bytes: decodes one char per byte when ASCII
     const stopText = tokenizer.decode(free!.tokenIds.slice(3, 5));
@@ -141,7 +151,11 @@ describe.skipIf(!torchAvailable)("TorchEngine with a worker process", () => {
       "solo",
       [
         { ...seq, oldLogprobs: before!, advantage: 1 },
-        { ...engine.encode("solo", userObservation("other"), "no"), oldLogprobs: [-5, -5, -5], advantage: -1 },
+        {
+          ...engine.encode("solo", userObservation("other"), "no"),
+          oldLogprobs: [-5, -5, -5],
+          advantage: -1,
+        },
       ],
       trainConfig,
     );
@@ -166,7 +180,10 @@ describe.skipIf(!torchAvailable)("TorchEngine with a worker process", () => {
     expect(coder1).not.toEqual(coder0);
     expect(baseAfter).toEqual(base);
     // the tester adapter is untouched: still the frozen base (not the trained "solo" copy)
-    expect(tester!.reduce((a, b) => a + b)).not.toBeCloseTo(coder1!.reduce((a, b) => a + b), 6);
+    expect(tester!.reduce((a, b) => a + b)).not.toBeCloseTo(
+      coder1!.reduce((a, b) => a + b),
+      6,
+    );
     const files = await engine.save("coder");
     expect(Object.keys(files).sort()).toEqual([
       "adapter_config.json",

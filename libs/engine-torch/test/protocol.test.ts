@@ -1,6 +1,13 @@
 import fc from "fast-check";
 import { describe, expect, it } from "vitest";
-import { encodeFrame, type Frame, FrameReader, PROTOCOL_VERSION, parseHeader, ProtocolError } from "../src/protocol.ts";
+import {
+  encodeFrame,
+  type Frame,
+  FrameReader,
+  PROTOCOL_VERSION,
+  ProtocolError,
+  parseHeader,
+} from "../src/protocol.ts";
 
 function frame(overrides: Partial<Frame> = {}): Frame {
   return {

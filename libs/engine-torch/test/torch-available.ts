@@ -16,4 +16,13 @@ if (!torchAvailable) {
 }
 
 /** Worker arguments for tests: CPU, one thread (the CI box has 2 cores shared by everyone). */
-export const TEST_WORKER_ARGS = ["--device", "cpu", "--threads", "1", "--model-backend", "troupe", "--generator", "torch"];
+export const TEST_WORKER_ARGS = [
+  "--device",
+  "cpu",
+  "--threads",
+  "1",
+  "--model-backend",
+  "troupe",
+  "--generator",
+  "torch",
+];

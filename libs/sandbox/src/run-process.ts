@@ -123,6 +123,9 @@ export function runProcess(plan: ProcessPlan): Promise<ProcessOutcome> {
     });
     const stdout = new CappedBuffer(plan.outputBytes);
     const stderr = new CappedBuffer(plan.outputBytes);
+    // stdio[1] and [2] are always "pipe" (see childStdio), so these streams exist.
+    const childStdout = child.stdout!;
+    const childStderr = child.stderr!;
     let killedFor: KillReason = null;
     let exit: { code: number | null; signal: string | null } | null = null;
     let finished = false;
@@ -139,8 +142,8 @@ export function runProcess(plan: ProcessPlan): Promise<ProcessOutcome> {
       finished = true;
       clearTimeout(deadline);
       clearTimeout(drainTimer);
-      child.stdout.destroy();
-      child.stderr.destroy();
+      childStdout.destroy();
+      childStderr.destroy();
       resolve({
         exitCode: exit.code,
         signal: exit.signal,
@@ -152,10 +155,10 @@ export function runProcess(plan: ProcessPlan): Promise<ProcessOutcome> {
       });
     };
 
-    child.stdout.on("data", (chunk: Buffer) => {
+    childStdout.on("data", (chunk: Buffer) => {
       if (!stdout.push(chunk)) kill("output");
     });
-    child.stderr.on("data", (chunk: Buffer) => {
+    childStderr.on("data", (chunk: Buffer) => {
       if (!stderr.push(chunk)) kill("output");
     });
     child.on("error", (error) => {

@@ -187,6 +187,28 @@ export class Graph {
     }
   }
 
+  /**
+   * `output(v, name)` renames through an Identity node, and ORT's Identity copies its input (an
+   * extra copy of every gradient and KV-cache tensor per run). At serialisation, an Identity whose
+   * input is an internal value used by no other output is dropped and the producer writes the
+   * output name directly.
+   */
+  private foldOutputIdentities(): { nodes: NodeRecord[]; rename: Map<string, string> } {
+    const outputNames = new Set(this.outputs.map((v) => v.name));
+    const external = new Set([...this.inputs.map((v) => v.name), ...this.initializers.map((i) => i.name)]);
+    const produced = new Set(this.nodes.flatMap((n) => n.outputs));
+    const rename = new Map<string, string>();
+    const nodes = this.nodes.filter((n) => {
+      if (n.opType !== "Identity" || !outputNames.has(n.outputs[0]!)) return true;
+      const source = n.inputs[0]!;
+      if (external.has(source) || outputNames.has(source) || !produced.has(source) || rename.has(source))
+        return true;
+      rename.set(source, n.outputs[0]!);
+      return false;
+    });
+    return { nodes, rename };
+  }
+
   /** Serialises to ONNX ModelProto bytes. */
   toBytes(): Uint8Array {
     const valueInfo = (v: Value) =>
@@ -201,13 +223,15 @@ export class Graph {
           },
         },
       });
+    const { nodes, rename } = this.foldOutputIdentities();
+    const mapped = (name: string) => rename.get(name) ?? name;
     const graph = onnx.GraphProto.create({
       name: this.name,
-      node: this.nodes.map((n) =>
+      node: nodes.map((n) =>
         onnx.NodeProto.create({
           opType: n.opType,
-          input: [...n.inputs],
-          output: [...n.outputs],
+          input: n.inputs.map(mapped),
+          output: n.outputs.map(mapped),
           domain: n.domain,
           attribute: Object.entries(n.attrs).map(([name, value]) => attribute(name, value)),
         }),

@@ -31,7 +31,8 @@ export class GraphSession {
 
   static async create(graph: Graph, options: SessionOptions = {}): Promise<GraphSession> {
     const session = await ort.InferenceSession.create(graph.toBytes(), {
-      intraOpNumThreads: options.intraOpThreads ?? (Number(process.env.TROUPE_ORT_THREADS) || DEFAULT_INTRA_OP_THREADS),
+      intraOpNumThreads:
+        options.intraOpThreads ?? (Number(process.env.TROUPE_ORT_THREADS) || DEFAULT_INTRA_OP_THREADS),
       interOpNumThreads: 1,
       executionMode: "sequential",
       graphOptimizationLevel: options.optimization ?? defaultOptimization(graph),

@@ -102,6 +102,8 @@ export interface GameEnvironment<Puzzle, Board> extends Environment<GameState<Pu
     readonly team: readonly [number, number];
     readonly local: readonly [number, number];
   };
+  /** Synchronous: the initial state depends only on the task. */
+  reset(task: Task<Puzzle>, seed: number): GameState<Puzzle, Board>;
   /** `count` distinct tasks of `split`, disjoint from every other split (see splits.ts). */
   generateTasks(split: Split, count: number, options?: GenerateOptions): Task<Puzzle>[];
   /** The solver's next action text for `agent` (see `gameDemo`). */
@@ -346,10 +348,11 @@ export function gameEnvironment<Puzzle, Board, Move>(
  * Compact prompt: `<game> <role>`, the board one row per line, the last report, and a cue.
  * e.g. for the fixer:
  *   path fixer
- *   A..#
+ *   .A#.
  *   .#..
- *   ...G
- *   last: RRD: blocked at step 3 (0,2)
+ *   ...#
+ *   #..G
+ *   last: RR: blocked at step 2 (0,1)
  *   fix:
  */
 export function compactObservation<Puzzle, Board>(

@@ -52,6 +52,8 @@ export interface GenerateSplitArgs<Payload> {
   readonly fractions: SplitFractions;
   /** Candidates tried per requested task before giving up (the instance space may be too small). */
   readonly attemptsPerTask?: number;
+  /** Consecutive candidates without a new task before giving up (an exhausted instance space). */
+  readonly maxStall?: number;
   /**
    * Draws one candidate, or null to reject it. `inSplit(key)` tells whether a split key lands in
    * the requested split: generators call it as soon as they know the key, to skip expensive work
@@ -71,12 +73,14 @@ export function generateSplitTasks<Payload>(args: GenerateSplitArgs<Payload>): T
   if (!Number.isInteger(seed)) throw new Error(`${env}: seed must be an integer, got ${seed}`);
   const inSplit = (key: unknown) => splitOfKey(key, fractions) === split;
   const maxAttempts = count * (args.attemptsPerTask ?? 500) + 1000;
+  const maxStall = args.maxStall ?? 20_000;
   const tasks: Task<Payload>[] = [];
   const seen = new Set<string>();
+  let lastNew = 0;
   for (let i = 0; tasks.length < count; i++) {
-    if (i >= maxAttempts) {
+    if (i >= maxAttempts || i - lastNew > maxStall) {
       throw new Error(
-        `${env}: only ${tasks.length} of ${count} distinct ${split} instances after ${maxAttempts} candidates; ` +
+        `${env}: only ${tasks.length} of ${count} distinct ${split} instances after ${i} candidates; ` +
           "the instance space for these options is too small (enlarge the puzzle or ask for fewer tasks)",
       );
     }
@@ -85,6 +89,7 @@ export function generateSplitTasks<Payload>(args: GenerateSplitArgs<Payload>): T
     const hash = stableHash(instance.instanceKey);
     if (seen.has(hash)) continue;
     seen.add(hash);
+    lastNew = i;
     tasks.push({ id: `${env}-${split}-${hash.slice(0, 16)}`, split, payload: instance.payload });
   }
   return tasks;

@@ -1,4 +1,4 @@
-import { checkTeam, deepFreeze, Rng, stableHash, type StepResult, type Task, turnStages } from "@troupe/core";
+import { checkTeam, deepFreeze, Rng, type StepResult, stableHash, type Task, turnStages } from "@troupe/core";
 import { describe, expect, it } from "vitest";
 import {
   envTeam,
@@ -16,9 +16,24 @@ type AnyEnv = GameEnvironment<unknown, unknown>;
 type AnyDemo = (task: Task<never>, state: GameState<never, never>, agent: string) => string;
 
 const games: { name: string; env: AnyEnv; demo: AnyDemo; randomPlan: (rng: Rng) => string }[] = [
-  { name: "plan-path", env: planPathEnv() as unknown as AnyEnv, demo: planPathDemo as AnyDemo, randomPlan: randomMoves },
-  { name: "sokoban", env: sokobanEnv() as unknown as AnyEnv, demo: sokobanDemo as AnyDemo, randomPlan: randomMoves },
-  { name: "sudoku", env: sudokuEnv() as unknown as AnyEnv, demo: sudokuDemo as AnyDemo, randomPlan: randomPlacements },
+  {
+    name: "plan-path",
+    env: planPathEnv() as unknown as AnyEnv,
+    demo: planPathDemo as AnyDemo,
+    randomPlan: randomMoves,
+  },
+  {
+    name: "sokoban",
+    env: sokobanEnv() as unknown as AnyEnv,
+    demo: sokobanDemo as AnyDemo,
+    randomPlan: randomMoves,
+  },
+  {
+    name: "sudoku",
+    env: sudokuEnv() as unknown as AnyEnv,
+    demo: sudokuDemo as AnyDemo,
+    randomPlan: randomPlacements,
+  },
 ];
 
 function randomMoves(rng: Rng): string {
@@ -128,6 +143,8 @@ describe("tool roles need a CodeRunner", () => {
   it("refuses to construct without one, naming the option", () => {
     expect(() => planPathEnv({ roles: "tool" })).toThrow(/needs a CodeRunner in options.runner/);
     expect(() => sokobanEnv({ roles: "tool" })).toThrow(/needs a CodeRunner/);
-    expect(() => sudokuEnv({ roles: "tool", runner: {} as never })).toThrow(/runner: runner must be a CodeRunner/);
+    expect(() => sudokuEnv({ roles: "tool", runner: {} as never })).toThrow(
+      /runner: runner must be a CodeRunner/,
+    );
   });
 });
