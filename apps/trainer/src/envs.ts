@@ -28,7 +28,9 @@ function gameEntry(factory: GameFactory) {
   };
 }
 
-export const ENVIRONMENTS: Readonly<Record<string, (options: Record<string, unknown>) => TrainerEnvironment>> = {
+export const ENVIRONMENTS: Readonly<
+  Record<string, (options: Record<string, unknown>) => TrainerEnvironment>
+> = {
   "plan-path": gameEntry(planPathEnv),
   sokoban: gameEntry(sokobanEnv),
   sudoku: gameEntry(sudokuEnv),
@@ -37,7 +39,9 @@ export const ENVIRONMENTS: Readonly<Record<string, (options: Record<string, unkn
 export function createEnvironment(name: string, options: Record<string, unknown>): TrainerEnvironment {
   const factory = ENVIRONMENTS[name];
   if (!factory) {
-    throw new Error(`recipe: environment.name: unknown environment "${name}" (known: ${Object.keys(ENVIRONMENTS).join(", ")})`);
+    throw new Error(
+      `recipe: environment.name: unknown environment "${name}" (known: ${Object.keys(ENVIRONMENTS).join(", ")})`,
+    );
   }
   return factory(options);
 }

@@ -38,7 +38,13 @@ export async function evaluate(
   const out = await rolloutParallel(
     { runId: "eval", step: 0, seed, env: trainerEnv.env, team, policies, sampling },
     tasks,
-    { groupSize: 1, gamma: 1, teamWeight: 1, localWeight: 0, advantage: { baseline: "raw", normalizeStd: false, eps: 0 } },
+    {
+      groupSize: 1,
+      gamma: 1,
+      teamWeight: 1,
+      localWeight: 0,
+      advantage: { baseline: "raw", normalizeStd: false, eps: 0 },
+    },
   );
   const successes = out.episodes.filter((e) => e.success).length;
   const n = out.episodes.length;

@@ -41,7 +41,11 @@ export async function learnerStep(
   config: LearnerConfig,
 ): Promise<Map<PolicyId, TrainMetrics>> {
   const metrics = new Map<PolicyId, TrainMetrics>();
-  const stepConfig: TrainStepConfig = { loss: config.loss, optimizer: config.optimizer, microBatchSize: config.microBatchSize };
+  const stepConfig: TrainStepConfig = {
+    loss: config.loss,
+    optimizer: config.optimizer,
+    microBatchSize: config.microBatchSize,
+  };
   for (const [policyId, batch] of batchesByPolicy(samples)) {
     if (batch.every((s) => s.advantage === 0)) continue; // no signal: skip the update (and the optimizer step)
     metrics.set(policyId, await engine.trainStep(policyId, batch, stepConfig));

@@ -17,7 +17,12 @@ describe("recipes", () => {
   });
 
   it("--set overrides nested keys with typed values", () => {
-    const r = loadRecipeText(minimal, ["strategy.candidates=8", "train.steps=3", "team.specialisation=shared", "sampling.stop=[\"\\n\"]"]);
+    const r = loadRecipeText(minimal, [
+      "strategy.candidates=8",
+      "train.steps=3",
+      "team.specialisation=shared",
+      'sampling.stop=["\\n"]',
+    ]);
     expect(r.strategy).toMatchObject({ candidates: 8 });
     expect(r.train.steps).toBe(3);
     expect(r.team.specialisation).toBe("shared");
@@ -38,7 +43,9 @@ describe("recipes", () => {
   });
 
   it("strategy-specific keys are checked against the chosen strategy", () => {
-    expect(() => loadRecipeText(minimal, ["strategy.jointMode=cross"])).toThrow(/unknown key "strategy\.jointMode"/);
+    expect(() => loadRecipeText(minimal, ["strategy.jointMode=cross"])).toThrow(
+      /unknown key "strategy\.jointMode"/,
+    );
     const m = loadRecipeText(minimal, ["strategy.name=magrpo", "strategy.jointMode=aligned"]);
     expect(m.strategy).toMatchObject({ name: "magrpo", jointMode: "aligned", groupSize: 4, gamma: 0.9 });
   });

@@ -85,7 +85,9 @@ export const LossSchema = z.strictObject({
   dualClip: z.number().gt(1).optional(),
   klCoef: z.number().min(0).default(defaultPolicyLossConfig.klCoef),
   entropyCoef: z.number().min(0).default(defaultPolicyLossConfig.entropyCoef),
-  aggregation: z.enum(["token-mean", "sequence-mean", "sequence-sum"]).default(defaultPolicyLossConfig.aggregation),
+  aggregation: z
+    .enum(["token-mean", "sequence-mean", "sequence-sum"])
+    .default(defaultPolicyLossConfig.aggregation),
 });
 
 export const OptimizerSchema = z.strictObject({
@@ -118,7 +120,9 @@ export const RecipeSchema = z.strictObject({
       turnOrder: z.enum(["sequential", "parallel"]).optional(),
     })
     .default({ specialisation: "per-role" }),
-  engine: z.strictObject({ kind: z.enum(["onnx", "torch", "openai"]).default("onnx") }).default({ kind: "onnx" }),
+  engine: z
+    .strictObject({ kind: z.enum(["onnx", "torch", "openai"]).default("onnx") })
+    .default({ kind: "onnx" }),
   model: ModelSchema.default(ModelSchema.parse({})),
   strategy: StrategySchema,
   sampling: SamplingParamsSchema.partial().default({}),
@@ -176,7 +180,10 @@ export function parseOverrideValue(text: string): unknown {
 }
 
 /** Applies `a.b.c=value` overrides to a plain recipe object (before validation). */
-export function applyOverrides(raw: Record<string, unknown>, overrides: readonly string[]): Record<string, unknown> {
+export function applyOverrides(
+  raw: Record<string, unknown>,
+  overrides: readonly string[],
+): Record<string, unknown> {
   const out = structuredClone(raw);
   for (const assignment of overrides) {
     const eq = assignment.indexOf("=");
@@ -214,7 +221,11 @@ export function parseRecipe(raw: unknown, where = "recipe"): Recipe {
   throw new RecipeError(lines.join("\n"));
 }
 
-export function loadRecipeText(yamlText: string, overrides: readonly string[] = [], where = "recipe"): Recipe {
+export function loadRecipeText(
+  yamlText: string,
+  overrides: readonly string[] = [],
+  where = "recipe",
+): Recipe {
   let raw: unknown;
   try {
     raw = parseYaml(yamlText);

@@ -67,7 +67,10 @@ export async function collectDemonstrations(
   options: { readonly mistakeRate: number; readonly seed: number },
 ): Promise<Demonstration[]> {
   const demo = trainerEnv.demo;
-  if (!demo) throw new Error(`environment "${trainerEnv.env.name}" has no solver demonstrations: remove the sft section`);
+  if (!demo)
+    throw new Error(
+      `environment "${trainerEnv.env.name}" has no solver demonstrations: remove the sft section`,
+    );
   const { env } = trainerEnv;
   const out: Demonstration[] = [];
   for (const task of tasks) {

@@ -9,7 +9,14 @@
  * because every seed derives from (run seed, step, task, branch), the redone step produces the
  * same samples: nothing lost, nothing duplicated.
  */
-import { deriveSeed, type PolicySet, type Sample, samplingParams, type Team, teamPolicies } from "@troupe/core";
+import {
+  deriveSeed,
+  type PolicySet,
+  type Sample,
+  samplingParams,
+  type Team,
+  teamPolicies,
+} from "@troupe/core";
 import { type Engine, enginePolicy, type OptimizerConfig } from "@troupe/engine";
 import type { MetricValue, RunStore } from "@troupe/storage";
 import type { TrainerEnvironment } from "./envs.ts";
@@ -64,7 +71,11 @@ export function evalTasks(trainerEnv: TrainerEnvironment, recipe: Recipe) {
 }
 
 export function trainTasks(trainerEnv: TrainerEnvironment, recipe: Recipe, step: number) {
-  return trainerEnv.generateTasks("train", recipe.train.tasksPerStep, deriveSeed(recipe.seed, "train-tasks", step));
+  return trainerEnv.generateTasks(
+    "train",
+    recipe.train.tasksPerStep,
+    deriveSeed(recipe.seed, "train-tasks", step),
+  );
 }
 
 function policySet(engine: Engine, team: Team, version: number): PolicySet {
@@ -72,7 +83,12 @@ function policySet(engine: Engine, team: Team, version: number): PolicySet {
 }
 
 /** Loads the checkpoints of a committed step into the engine. */
-export async function restoreStep(engine: Engine, runStore: RunStore, team: Team, step: number): Promise<void> {
+export async function restoreStep(
+  engine: Engine,
+  runStore: RunStore,
+  team: Team,
+  step: number,
+): Promise<void> {
   for (const policyId of teamPolicies(team)) {
     await engine.load(policyId, await runStore.readCheckpoint(policyId, step));
   }
@@ -91,7 +107,14 @@ export async function train(options: TrainOptions): Promise<TrainSummary> {
   }
   const evals: { step: number; result: EvalResult }[] = [];
   const runEval = async (step: number): Promise<EvalResult> => {
-    const result = await evaluate(trainerEnv, team, policySet(engine, team, step), testTasks, evalSampling, recipe.seed);
+    const result = await evaluate(
+      trainerEnv,
+      team,
+      policySet(engine, team, step),
+      testTasks,
+      evalSampling,
+      recipe.seed,
+    );
     evals.push({ step, result });
     reporter.eval(step, result);
     return result;
@@ -160,7 +183,13 @@ export async function train(options: TrainOptions): Promise<TrainSummary> {
     });
     if (options.stopRequested?.()) {
       reporter.note(`stopped after committing step ${step}; continue with --resume`);
-      return { runId: runStore.runId, firstStep, lastCommittedStep: lastCommitted, stoppedEarly: true, evals };
+      return {
+        runId: runStore.runId,
+        firstStep,
+        lastCommittedStep: lastCommitted,
+        stoppedEarly: true,
+        evals,
+      };
     }
   }
   await runStore.writeMetricsJsonl({ committedOnly: true });
