@@ -9,7 +9,9 @@ export async function createEngine(recipe: Recipe, policyIds: readonly PolicyId[
     case "onnx": {
       const { from, ...model } = recipe.model;
       if (from !== undefined) {
-        throw new Error(`recipe: model.from: loading "${from}" is done with --resume or trainer:sft checkpoints in this version`);
+        throw new Error(
+          `recipe: model.from: loading "${from}" is done with --resume or trainer:sft checkpoints in this version`,
+        );
       }
       const headDim = model.hidden_size / model.num_attention_heads;
       if (!Number.isInteger(headDim)) {

@@ -18,6 +18,7 @@ import { createEnvironment } from "./envs.ts";
 import { loadRecipeText, parseRecipe, type Recipe, RecipeError } from "./recipe.ts";
 import { consoleReporter, table } from "./reporter.ts";
 import { train } from "./train.ts";
+import { warmStart } from "./warm-start.ts";
 
 const appRoot = resolve(dirname(fileURLToPath(import.meta.url)), "..");
 const workspaceRoot = resolve(appRoot, "../..");
@@ -30,7 +31,11 @@ const USAGE = `usage: trainer train [--recipe <name|path>] [--set key=value]... 
   --resume  continue a run from its newest committed step (the newest run of the recipe without --run)`;
 
 export function resolveRecipePath(name: string): string {
-  const candidates = [resolve(invokedFrom, name), join(appRoot, "recipes", `${name}.yaml`), join(appRoot, "recipes", name)];
+  const candidates = [
+    resolve(invokedFrom, name),
+    join(appRoot, "recipes", `${name}.yaml`),
+    join(appRoot, "recipes", name),
+  ];
   const found = candidates.find((p) => existsSync(p) && p.match(/\.ya?ml$/));
   if (!found) throw new RecipeError(`recipe "${name}" not found (looked at ${candidates.join(", ")})`);
   return found;
@@ -50,7 +55,11 @@ async function newestRunOf(recipe: Recipe): Promise<string | undefined> {
 }
 
 function timestampId(): string {
-  return new Date().toISOString().replace(/[-:]/g, "").replace(/\.\d+Z$/, "Z").replace("T", "-");
+  return new Date()
+    .toISOString()
+    .replace(/[-:]/g, "")
+    .replace(/\.\d+Z$/, "Z")
+    .replace("T", "-");
 }
 
 async function commandTrain(argv: string[]): Promise<number> {
@@ -70,8 +79,12 @@ async function commandTrain(argv: string[]): Promise<number> {
   if (values.resume) {
     runId ??= await newestRunOf(recipe);
     if (!runId) throw new RecipeError(`--resume: no run of recipe "${recipe.name}" in ${recipe.store}`);
-    const stored = parseRecipe(await new RunStore(storeFor(recipe), runId).readConfig(), `run ${runId} config`);
-    if (values.set.length > 0) throw new RecipeError("--resume continues a run with its own recipe: drop --set");
+    const stored = parseRecipe(
+      await new RunStore(storeFor(recipe), runId).readConfig(),
+      `run ${runId} config`,
+    );
+    if (values.set.length > 0)
+      throw new RecipeError("--resume continues a run with its own recipe: drop --set");
     recipe = stored;
   }
   runId ??= `${recipe.name}-${timestampId()}`;
@@ -102,7 +115,18 @@ async function commandTrain(argv: string[]): Promise<number> {
     `run ${runId}: ${recipe.environment.name} · team ${fullTeam.roles.map((r) => `${r.id}→${r.policy}`).join(", ")} · ` +
       `${recipe.strategy.name} · ${recipe.train.steps} steps · store ${recipe.store}`,
   );
-  const summary = await train({ recipe, trainerEnv, team: fullTeam, engine, runStore, reporter, stopRequested: () => stop });
+  if ((await runStore.latestCommittedStep()) === undefined) {
+    await warmStart(recipe, trainerEnv, fullTeam, engine, storeFor(recipe), reporter);
+  }
+  const summary = await train({
+    recipe,
+    trainerEnv,
+    team: fullTeam,
+    engine,
+    runStore,
+    reporter,
+    stopRequested: () => stop,
+  });
   reporter.finish();
   await engine.close();
   const rows = summary.evals.map(({ step, result }) => ({
@@ -112,8 +136,15 @@ async function commandTrain(argv: string[]): Promise<number> {
     "team return": result.meanTeamReturn.toFixed(3),
     tasks: result.tasks,
   }));
-  process.stdout.write(`\n${table(rows)}\n\nrun ${runId}: ${summary.stoppedEarly ? "stopped" : "finished"} at step ${summary.lastCommittedStep ?? "-"}\n`);
-  process.stdout.write(`artifacts: ${recipe.store.replace(/\/$/, "")}/runs/${runId}/ (config.json, steps/, checkpoints/, metrics.jsonl)\n`.replace("/runs/runs/", "/runs/"));
+  process.stdout.write(
+    `\n${table(rows)}\n\nrun ${runId}: ${summary.stoppedEarly ? "stopped" : "finished"} at step ${summary.lastCommittedStep ?? "-"}\n`,
+  );
+  process.stdout.write(
+    `artifacts: ${recipe.store.replace(/\/$/, "")}/runs/${runId}/ (config.json, steps/, checkpoints/, metrics.jsonl)\n`.replace(
+      "/runs/runs/",
+      "/runs/",
+    ),
+  );
   return 0;
 }
 
@@ -146,4 +177,3 @@ if (process.argv[1] && resolve(process.argv[1]) === fileURLToPath(import.meta.ur
     process.exitCode = code;
   });
 }
-

@@ -5,7 +5,9 @@
 import type { EvalResult } from "./evaluate.ts";
 import type { StepReport, TrainReporter } from "./train.ts";
 
-export function consoleReporter(stream: NodeJS.WriteStream = process.stderr): TrainReporter & { finish(): void } {
+export function consoleReporter(
+  stream: NodeJS.WriteStream = process.stderr,
+): TrainReporter & { finish(): void } {
   const tty = stream.isTTY === true;
   let lastLineLive = false;
   const started = performance.now();
@@ -68,8 +70,14 @@ export function table(rows: readonly Record<string, string | number>[]): string 
   if (rows.length === 0) return "(none)";
   const cols = Object.keys(rows[0]!);
   const width = cols.map((c) => Math.max(c.length, ...rows.map((r) => String(r[c] ?? "").length)));
-  const line = (cells: string[]) => cells.map((c, i) => c.padEnd(width[i]!)).join("  ").trimEnd();
-  return [line(cols), line(width.map((w) => "-".repeat(w))), ...rows.map((r) => line(cols.map((c) => String(r[c] ?? ""))))].join(
-    "\n",
-  );
+  const line = (cells: string[]) =>
+    cells
+      .map((c, i) => c.padEnd(width[i]!))
+      .join("  ")
+      .trimEnd();
+  return [
+    line(cols),
+    line(width.map((w) => "-".repeat(w))),
+    ...rows.map((r) => line(cols.map((c) => String(r[c] ?? "")))),
+  ].join("\n");
 }

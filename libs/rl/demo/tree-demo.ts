@@ -35,12 +35,19 @@ function table(rows: Record<string, string | number>[]): string {
   const cols = Object.keys(rows[0]!);
   const width = cols.map((c) => Math.max(c.length, ...rows.map((r) => String(r[c]).length)));
   const line = (cells: string[]) => cells.map((c, i) => c.padEnd(width[i]!)).join("  ");
-  return [line(cols), line(width.map((w) => "-".repeat(w))), ...rows.map((r) => line(cols.map((c) => String(r[c]))))].join("\n");
+  return [
+    line(cols),
+    line(width.map((w) => "-".repeat(w))),
+    ...rows.map((r) => line(cols.map((c) => String(r[c])))),
+  ].join("\n");
 }
 
 const fmt = (x: number) => (Object.is(x, -0) ? 0 : x).toFixed(3);
 
-function treeRows(node: RolloutNode, rows: Record<string, string | number>[] = []): Record<string, string | number>[] {
+function treeRows(
+  node: RolloutNode,
+  rows: Record<string, string | number>[] = [],
+): Record<string, string | number>[] {
   if (node.path.length > 0) {
     rows.push({
       node: node.path.join("."),
@@ -76,10 +83,16 @@ const parallelTeam: Team = {
     { id: "b", policy: "b" },
   ],
 };
-const magrpo = await rolloutMagrpo(ctx(parallelTeam), [task], { ...defaultMagrpoConfig, groupSize: 2, jointMode: "aligned" });
+const magrpo = await rolloutMagrpo(ctx(parallelTeam), [task], {
+  ...defaultMagrpoConfig,
+  groupSize: 2,
+  jointMode: "aligned",
+});
 console.log(`MAGRPO (aligned, G=2, γ=${defaultMagrpoConfig.gamma}, T=2) on sum-to-target, target 7`);
 console.log(table(treeRows(magrpo.trees[0]!)));
-console.log(`\n${magrpo.samples.length} samples in ${new Set(magrpo.samples.map((s) => s.groupKey)).size} groups, ${magrpo.stats.leaves} leaves\n`);
+console.log(
+  `\n${magrpo.samples.length} samples in ${new Set(magrpo.samples.map((s) => s.groupKey)).size} groups, ${magrpo.stats.leaves} leaves\n`,
+);
 
 const atgrpo = await rolloutAtgrpo(ctx({ ...parallelTeam, turnOrder: "sequential", maxTurns: 3 }), [task], {
   ...defaultAtgrpoConfig,
@@ -88,4 +101,6 @@ const atgrpo = await rolloutAtgrpo(ctx({ ...parallelTeam, turnOrder: "sequential
 console.log("AT-GRPO (K=3, α=1, argmax continues), groups keyed (task, turn, agent)");
 console.log(table(sampleRows(atgrpo.samples)));
 const ep = atgrpo.episodes[0]!;
-console.log(`\nepisode: ${ep.success ? "solved" : "not solved"} in ${ep.turns} turn(s), team return ${ep.teamReturn}`);
+console.log(
+  `\nepisode: ${ep.success ? "solved" : "not solved"} in ${ep.turns} turn(s), team return ${ep.teamReturn}`,
+);

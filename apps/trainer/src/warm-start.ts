@@ -1,0 +1,93 @@
+/**
+ * `trainer:sft` and the warm start of `trainer:train`: supervised steps on solver demonstrations
+ * (see sft.ts), stored as a run of its own under a cache id derived from everything that
+ * determines its result. A second run with the same model, environment, team and SFT settings
+ * loads the finished warm start instead of recomputing it; an interrupted one resumes.
+ */
+import { deriveSeed, stableHash, type Team, teamPolicies } from "@troupe/core";
+import type { Engine } from "@troupe/engine";
+import type { ObjectStore } from "@troupe/storage";
+import { RunStore } from "@troupe/storage";
+import type { TrainerEnvironment } from "./envs.ts";
+import type { Recipe } from "./recipe.ts";
+import { collectDemonstrations, sftStep } from "./sft.ts";
+import { restoreStep, type TrainReporter } from "./train.ts";
+
+export function warmStartId(recipe: Recipe, team: Team): string {
+  const key = {
+    model: recipe.model,
+    environment: recipe.environment,
+    roles: team.roles,
+    maxTurns: team.maxTurns,
+    sft: recipe.sft,
+    optimizer: recipe.optimizer,
+    seed: recipe.seed,
+  };
+  return `sft-${stableHash(key).slice(0, 16)}`;
+}
+
+export interface WarmStartResult {
+  readonly runId: string;
+  readonly cached: boolean;
+  readonly finalNll: Record<string, number>;
+}
+
+export async function warmStart(
+  recipe: Recipe,
+  trainerEnv: TrainerEnvironment,
+  team: Team,
+  engine: Engine,
+  store: ObjectStore,
+  reporter: TrainReporter,
+): Promise<WarmStartResult | undefined> {
+  const sft = recipe.sft;
+  if (!sft || sft.steps === 0) return undefined;
+  const runStore = new RunStore(store, warmStartId(recipe, team));
+  await runStore.writeConfig({ kind: "sft", recipe, team });
+  const latest = await runStore.latestCommittedStep();
+  if (latest !== undefined) await restoreStep(engine, runStore, team, latest);
+  if (latest === sft.steps - 1) {
+    reporter.note(`warm start: loaded cached ${runStore.runId} (${sft.steps} supervised steps)`);
+    return { runId: runStore.runId, cached: true, finalNll: {} };
+  }
+  const optimizer = {
+    ...recipe.optimizer,
+    lr: sft.lr,
+    totalSteps: sft.steps,
+  };
+  // Enough episodes per step to fill the batch: an episode gives one demonstration per role turn.
+  const tasksPerStep = Math.max(1, Math.ceil(sft.batchSize / team.roles.length));
+  let finalNll: Record<string, number> = {};
+  const started = performance.now();
+  for (let step = (latest ?? -1) + 1; step < sft.steps; step++) {
+    const tasks = trainerEnv.generateTasks("train", tasksPerStep, deriveSeed(recipe.seed, "sft-tasks", step));
+    const demos = await collectDemonstrations(trainerEnv, team, tasks, {
+      mistakeRate: sft.mistakeRate,
+      seed: deriveSeed(recipe.seed, "sft", step),
+    });
+    const metrics = await sftStep(engine, demos, optimizer, recipe.train.microBatchSize);
+    for (const policyId of teamPolicies(team)) {
+      await runStore.writeCheckpoint(policyId, step, await engine.save(policyId));
+    }
+    finalNll = Object.fromEntries([...metrics].map(([id, m]) => [id, m.nll]));
+    await runStore.writeMetrics(step, {
+      demonstrations: demos.length,
+      ...Object.fromEntries(
+        [...metrics].flatMap(([id, m]) => [
+          [`${id}/nll`, m.nll],
+          [`${id}/gradNorm`, m.train.gradNorm],
+        ]),
+      ),
+    });
+    await runStore.commitStep(step, new Map(), { kind: "sft" });
+    if ((step + 1) % 10 === 0 || step === sft.steps - 1) {
+      const elapsed = (performance.now() - started) / 1000;
+      reporter.note(
+        `warm start ${step + 1}/${sft.steps}: nll ${Object.entries(finalNll)
+          .map(([id, v]) => `${id} ${v.toFixed(3)}`)
+          .join(", ")} (${elapsed.toFixed(0)} s)`,
+      );
+    }
+  }
+  return { runId: runStore.runId, cached: false, finalNll };
+}
