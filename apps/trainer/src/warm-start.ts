@@ -13,17 +13,28 @@ import type { Recipe } from "./recipe.ts";
 import { collectDemonstrations, sftStep } from "./sft.ts";
 import { restoreStep, type TrainReporter } from "./train.ts";
 
-export function warmStartId(recipe: Recipe, team: Team): string {
-  const key = {
+/** Everything that determines a warm start's result; its hash names the cached run. */
+export function warmStartKey(recipe: Recipe, team: Team) {
+  return {
     model: recipe.model,
     environment: recipe.environment,
     roles: team.roles,
     maxTurns: team.maxTurns,
     sft: recipe.sft,
-    optimizer: recipe.optimizer,
+    // The warm start has its own learning rate and schedule; the rest of the optimizer applies.
+    optimizer: {
+      beta1: recipe.optimizer.beta1,
+      beta2: recipe.optimizer.beta2,
+      eps: recipe.optimizer.eps,
+      weightDecay: recipe.optimizer.weightDecay,
+      maxGradNorm: recipe.optimizer.maxGradNorm,
+    },
     seed: recipe.seed,
   };
-  return `sft-${stableHash(key).slice(0, 16)}`;
+}
+
+export function warmStartId(recipe: Recipe, team: Team): string {
+  return `sft-${stableHash(warmStartKey(recipe, team)).slice(0, 16)}`;
 }
 
 export interface WarmStartResult {
@@ -43,7 +54,7 @@ export async function warmStart(
   const sft = recipe.sft;
   if (!sft || sft.steps === 0) return undefined;
   const runStore = new RunStore(store, warmStartId(recipe, team));
-  await runStore.writeConfig({ kind: "sft", recipe, team });
+  await runStore.writeConfig({ kind: "sft", ...warmStartKey(recipe, team) });
   const latest = await runStore.latestCommittedStep();
   if (latest !== undefined) await restoreStep(engine, runStore, team, latest);
   if (latest === sft.steps - 1) {
