@@ -21,6 +21,7 @@ import { type Engine, enginePolicy, type OptimizerConfig } from "@troupe/engine"
 import type { MetricValue, RunStore } from "@troupe/storage";
 import type { TrainerEnvironment } from "./envs.ts";
 import { type EvalResult, evaluate } from "./evaluate.ts";
+import { faultPoint } from "./faults.ts";
 import { learnerStep } from "./learner.ts";
 import type { Recipe } from "./recipe.ts";
 import { runStrategy } from "./strategies.ts";
@@ -140,14 +141,18 @@ export async function train(options: TrainOptions): Promise<TrainSummary> {
       tasks,
       recipe.strategy,
     );
+    faultPoint("after-rollout", step);
     const learner = await learnerStep(engine, rollout.samples, {
       loss: recipe.loss,
       optimizer: optimizerConfig(recipe),
       microBatchSize: recipe.train.microBatchSize,
     });
-    for (const policyId of teamPolicies(team)) {
+    faultPoint("after-learner", step);
+    for (const [i, policyId] of teamPolicies(team).entries()) {
       await runStore.writeCheckpoint(policyId, step, await engine.save(policyId));
+      if (i === 0) faultPoint("mid-checkpoints", step);
     }
+    faultPoint("after-checkpoints", step);
     const seconds = (performance.now() - started) / 1000;
     const tokens = rollout.samples.reduce((n, s) => n + s.completionTokenIds.length, 0);
     const metrics: Record<string, MetricValue> = {
@@ -165,11 +170,13 @@ export async function train(options: TrainOptions): Promise<TrainSummary> {
     const evalDue = isLast || (recipe.train.evalEvery > 0 && (step + 1) % recipe.train.evalEvery === 0);
     if (evalDue) Object.assign(metrics, prefixed("eval/", evalMetrics(await runEval(step + 1))));
     await runStore.writeMetrics(step, metrics);
+    faultPoint("after-metrics", step);
     await runStore.commitStep(step, new Map<string, readonly Sample[]>([["rollouts", rollout.samples]]), {
       policies: teamPolicies(team),
       tasks: tasks.map((t) => t.id),
     });
     lastCommitted = step;
+    faultPoint("after-commit", step);
     const losses = [...learner.values()].map((m) => m.loss);
     reporter.step({
       step,

@@ -9,6 +9,7 @@ import type { Engine } from "@troupe/engine";
 import type { ObjectStore } from "@troupe/storage";
 import { RunStore } from "@troupe/storage";
 import type { TrainerEnvironment } from "./envs.ts";
+import { faultPoint } from "./faults.ts";
 import type { Recipe } from "./recipe.ts";
 import { collectDemonstrations, sftStep } from "./sft.ts";
 import { restoreStep, type TrainReporter } from "./train.ts";
@@ -91,6 +92,7 @@ export async function warmStart(
       ),
     });
     await runStore.commitStep(step, new Map(), { kind: "sft" });
+    faultPoint("sft-after-step", step);
     if ((step + 1) % 10 === 0 || step === sft.steps - 1) {
       const elapsed = (performance.now() - started) / 1000;
       reporter.note(
