@@ -11,13 +11,15 @@ import { existsSync, readFileSync } from "node:fs";
 import { dirname, join, resolve } from "node:path";
 import { fileURLToPath } from "node:url";
 import { parseArgs } from "node:util";
-import { teamPolicies } from "@troupe/core";
-import { openStore, RunStore } from "@troupe/storage";
+import { samplingParams, teamPolicies } from "@troupe/core";
+import { enginePolicy } from "@troupe/engine";
+import { ObjectNotFoundError, openStore, RunStore } from "@troupe/storage";
 import { createEngine } from "./engines.ts";
 import { createEnvironment } from "./envs.ts";
+import { evaluate } from "./evaluate.ts";
 import { loadRecipeText, parseRecipe, type Recipe, RecipeError } from "./recipe.ts";
 import { consoleReporter, table } from "./reporter.ts";
-import { train } from "./train.ts";
+import { evalTasks, restoreStep, train } from "./train.ts";
 import { warmStart } from "./warm-start.ts";
 
 const appRoot = resolve(dirname(fileURLToPath(import.meta.url)), "..");
@@ -25,6 +27,8 @@ const workspaceRoot = resolve(appRoot, "../..");
 const invokedFrom = process.env.INIT_CWD ?? process.cwd();
 
 const USAGE = `usage: trainer train [--recipe <name|path>] [--set key=value]... [--run <id>] [--resume]
+       trainer sft   [--recipe <name|path>] [--set key=value]...
+       trainer eval  [--recipe <name|path>] [--run <id>] [--step <n>] [--tasks <n>]
   --recipe  a recipe name from apps/trainer/recipes (default: "default") or a YAML path
   --set     override a recipe field, e.g. --set train.steps=20 --set strategy.candidates=8
   --run     run id (default: <recipe name>-<UTC timestamp>)
@@ -62,6 +66,102 @@ function timestampId(): string {
     .replace("T", "-");
 }
 
+function buildTeam(recipe: Recipe) {
+  const trainerEnv = createEnvironment(recipe.environment.name, recipe.environment.options);
+  const team = trainerEnv.team(recipe.team.specialisation);
+  return {
+    trainerEnv,
+    team: {
+      ...team,
+      maxTurns: recipe.team.maxTurns ?? team.maxTurns,
+      turnOrder: recipe.team.turnOrder ?? team.turnOrder,
+    },
+  };
+}
+
+/** `sft`: only the supervised warm start of a recipe (cached in the store, resumable). */
+async function commandSft(argv: string[]): Promise<number> {
+  const { values } = parseArgs({
+    args: argv,
+    options: {
+      recipe: { type: "string", default: "default" },
+      set: { type: "string", multiple: true, default: [] },
+    },
+    strict: true,
+  });
+  const recipe = loadRecipeText(readFileSync(resolveRecipePath(values.recipe), "utf8"), values.set);
+  if (!recipe.sft || recipe.sft.steps === 0)
+    throw new RecipeError("recipe has no sft section (or sft.steps is 0)");
+  const { trainerEnv, team } = buildTeam(recipe);
+  const engine = await createEngine(recipe, teamPolicies(team));
+  const reporter = consoleReporter();
+  const result = await warmStart(recipe, trainerEnv, team, engine, storeFor(recipe), reporter);
+  const evalResult = await evaluate(
+    trainerEnv,
+    team,
+    Object.fromEntries(teamPolicies(team).map((id) => [id, enginePolicy(engine, id)])),
+    evalTasks(trainerEnv, recipe),
+    samplingParams({ ...recipe.sampling, temperature: recipe.train.evalTemperature }),
+    recipe.seed,
+  );
+  reporter.eval(0, evalResult);
+  reporter.finish();
+  await engine.close();
+  process.stdout.write(
+    `warm start ${result!.runId}${result!.cached ? " (cached)" : ""} in ${recipe.store}\n`,
+  );
+  return 0;
+}
+
+/** `eval`: held-out success of a run's checkpoints at a step (default: the newest committed). */
+async function commandEval(argv: string[]): Promise<number> {
+  const { values } = parseArgs({
+    args: argv,
+    options: {
+      recipe: { type: "string", default: "default" },
+      run: { type: "string" },
+      step: { type: "string" },
+      tasks: { type: "string" },
+    },
+    strict: true,
+  });
+  const base = loadRecipeText(readFileSync(resolveRecipePath(values.recipe), "utf8"));
+  const runId = values.run ?? (await newestRunOf(base));
+  if (!runId) throw new RecipeError(`eval: no run of recipe "${base.name}" in ${base.store}; pass --run`);
+  const runStore = new RunStore(storeFor(base), runId);
+  const recipe = parseRecipe(await runStore.readConfig(), `run ${runId} config`);
+  const step = values.step !== undefined ? Number(values.step) : await runStore.latestCommittedStep();
+  if (step === undefined || !Number.isInteger(step) || step < 0) {
+    throw new RecipeError(`eval: run ${runId} has no committed step${values.step ? ` ${values.step}` : ""}`);
+  }
+  const { trainerEnv, team } = buildTeam(recipe);
+  const engine = await createEngine(recipe, teamPolicies(team));
+  await restoreStep(engine, runStore, team, step);
+  const count = values.tasks !== undefined ? Number(values.tasks) : recipe.train.evalTasks;
+  const result = await evaluate(
+    trainerEnv,
+    team,
+    Object.fromEntries(teamPolicies(team).map((id) => [id, enginePolicy(engine, id, step + 1)])),
+    trainerEnv.generateTasks("test", count, 0),
+    samplingParams({ ...recipe.sampling, temperature: recipe.train.evalTemperature }),
+    recipe.seed,
+  );
+  await engine.close();
+  process.stdout.write(
+    `${table([
+      {
+        run: runId,
+        step,
+        "held-out success": `${(100 * result.successRate).toFixed(1)}%`,
+        "95% CI": `[${(100 * result.ci95[0]).toFixed(1)}, ${(100 * result.ci95[1]).toFixed(1)}]`,
+        "team return": result.meanTeamReturn.toFixed(3),
+        tasks: result.tasks,
+      },
+    ])}\n`,
+  );
+  return 0;
+}
+
 async function commandTrain(argv: string[]): Promise<number> {
   const { values } = parseArgs({
     args: argv,
@@ -94,13 +194,7 @@ async function commandTrain(argv: string[]): Promise<number> {
   }
   await runStore.writeConfig(recipe);
 
-  const trainerEnv = createEnvironment(recipe.environment.name, recipe.environment.options);
-  const team = trainerEnv.team(recipe.team.specialisation);
-  const fullTeam = {
-    ...team,
-    maxTurns: recipe.team.maxTurns ?? team.maxTurns,
-    turnOrder: recipe.team.turnOrder ?? team.turnOrder,
-  };
+  const { trainerEnv, team: fullTeam } = buildTeam(recipe);
   const engine = await createEngine(recipe, teamPolicies(fullTeam));
   const reporter = consoleReporter();
   let stop = false;
@@ -154,6 +248,10 @@ export async function main(argv: string[]): Promise<number> {
     switch (command) {
       case "train":
         return await commandTrain(rest);
+      case "sft":
+        return await commandSft(rest);
+      case "eval":
+        return await commandEval(rest);
       case undefined:
       case "help":
       case "--help":
@@ -164,7 +262,11 @@ export async function main(argv: string[]): Promise<number> {
         return 2;
     }
   } catch (error) {
-    if (error instanceof RecipeError || (error as { code?: string }).code?.startsWith("ERR_PARSE_ARGS")) {
+    if (
+      error instanceof RecipeError ||
+      error instanceof ObjectNotFoundError ||
+      (error as { code?: string }).code?.startsWith("ERR_PARSE_ARGS")
+    ) {
       process.stderr.write(`error: ${(error as Error).message}\n`);
       return 2;
     }
