@@ -15,7 +15,7 @@ import { teamPolicies } from "@troupe/core";
 import type { Engine } from "@troupe/engine";
 import { FileStore, RunStore } from "@troupe/storage";
 import { createEngine } from "../src/engines.ts";
-import { createEnvironment } from "../src/envs.ts";
+import { createEnvironment, recipeTeam } from "../src/envs.ts";
 import { resolveRecipePath } from "../src/main.ts";
 import { loadRecipeText } from "../src/recipe.ts";
 import { train } from "../src/train.ts";
@@ -58,7 +58,7 @@ function timed<T extends object>(target: T, timer: { ms: number }): T {
 const root = mkdtempSync(join(tmpdir(), "troupe-bench-"));
 try {
   const trainerEnv = createEnvironment(recipe.environment.name, recipe.environment.options);
-  const team = trainerEnv.team(recipe.team.specialisation);
+  const team = recipeTeam(trainerEnv, recipe.team);
   const engineTimer = { ms: 0 };
   const storeTimer = { ms: 0 };
   const engine: Engine = timed(await createEngine(recipe, teamPolicies(team)), engineTimer);

@@ -36,6 +36,19 @@ export const ENVIRONMENTS: Readonly<
   sudoku: gameEntry(sudokuEnv),
 };
 
+/** The environment's team for a recipe: its specialisation, with the recipe's turn overrides. */
+export function recipeTeam(
+  trainerEnv: TrainerEnvironment,
+  team: {
+    readonly specialisation: "shared" | "per-role";
+    readonly maxTurns?: number | undefined;
+    readonly turnOrder?: "sequential" | "parallel" | undefined;
+  },
+): Team {
+  const base = trainerEnv.team(team.specialisation);
+  return { ...base, maxTurns: team.maxTurns ?? base.maxTurns, turnOrder: team.turnOrder ?? base.turnOrder };
+}
+
 export function createEnvironment(name: string, options: Record<string, unknown>): TrainerEnvironment {
   const factory = ENVIRONMENTS[name];
   if (!factory) {

@@ -12,14 +12,13 @@ import { dirname, join, resolve } from "node:path";
 import { fileURLToPath } from "node:url";
 import { parseArgs } from "node:util";
 import { samplingParams, teamPolicies } from "@troupe/core";
-import { enginePolicy } from "@troupe/engine";
 import { ObjectNotFoundError, openStore, RunStore } from "@troupe/storage";
 import { createEngine } from "./engines.ts";
-import { createEnvironment } from "./envs.ts";
+import { createEnvironment, recipeTeam } from "./envs.ts";
 import { evaluate } from "./evaluate.ts";
 import { loadRecipeText, parseRecipe, type Recipe, RecipeError } from "./recipe.ts";
 import { consoleReporter, table } from "./reporter.ts";
-import { evalTasks, restoreStep, train } from "./train.ts";
+import { evalTasks, policySet, restoreStep, train } from "./train.ts";
 import { warmStart } from "./warm-start.ts";
 
 const appRoot = resolve(dirname(fileURLToPath(import.meta.url)), "..");
@@ -68,15 +67,7 @@ function timestampId(): string {
 
 function buildTeam(recipe: Recipe) {
   const trainerEnv = createEnvironment(recipe.environment.name, recipe.environment.options);
-  const team = trainerEnv.team(recipe.team.specialisation);
-  return {
-    trainerEnv,
-    team: {
-      ...team,
-      maxTurns: recipe.team.maxTurns ?? team.maxTurns,
-      turnOrder: recipe.team.turnOrder ?? team.turnOrder,
-    },
-  };
+  return { trainerEnv, team: recipeTeam(trainerEnv, recipe.team) };
 }
 
 /** `sft`: only the supervised warm start of a recipe (cached in the store, resumable). */
@@ -99,7 +90,7 @@ async function commandSft(argv: string[]): Promise<number> {
   const evalResult = await evaluate(
     trainerEnv,
     team,
-    Object.fromEntries(teamPolicies(team).map((id) => [id, enginePolicy(engine, id)])),
+    policySet(engine, team, 0),
     evalTasks(trainerEnv, recipe),
     samplingParams({ ...recipe.sampling, temperature: recipe.train.evalTemperature }),
     recipe.seed,
@@ -141,8 +132,8 @@ async function commandEval(argv: string[]): Promise<number> {
   const result = await evaluate(
     trainerEnv,
     team,
-    Object.fromEntries(teamPolicies(team).map((id) => [id, enginePolicy(engine, id, step + 1)])),
-    trainerEnv.generateTasks("test", count, 0),
+    policySet(engine, team, step + 1),
+    evalTasks(trainerEnv, recipe, count),
     samplingParams({ ...recipe.sampling, temperature: recipe.train.evalTemperature }),
     recipe.seed,
   );

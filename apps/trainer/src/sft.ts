@@ -110,7 +110,11 @@ export async function sftStep(
   microBatchSize: number,
 ): Promise<Map<PolicyId, SftMetrics>> {
   const byPolicy = new Map<PolicyId, Demonstration[]>();
-  for (const d of demos) byPolicy.set(d.policyId, [...(byPolicy.get(d.policyId) ?? []), d]);
+  for (const d of demos) {
+    const list = byPolicy.get(d.policyId);
+    if (list) list.push(d);
+    else byPolicy.set(d.policyId, [d]);
+  }
   const out = new Map<PolicyId, SftMetrics>();
   for (const [policyId, list] of byPolicy) {
     const sequences = list.map((d) => engine.encode(policyId, d.observation, d.target));

@@ -67,8 +67,8 @@ export function optimizerConfig(recipe: Recipe): OptimizerConfig {
 }
 
 /** Test tasks depend on the environment alone (seed 0 of the test stream), never on the run. */
-export function evalTasks(trainerEnv: TrainerEnvironment, recipe: Recipe) {
-  return trainerEnv.generateTasks("test", recipe.train.evalTasks, 0);
+export function evalTasks(trainerEnv: TrainerEnvironment, recipe: Recipe, count = recipe.train.evalTasks) {
+  return trainerEnv.generateTasks("test", count, 0);
 }
 
 export function trainTasks(trainerEnv: TrainerEnvironment, recipe: Recipe, step: number) {
@@ -79,7 +79,8 @@ export function trainTasks(trainerEnv: TrainerEnvironment, recipe: Recipe, step:
   );
 }
 
-function policySet(engine: Engine, team: Team, version: number): PolicySet {
+/** The team's policies as the engine serves them, tagged with the weights' version. */
+export function policySet(engine: Engine, team: Team, version: number): PolicySet {
   return Object.fromEntries(teamPolicies(team).map((id) => [id, enginePolicy(engine, id, version)]));
 }
 

@@ -11,7 +11,7 @@ import { decodeCheckpoint } from "@troupe/engine";
 import { FileStore, RunStore } from "@troupe/storage";
 import { afterAll, describe, expect, it } from "vitest";
 import { createEngine } from "../src/engines.ts";
-import { createEnvironment } from "../src/envs.ts";
+import { createEnvironment, recipeTeam } from "../src/envs.ts";
 import { loadRecipeText, type Recipe } from "../src/recipe.ts";
 import { type TrainReporter, train } from "../src/train.ts";
 import { warmStart } from "../src/warm-start.ts";
@@ -36,7 +36,7 @@ const quiet: TrainReporter = { step() {}, eval() {}, note() {} };
 
 async function runTraining(recipe: Recipe, store: FileStore, runId: string, stopAfterStep?: number) {
   const trainerEnv = createEnvironment(recipe.environment.name, recipe.environment.options);
-  const team = trainerEnv.team(recipe.team.specialisation);
+  const team = recipeTeam(trainerEnv, recipe.team);
   const engine = await createEngine(recipe, teamPolicies(team));
   const runStore = new RunStore(store, runId);
   await runStore.writeConfig(recipe);
