@@ -81,3 +81,15 @@ export function table(rows: readonly Record<string, string | number>[]): string 
     ...rows.map((r) => line(cols.map((c) => String(r[c] ?? "")))),
   ].join("\n");
 }
+
+/** The same rows as a Markdown (GitHub) table, for files and the README. */
+export function markdownTable(rows: readonly Record<string, string | number>[]): string {
+  if (rows.length === 0) return "(none)";
+  const cols = Object.keys(rows[0]!);
+  const line = (cells: readonly string[]) => `| ${cells.join(" | ")} |`;
+  return [
+    line(cols),
+    line(cols.map(() => "---")),
+    ...rows.map((r) => line(cols.map((c) => String(r[c] ?? "")))),
+  ].join("\n");
+}

@@ -12,6 +12,8 @@
  *     - `planner` sees the board (one row per line) and answers with a plan only (e.g. `UURDL`);
  *     - the environment executes it and reports where it failed (`UURDL: blocked at step 3 (2,4)`);
  *     - `fixer` sees the new board and the report, and answers with the corrected plan from there.
+ * (c) `single` (the single-agent baseline of the compact protocol): the `planner` alone, one plan
+ *     per turn; from the second turn on it sees the report of its own last plan and re-plans.
  * Executed moves are committed: each plan continues from where the previous one stopped.
  *
  * Rewards, per step: team reward = what the executed moves earned (step costs, game-specific move
@@ -38,11 +40,13 @@ import { executePlan, type Game, planProgress } from "./game.ts";
 import { answerText } from "./grid.ts";
 import { parseOptions } from "./options.ts";
 
-export const RolesVariantSchema = z.enum(["compact", "tool"]);
+export const RolesVariantSchema = z.enum(["compact", "tool", "single"]);
 export type RolesVariant = z.infer<typeof RolesVariantSchema>;
 
 export const COMPACT_AGENTS: readonly AgentId[] = ["planner", "fixer"];
 export const TOOL_AGENTS: readonly AgentId[] = ["tool", "plan"];
+/** The single-agent baseline: the planner alone, re-planning from the report on each later turn. */
+export const SINGLE_AGENTS: readonly AgentId[] = ["planner"];
 
 export const ROLE_DESCRIPTIONS: Readonly<Record<string, string>> = {
   planner: "proposes a plan from the board (compact protocol)",
@@ -129,7 +133,10 @@ export function gameEnvironment<Puzzle, Board, Move>(
 ): GameEnvironment<Puzzle, Board> {
   const { game } = spec;
   const options = parseEpisodeOptions(game.name, spec.options);
-  const agents = options.roles === "tool" ? TOOL_AGENTS : COMPACT_AGENTS;
+  const agents =
+    options.roles === "tool" ? TOOL_AGENTS : options.roles === "single" ? SINGLE_AGENTS : COMPACT_AGENTS;
+  // The compact protocol and its single-agent baseline share observations and plan execution.
+  const compactLike = options.roles !== "tool";
   const runner = options.runner;
   if (options.roles === "tool" && runner === undefined) {
     throw new Error(
@@ -311,13 +318,13 @@ export function gameEnvironment<Puzzle, Board, Move>(
           `${game.name} (${options.roles} roles): unknown agent "${agent}"; agents: ${agents.join(", ")}`,
         );
       }
-      if (options.roles === "compact") return compactObservation(game, state, agent);
+      if (compactLike) return compactObservation(game, state, agent);
       return agent === "tool" ? toolObservation(game, state) : planObservation(game, state);
     },
     step(state: State, actions: JointAction) {
       const acting = checkActions(state, actions);
       const draft = newDraft(state);
-      if (options.roles === "compact") {
+      if (compactLike) {
         for (const agent of acting)
           if (!draft.solved) commitPlan(state.puzzle, draft, agent, actions[agent]!);
         return finish(state, draft, acting);

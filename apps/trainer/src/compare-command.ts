@@ -1,0 +1,57 @@
+/**
+ *   nx run trainer:compare [-- --recipe <name|path>] [--set key=value]... [--seeds 1,2,3]
+ *                             [--arms grpo,warm-start,...] [--id <compare id>]
+ * Runs every arm × seed of compare.ts one after another, then prints the table and writes it
+ * to runs/<compare id>/compare.{json,md}. `--id` of an earlier compare continues it.
+ */
+import { readFileSync } from "node:fs";
+import { parseArgs } from "node:util";
+import type { ObjectStore } from "@troupe/storage";
+import { ARMS, type Arm, compare, writeComparison } from "./compare.ts";
+import { loadRecipeText, type Recipe, RecipeError } from "./recipe.ts";
+import { consoleReporter } from "./reporter.ts";
+
+export interface CliContext {
+  resolveRecipePath(name: string): string;
+  storeFor(recipe: Recipe): ObjectStore;
+  timestampId(): string;
+}
+
+export async function commandCompare(argv: string[], cli: CliContext): Promise<number> {
+  const { values } = parseArgs({
+    args: argv,
+    options: {
+      recipe: { type: "string", default: "default" },
+      set: { type: "string", multiple: true, default: [] },
+      seeds: { type: "string", default: "1,2,3" },
+      arms: { type: "string", default: ARMS.join(",") },
+      id: { type: "string" },
+    },
+    strict: true,
+  });
+  const recipePath = cli.resolveRecipePath(values.recipe);
+  const base = loadRecipeText(readFileSync(recipePath, "utf8"), values.set, recipePath);
+  const seeds = values.seeds.split(",").map((s) => {
+    const n = Number(s.trim());
+    if (!Number.isInteger(n) || n < 0) throw new RecipeError(`--seeds: "${s}" is not a non-negative integer`);
+    return n;
+  });
+  const arms = values.arms.split(",").map((a) => {
+    const arm = a.trim() as Arm;
+    if (!ARMS.includes(arm)) throw new RecipeError(`--arms: unknown arm "${a}" (known: ${ARMS.join(", ")})`);
+    return arm;
+  });
+  const compareId = values.id ?? `compare-${base.name}-${cli.timestampId()}`;
+  const store = cli.storeFor(base);
+  const reporter = consoleReporter();
+  reporter.note(
+    `compare ${compareId}: arms ${arms.join(", ")} · seeds ${seeds.join(", ")} · ${base.train.steps} RL steps each · store ${base.store}`,
+  );
+  const results = await compare({ base, store, compareId, arms, seeds, reporter });
+  reporter.finish();
+  const written = await writeComparison(store, compareId, base, results);
+  process.stdout.write(
+    `\n${written.text}\n\nwritten to ${base.store.replace(/\/$/, "")}/${written.markdown} and compare.json\n`,
+  );
+  return 0;
+}

@@ -1,0 +1,79 @@
+import { describe, expect, it } from "vitest";
+import { type ArmResult, armRecipe, compareRows, seedInterval, summarise } from "./compare.ts";
+import { loadRecipeText } from "./recipe.ts";
+
+const base = loadRecipeText(`
+name: base
+seed: 1
+environment:
+  name: plan-path
+  options: { roles: compact, maxTurns: 2, rows: 6, cols: 6 }
+strategy: { name: atgrpo, candidates: 4 }
+train: { steps: 30, tasksPerStep: 8 }
+`);
+
+describe("compare arms", () => {
+  it("single-agent GRPO: the planner alone with the team's N·T = 4 turns, K = 4 episodes per task", () => {
+    const r = armRecipe(base, "grpo", 7);
+    expect(r.seed).toBe(7);
+    expect(r.environment.options).toMatchObject({ roles: "single", maxTurns: 4 });
+    expect(r.team.specialisation).toBe("shared");
+    expect(r.strategy).toMatchObject({ name: "parallel", groupSize: 4 });
+    expect(r.train.tasksPerStep).toBe(8);
+    expect(r.train.steps).toBe(30);
+  });
+
+  it("MAGRPO gets round(8 · 16 / 40) = 3 tasks per step: N·K·(1 + K) = 40 samples per task vs N·T·K = 16", () => {
+    const r = armRecipe(base, "magrpo", 1);
+    expect(r.strategy).toMatchObject({ name: "magrpo", groupSize: 4, jointMode: "aligned" });
+    expect(r.train.tasksPerStep).toBe(3);
+    expect(r.team).toMatchObject({ specialisation: "per-role", turnOrder: "parallel" });
+  });
+
+  it("warm start only, AT-GRPO shared and per-role", () => {
+    expect(armRecipe(base, "warm-start", 1).train.steps).toBe(0);
+    expect(armRecipe(base, "atgrpo-shared", 1).team.specialisation).toBe("shared");
+    expect(armRecipe(base, "atgrpo-per-role", 1)).toMatchObject({
+      team: { specialisation: "per-role" },
+      strategy: { name: "atgrpo", candidates: 4 },
+    });
+  });
+
+  it("refuses a base recipe that is not AT-GRPO", () => {
+    const magrpo = loadRecipeText("name: m\nenvironment: { name: plan-path }\nstrategy: { name: magrpo }\n");
+    expect(() => armRecipe(magrpo, "grpo", 1)).toThrow(/must use strategy atgrpo \(got magrpo\)/);
+  });
+});
+
+describe("compare statistics", () => {
+  it("t-interval over seeds: [0.2, 0.3, 0.4] → 0.3 ± 4.303 · 0.1/√3", () => {
+    const { mean, ci95 } = seedInterval([0.2, 0.3, 0.4]);
+    expect(mean).toBeCloseTo(0.3, 12);
+    expect(ci95![0]).toBeCloseTo(0.3 - (4.303 * 0.1) / Math.sqrt(3), 12);
+    expect(ci95![1]).toBeCloseTo(0.3 + (4.303 * 0.1) / Math.sqrt(3), 12);
+    expect(seedInterval([0.5]).ci95).toBeUndefined();
+  });
+
+  it("summarises per arm in the fixed arm order, pooling k/n with a Wilson interval", () => {
+    const run = (arm: ArmResult["arm"], seed: number, successes: number): ArmResult => ({
+      arm,
+      seed,
+      runId: `c-${arm}-s${seed}`,
+      successRate: successes / 64,
+      successes,
+      tasks: 64,
+      startSuccessRate: 0.1,
+      meanTeamReturn: 0,
+      samples: 1000,
+      steps: 30,
+      seconds: 60,
+    });
+    const rows = summarise([run("atgrpo-per-role", 2, 32), run("grpo", 1, 8), run("atgrpo-per-role", 1, 16)]);
+    expect(rows.map((r) => r.arm)).toEqual(["grpo", "atgrpo-per-role"]);
+    const team = rows[1]!;
+    expect(team.perSeed).toEqual([0.25, 0.5]);
+    expect(team.pooled).toMatchObject({ successes: 48, tasks: 128 });
+    expect(team.meanSuccess).toBeCloseTo(0.375, 12);
+    expect(compareRows(rows)[1]).toMatchObject({ "pooled k/n": "48/128", "per seed %": "25.0 50.0" });
+  });
+});

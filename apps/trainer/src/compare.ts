@@ -1,0 +1,281 @@
+/**
+ * `trainer:compare`: the same budget (steps, and as near as the tree shapes allow, samples) for
+ *
+ *   grpo             a single agent (the planner alone, re-planning from its own reports; one
+ *                    policy) trained with GRPO on whole episodes — the single-agent baseline
+ *   warm-start       the warm-started team without RL
+ *   magrpo           MAGRPO (aligned joint actions, every joint action branches), a policy per role;
+ *                    MAGRPO's agents act simultaneously, so the turn order is parallel
+ *   atgrpo-shared    AT-GRPO with one policy for every role
+ *   atgrpo-per-role  AT-GRPO with a policy per role
+ *
+ * over several seeds, each a full run (warm start + RL) in the recipe's store. The table gives the
+ * held-out success at the end of each run: the mean over seeds with a 95% t-interval across seeds
+ * (runs differ in warm start, tasks and sampling; the spread between seeds is the uncertainty that
+ * matters), and the pooled k/n with its Wilson interval. It is written to
+ * runs/<compare id>/compare.{json,md} and printed. A compare is resumable: finished arms are
+ * read back, an interrupted run resumes from its newest committed step.
+ *
+ * Sample budget: per task and RL step, with N agents, T turns and K = AT-GRPO's candidates,
+ *   AT-GRPO             N·T·K samples (K candidates per agent turn)
+ *   GRPO (single)       K episodes × N·T planner turns = N·T·K   (the single agent gets N·T turns)
+ *   MAGRPO aligned, G=K N·K·(1 + K + … + K^(T−1))                  (every joint action branches)
+ * so MAGRPO gets proportionally fewer tasks per step. These are upper bounds (episodes end early
+ * when solved); the table reports the samples each arm actually used.
+ */
+import { teamPolicies } from "@troupe/core";
+import { type ObjectStore, RunStore } from "@troupe/storage";
+import { z } from "zod";
+import { createEngine } from "./engines.ts";
+import { createEnvironment, recipeTeam } from "./envs.ts";
+import { wilson } from "./evaluate.ts";
+import { parseRecipe, type Recipe } from "./recipe.ts";
+import { markdownTable, table } from "./reporter.ts";
+import { type TrainReporter, train } from "./train.ts";
+import { warmStart } from "./warm-start.ts";
+
+export const ARMS = ["grpo", "warm-start", "magrpo", "atgrpo-shared", "atgrpo-per-role"] as const;
+export type Arm = (typeof ARMS)[number];
+
+export const ARM_DESCRIPTIONS: Readonly<Record<Arm, string>> = {
+  grpo: "single agent, GRPO",
+  "warm-start": "team, warm start only",
+  magrpo: "team, MAGRPO (per-role)",
+  "atgrpo-shared": "team, AT-GRPO (shared policy)",
+  "atgrpo-per-role": "team, AT-GRPO (per-role)",
+};
+
+/** The recipe of one arm, derived from the base recipe (which must be an AT-GRPO team recipe). */
+export function armRecipe(base: Recipe, arm: Arm, seed: number): Recipe {
+  if (base.strategy.name !== "atgrpo") {
+    throw new Error(`compare: the base recipe must use strategy atgrpo (got ${base.strategy.name})`);
+  }
+  const registered = createEnvironment(base.environment.name, base.environment.options);
+  const team = recipeTeam(registered, base.team);
+  const agents = team.roles.length;
+  const turns = team.maxTurns;
+  const k = base.strategy.candidates;
+  const raw = structuredClone(base) as Record<string, unknown> & Recipe;
+  const out: Record<string, unknown> = { ...raw, name: `${base.name}-${arm}`, seed };
+  switch (arm) {
+    case "grpo": {
+      // The planner alone gets the team's N·T plans per episode; GRPO groups K whole episodes.
+      out.environment = {
+        name: base.environment.name,
+        options: { ...base.environment.options, roles: "single", maxTurns: agents * turns },
+      };
+      out.team = { specialisation: "shared" };
+      out.strategy = { name: "parallel", groupSize: k };
+      break;
+    }
+    case "warm-start":
+      out.train = { ...base.train, steps: 0 };
+      break;
+    case "magrpo": {
+      const perTask = agents * k * geometricSum(k, turns);
+      const atgrpoPerTask = agents * turns * k;
+      // MAGRPO samples joint actions on one state: the roles act simultaneously each turn (the
+      // fixer plans from the turn's starting board, its plan executes after the planner's).
+      out.team = { ...base.team, specialisation: "per-role", turnOrder: "parallel" };
+      out.strategy = { name: "magrpo", groupSize: k, jointMode: "aligned" };
+      out.train = {
+        ...base.train,
+        tasksPerStep: Math.max(1, Math.round((base.train.tasksPerStep * atgrpoPerTask) / perTask)),
+      };
+      break;
+    }
+    case "atgrpo-shared":
+      out.team = { ...base.team, specialisation: "shared" };
+      break;
+    case "atgrpo-per-role":
+      out.team = { ...base.team, specialisation: "per-role" };
+      break;
+  }
+  return parseRecipe(out, `compare arm ${arm}`);
+}
+
+/** 1 + k + … + k^(t−1): the nodes of an aligned MAGRPO tree of depth t with branching k. */
+function geometricSum(k: number, t: number): number {
+  let total = 0;
+  for (let i = 0; i < t; i++) total += k ** i;
+  return total;
+}
+
+export const ArmResultSchema = z.strictObject({
+  arm: z.enum(ARMS),
+  seed: z.number().int(),
+  runId: z.string(),
+  successRate: z.number(),
+  successes: z.number().int(),
+  tasks: z.number().int(),
+  startSuccessRate: z.number(),
+  meanTeamReturn: z.number(),
+  samples: z.number().int(),
+  steps: z.number().int(),
+  seconds: z.number(),
+});
+export type ArmResult = z.infer<typeof ArmResultSchema>;
+
+export interface CompareOptions {
+  readonly base: Recipe;
+  readonly store: ObjectStore;
+  readonly compareId: string;
+  readonly arms: readonly Arm[];
+  readonly seeds: readonly number[];
+  readonly reporter: TrainReporter;
+}
+
+const armKey = (compareId: string, arm: Arm, seed: number) => `runs/${compareId}/arms/${arm}-s${seed}.json`;
+
+/** Runs (or reads back) every arm × seed, in that order, one at a time (they share the cores). */
+export async function compare(options: CompareOptions): Promise<ArmResult[]> {
+  const results: ArmResult[] = [];
+  for (const arm of options.arms) {
+    for (const seed of options.seeds) {
+      const key = armKey(options.compareId, arm, seed);
+      const done = await options.store.head(key);
+      if (done) {
+        const parsed = ArmResultSchema.parse(
+          JSON.parse(new TextDecoder().decode(await options.store.get(key))),
+        );
+        options.reporter.note(`compare: ${arm} seed ${seed} already done (${parsed.runId})`);
+        results.push(parsed);
+        continue;
+      }
+      options.reporter.note(`compare: ${arm} seed ${seed}`);
+      const result = await runArm(options, arm, seed);
+      await options.store.put(key, new TextEncoder().encode(`${JSON.stringify(result, null, 2)}\n`));
+      results.push(result);
+    }
+  }
+  return results;
+}
+
+async function runArm(options: CompareOptions, arm: Arm, seed: number): Promise<ArmResult> {
+  const recipe = armRecipe(options.base, arm, seed);
+  const runId = `${options.compareId}-${arm}-s${seed}`;
+  const trainerEnv = createEnvironment(recipe.environment.name, recipe.environment.options);
+  const team = recipeTeam(trainerEnv, recipe.team);
+  const runStore = new RunStore(options.store, runId);
+  await runStore.writeConfig(recipe);
+  const engine = await createEngine(recipe, teamPolicies(team));
+  const started = performance.now();
+  try {
+    if ((await runStore.latestCommittedStep()) === undefined) {
+      await warmStart(recipe, trainerEnv, team, engine, options.store, options.reporter);
+    }
+    const summary = await train({ recipe, trainerEnv, team, engine, runStore, reporter: options.reporter });
+    const rows = await runStore.readMetrics({ committedOnly: true });
+    const samples = rows.reduce(
+      (n, row) => n + (typeof row.metrics.samples === "number" ? row.metrics.samples : 0),
+      0,
+    );
+    // A resumed run reports only the evaluations it ran itself; the start is in the metrics too.
+    const storedStart = (await runStore.readMetrics()).find((row) => row.source === "eval-start")?.metrics
+      .successRate;
+    const final = summary.evals.at(-1)?.result;
+    const start = summary.evals.find((e) => e.step === 0)?.result;
+    if (!final) throw new Error(`compare: run ${runId} ended without an evaluation`);
+    return {
+      arm,
+      seed,
+      runId,
+      successRate: final.successRate,
+      successes: final.successes,
+      tasks: final.tasks,
+      startSuccessRate: start?.successRate ?? (typeof storedStart === "number" ? storedStart : Number.NaN),
+      meanTeamReturn: final.meanTeamReturn,
+      samples,
+      steps: recipe.train.steps,
+      seconds: (performance.now() - started) / 1000,
+    };
+  } finally {
+    await engine.close();
+  }
+}
+
+/** Two-sided 97.5% quantiles of Student's t for 1…30 degrees of freedom (then ≈ 1.96). */
+const T975 = [
+  12.706, 4.303, 3.182, 2.776, 2.571, 2.447, 2.365, 2.306, 2.262, 2.228, 2.201, 2.179, 2.16, 2.145, 2.131,
+  2.12, 2.11, 2.101, 2.093, 2.086, 2.08, 2.074, 2.069, 2.064, 2.06, 2.056, 2.052, 2.048, 2.045, 2.042,
+];
+
+/** Mean and 95% t-interval of per-seed values (a single value: the interval is undefined). */
+export function seedInterval(values: readonly number[]): { mean: number; ci95?: [number, number] } {
+  const n = values.length;
+  const mean = values.reduce((a, b) => a + b, 0) / Math.max(1, n);
+  if (n < 2) return { mean };
+  const variance = values.reduce((s, v) => s + (v - mean) ** 2, 0) / (n - 1);
+  const half = (T975[n - 2] ?? 1.96) * Math.sqrt(variance / n);
+  return { mean, ci95: [Math.max(0, mean - half), Math.min(1, mean + half)] };
+}
+
+export interface CompareRow {
+  readonly arm: Arm;
+  readonly description: string;
+  readonly seeds: number;
+  readonly meanSuccess: number;
+  readonly ci95Seeds?: [number, number];
+  readonly pooled: { successes: number; tasks: number; ci95: [number, number] };
+  readonly perSeed: number[];
+  readonly meanStartSuccess: number;
+  readonly samplesPerRun: number;
+  readonly minutesPerRun: number;
+}
+
+export function summarise(results: readonly ArmResult[]): CompareRow[] {
+  const arms = ARMS.filter((arm) => results.some((r) => r.arm === arm));
+  return arms.map((arm) => {
+    const runs = results.filter((r) => r.arm === arm).sort((a, b) => a.seed - b.seed);
+    const { mean, ci95 } = seedInterval(runs.map((r) => r.successRate));
+    const successes = runs.reduce((n, r) => n + r.successes, 0);
+    const tasks = runs.reduce((n, r) => n + r.tasks, 0);
+    return {
+      arm,
+      description: ARM_DESCRIPTIONS[arm],
+      seeds: runs.length,
+      meanSuccess: mean,
+      ...(ci95 ? { ci95Seeds: ci95 } : {}),
+      pooled: { successes, tasks, ci95: wilson(successes, tasks) },
+      perSeed: runs.map((r) => r.successRate),
+      meanStartSuccess: runs.reduce((s, r) => s + r.startSuccessRate, 0) / runs.length,
+      samplesPerRun: Math.round(runs.reduce((s, r) => s + r.samples, 0) / runs.length),
+      minutesPerRun: runs.reduce((s, r) => s + r.seconds, 0) / runs.length / 60,
+    };
+  });
+}
+
+const pct = (x: number) => `${(100 * x).toFixed(1)}`;
+
+/** The comparison as table rows: `table` prints them, `markdownTable` writes them for the README. */
+export function compareRows(rows: readonly CompareRow[]): Record<string, string | number>[] {
+  return rows.map((row) => ({
+    arm: row.arm,
+    what: row.description,
+    "held-out success %": pct(row.meanSuccess),
+    "95% CI (seeds)": row.ci95Seeds ? `[${pct(row.ci95Seeds[0])}, ${pct(row.ci95Seeds[1])}]` : "-",
+    "pooled k/n": `${row.pooled.successes}/${row.pooled.tasks}`,
+    "95% CI (pooled)": `[${pct(row.pooled.ci95[0])}, ${pct(row.pooled.ci95[1])}]`,
+    "per seed %": row.perSeed.map(pct).join(" "),
+    "start %": pct(row.meanStartSuccess),
+    "samples/run": row.samplesPerRun,
+    "min/run": row.minutesPerRun.toFixed(1),
+  }));
+}
+
+/** Writes compare.json and compare.md next to the arms' results; returns the keys. */
+export async function writeComparison(
+  store: ObjectStore,
+  compareId: string,
+  base: Recipe,
+  results: readonly ArmResult[],
+): Promise<{ json: string; markdown: string; text: string }> {
+  const rows = summarise(results);
+  const text = table(compareRows(rows));
+  const json = `runs/${compareId}/compare.json`;
+  const markdown = `runs/${compareId}/compare.md`;
+  const encoder = new TextEncoder();
+  await store.put(json, encoder.encode(`${JSON.stringify({ base, rows, results }, null, 2)}\n`));
+  await store.put(markdown, encoder.encode(`${markdownTable(compareRows(rows))}\n`));
+  return { json, markdown, text };
+}

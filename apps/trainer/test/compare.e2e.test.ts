@@ -1,0 +1,57 @@
+/**
+ * `compare` end to end on a tiny recipe: every arm trains (or only warm-starts) for real, the
+ * table lands in the store, and a second call reads the finished arms back instead of rerunning.
+ */
+import { mkdtempSync, rmSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import { FileStore, RunStore } from "@troupe/storage";
+import { afterAll, describe, expect, it } from "vitest";
+import { ARMS, compare, writeComparison } from "../src/compare.ts";
+import { loadRecipeText } from "../src/recipe.ts";
+import type { TrainReporter } from "../src/train.ts";
+
+const root = mkdtempSync(join(tmpdir(), "troupe-compare-"));
+afterAll(() => rmSync(root, { recursive: true, force: true }));
+
+const base = loadRecipeText(`
+name: tiny
+environment:
+  name: plan-path
+  options: { roles: compact, maxTurns: 1, rows: 4, cols: 4, blockedFraction: 0.1, minPathLength: 2 }
+model: { hidden_size: 16, intermediate_size: 32, num_hidden_layers: 1, num_attention_heads: 2, num_key_value_heads: 1 }
+strategy: { name: atgrpo, candidates: 2 }
+sampling: { temperature: 1, maxTokens: 6 }
+sft: { steps: 1, batchSize: 4 }
+train: { steps: 1, tasksPerStep: 2, evalEvery: 0, evalTasks: 4 }
+`);
+
+describe("trainer compare", () => {
+  it("runs every arm, writes the table, and reads finished arms back on a second call", async () => {
+    const store = new FileStore(join(root, "store"));
+    const notes: string[] = [];
+    const reporter: TrainReporter = { step() {}, eval() {}, note: (m) => void notes.push(m) };
+    const results = await compare({ base, store, compareId: "c1", arms: ARMS, seeds: [5], reporter });
+    expect(results.map((r) => r.arm)).toEqual([...ARMS]);
+    for (const r of results) {
+      expect(r.tasks).toBe(4);
+      expect(r.successes).toBe(Math.round(r.successRate * 4));
+      expect(r.runId).toBe(`c1-${r.arm}-s5`);
+      expect(r.samples > 0).toBe(r.arm !== "warm-start");
+    }
+    // The single agent's run really is single-agent: only the planner acted.
+    const grpo = await new RunStore(store, "c1-grpo-s5").readStep(0);
+    const agents = new Set([...grpo.shards.values()].flat().map((s) => s.provenance.agent));
+    expect([...agents]).toEqual(["planner"]);
+
+    const written = await writeComparison(store, "c1", base, results);
+    const markdown = new TextDecoder().decode(await store.get(written.markdown));
+    expect(markdown.split("\n")[0]).toMatch(/^\| arm \| what \| held-out success % \|/);
+    expect(markdown).toContain("| atgrpo-per-role | team, AT-GRPO (per-role) |");
+
+    notes.length = 0;
+    const again = await compare({ base, store, compareId: "c1", arms: ["grpo"], seeds: [5], reporter });
+    expect(again).toEqual([results[0]]);
+    expect(notes).toEqual(["compare: grpo seed 5 already done (c1-grpo-s5)"]);
+  }, 120_000);
+});
