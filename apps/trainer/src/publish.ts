@@ -1,0 +1,231 @@
+/**
+ * `publish`: a run's checkpoints at one step → a published team version in the same store.
+ *
+ *   nx run trainer:publish -- --run <id> --name <team> [--step <n>] [--alias stable] [--recipe <name|path>] [--store <uri>]
+ *
+ * Per policy it publishes the checkpoint's serving files (config.json, model.safetensors, tokenizer
+ * files; never the optimizer state) and `model.onnx`, the decode graph of the embedded engine (the
+ * weights are its inputs, read from model.safetensors). The team's held-out evaluation comes from
+ * the step's `eval/*` metrics when training recorded them, else it is run now (the same tasks,
+ * sampling and seed as the trainer's evaluation); `--no-eval` publishes without one.
+ */
+import { readFileSync } from "node:fs";
+import { parseArgs } from "node:util";
+import { samplingParams, teamPolicies } from "@troupe/core";
+import { type ObjectStore, openStore, RunStore } from "@troupe/storage";
+import {
+  checkpointSummary,
+  createTeamRegistry,
+  type EvalSummary,
+  type PublishInput,
+  type ServedSampling,
+  servingFiles,
+  type TeamManifest,
+} from "@troupe/teams";
+import { exportDecodeGraph } from "@troupe/teams/onnx";
+import { createEngine } from "./engines.ts";
+import { createEnvironment, recipeTeam } from "./envs.ts";
+import { evaluate } from "./evaluate.ts";
+import { loadRecipeText, parseRecipe, type Recipe, RecipeError } from "./recipe.ts";
+import { evalTasks, policySet, restoreStep } from "./train.ts";
+
+export interface PublishRunOptions {
+  readonly store: ObjectStore;
+  readonly runId: string;
+  /** Default: the newest committed step. */
+  readonly step?: number | undefined;
+  readonly name: string;
+  readonly alias?: string | undefined;
+  /** Evaluate when the step has no recorded eval metrics (default true). */
+  readonly evaluate?: boolean | undefined;
+  /** Held-out tasks of a fresh evaluation (default: the recipe's train.evalTasks). */
+  readonly evalTasks?: number | undefined;
+}
+
+export interface PublishRunResult {
+  readonly manifest: TeamManifest;
+  /** Where the eval came from: the run's metrics, a fresh evaluation, or none. */
+  readonly evalSource: "metrics" | "evaluated" | "none";
+}
+
+/** The eval a training step recorded (`eval/successRate`, … written by train for the step's checkpoint). */
+export async function stepEvalMetrics(runStore: RunStore, step: number): Promise<EvalSummary | undefined> {
+  const rows = await runStore.readMetrics({ committedOnly: true });
+  const m = rows.find((r) => r.step === step && typeof r.metrics["eval/successRate"] === "number")?.metrics;
+  if (m === undefined) return undefined;
+  const num = (key: string) => {
+    const v = m[`eval/${key}`];
+    if (typeof v !== "number")
+      throw new RecipeError(`run ${runStore.runId} step ${step}: eval/${key} is missing`);
+    return v;
+  };
+  return {
+    successRate: num("successRate"),
+    ci95: [num("ci95Low"), num("ci95High")],
+    tasks: num("tasks"),
+    meanTeamReturn: num("meanTeamReturn"),
+  };
+}
+
+/** The sampling the team was evaluated with (the recipe's, at the evaluation temperature). */
+export function servedSampling(recipe: Recipe): ServedSampling {
+  const s = samplingParams({ ...recipe.sampling, temperature: recipe.train.evalTemperature });
+  return {
+    temperature: s.temperature,
+    topP: s.topP,
+    maxTokens: s.maxTokens,
+    topK: s.topK,
+    stop: s.stop,
+    stopTokenIds: s.stopTokenIds,
+  };
+}
+
+export async function publishRun(options: PublishRunOptions): Promise<PublishRunResult> {
+  const { store, runId } = options;
+  const runStore = new RunStore(store, runId);
+  const recipe = parseRecipe(await runStore.readConfig(), `run ${runId} config`);
+  const trainerEnv = createEnvironment(recipe.environment.name, recipe.environment.options);
+  const team = recipeTeam(trainerEnv, recipe.team);
+  // Publishable steps: committed, with a checkpoint of every policy (train keeps only every
+  // train.checkpointEvery-th step's checkpoints, and the newest).
+  let publishable = await runStore.committedSteps();
+  for (const policyId of teamPolicies(team)) {
+    const kept = new Set(await runStore.checkpointSteps(policyId));
+    publishable = publishable.filter((s) => kept.has(s));
+  }
+  const step = options.step ?? publishable.at(-1);
+  if (step === undefined || !publishable.includes(step)) {
+    throw new RecipeError(
+      `publish: run ${runId} has no committed step with checkpoints${options.step !== undefined ? ` at ${options.step}` : ""}` +
+        (publishable.length ? ` (steps with checkpoints: ${publishable.join(", ")})` : ""),
+    );
+  }
+
+  const sampling = servedSampling(recipe);
+  const policies: Record<string, PublishInput["policies"][string]> = {};
+  for (const policyId of teamPolicies(team)) {
+    const files = servingFiles(await runStore.readCheckpoint(policyId, step));
+    const { model, parameters, config } = checkpointSummary(files);
+    const graph = exportDecodeGraph(config);
+    policies[policyId] = {
+      files: { ...files, [graph.info.file]: graph.bytes },
+      model,
+      parameters,
+      sampling,
+      onnx: graph.info,
+    };
+  }
+
+  let evalSummary = await stepEvalMetrics(runStore, step);
+  let evalSource: PublishRunResult["evalSource"] = evalSummary ? "metrics" : "none";
+  if (evalSummary === undefined && options.evaluate !== false) {
+    const engine = await createEngine(recipe, teamPolicies(team));
+    try {
+      await restoreStep(engine, runStore, team, step);
+      const result = await evaluate(
+        trainerEnv,
+        team,
+        policySet(engine, team, step + 1),
+        evalTasks(trainerEnv, recipe, options.evalTasks ?? recipe.train.evalTasks),
+        samplingParams({ ...recipe.sampling, temperature: recipe.train.evalTemperature }),
+        recipe.seed,
+      );
+      evalSummary = {
+        successRate: result.successRate,
+        ci95: [result.ci95[0], result.ci95[1]],
+        tasks: result.tasks,
+        meanTeamReturn: result.meanTeamReturn,
+      };
+      evalSource = "evaluated";
+    } finally {
+      await engine.close();
+    }
+  }
+
+  const registry = createTeamRegistry(store);
+  const manifest = await registry.publish({
+    name: options.name,
+    environment: { name: recipe.environment.name, options: recipe.environment.options },
+    team: {
+      specialisation: recipe.team.specialisation,
+      ...(recipe.team.maxTurns !== undefined ? { maxTurns: recipe.team.maxTurns } : {}),
+      ...(recipe.team.turnOrder !== undefined ? { turnOrder: recipe.team.turnOrder } : {}),
+    },
+    roles: team.roles.map((r) => ({ id: r.id, policy: r.policy })),
+    policies,
+    eval: evalSummary,
+    source: { store: store.uri, runId, step },
+    alias: options.alias,
+  });
+  return { manifest, evalSource };
+}
+
+export interface PublishCommandContext {
+  readonly workspaceRoot: string;
+  readonly resolveRecipePath: (name: string) => string;
+}
+
+/** The `publish` command: arguments → publishRun → one line per fact on stdout. */
+export async function commandPublish(argv: string[], context: PublishCommandContext): Promise<number> {
+  const { values } = parseArgs({
+    args: argv,
+    options: {
+      run: { type: "string" },
+      step: { type: "string" },
+      name: { type: "string" },
+      alias: { type: "string" },
+      recipe: { type: "string", default: "default" },
+      store: { type: "string" },
+      tasks: { type: "string" },
+      "no-eval": { type: "boolean", default: false },
+    },
+    strict: true,
+  });
+  if (values.run === undefined) throw new RecipeError("publish: --run <id> is required");
+  if (values.name === undefined) throw new RecipeError("publish: --name <team> is required");
+  const integer = (flag: string, text: string | undefined) => {
+    if (text === undefined) return undefined;
+    const n = Number(text);
+    if (!Number.isInteger(n) || n < 0)
+      throw new RecipeError(`publish: --${flag} must be a whole number, got "${text}"`);
+    return n;
+  };
+  // The store: --store, else the recipe's (where `train` put the run).
+  const storeUri =
+    values.store ?? loadRecipeText(readFileSync(context.resolveRecipePath(values.recipe), "utf8")).store;
+  const store = openStore(storeUri, { cwd: context.workspaceRoot });
+  let result: PublishRunResult;
+  try {
+    result = await publishRun({
+      store,
+      runId: values.run,
+      step: integer("step", values.step),
+      name: values.name,
+      alias: values.alias,
+      evaluate: !values["no-eval"],
+      evalTasks: integer("tasks", values.tasks),
+    });
+  } catch (error) {
+    const name = (error as Error).name;
+    if (name === "ManifestError" || name === "PublishConflictError" || name === "TeamNotFoundError") {
+      throw new RecipeError((error as Error).message);
+    }
+    throw error;
+  }
+  const { manifest, evalSource } = result;
+  const folder = `${storeUri.replace(/\/$/, "")}/teams/${manifest.name}/versions/${String(manifest.version).padStart(8, "0")}/`;
+  const lines = [
+    `published ${manifest.name}@${manifest.version} (run ${manifest.source.runId}, step ${manifest.source.step})`,
+    `  where: ${folder}`,
+    `  roles: ${manifest.roles.map((r) => `${r.id}→${r.policy}`).join(", ")}`,
+  ];
+  if (manifest.eval) {
+    const e = manifest.eval;
+    lines.push(
+      `  eval (${evalSource}): ${(100 * e.successRate).toFixed(1)}% held-out success, 95% CI [${(100 * e.ci95[0]).toFixed(1)}, ${(100 * e.ci95[1]).toFixed(1)}], ${e.tasks} tasks`,
+    );
+  }
+  if (values.alias) lines.push(`  alias: ${manifest.name}@${values.alias} → v${manifest.version}`);
+  process.stdout.write(`${lines.join("\n")}\n`);
+  return 0;
+}

@@ -1,0 +1,31 @@
+/**
+ * An inference backend turns a published policy into a core `Policy` (prompts in, completions
+ * out). Two exist: the embedded ONNX engine (`@troupe/teams/onnx`, Node only) and any
+ * OpenAI-compatible server (`createOpenAIBackend`, Node and Workers).
+ */
+import type { Completion, GenerationRequest, Policy, SamplingParams } from "@troupe/core";
+import type { TeamManifest } from "./manifest.ts";
+import type { TeamRegistry } from "./registry.ts";
+
+export interface GenerateCallOptions {
+  /** Stops waiting (for a pool slot, a server) once aborted. */
+  readonly signal?: AbortSignal | undefined;
+}
+
+/** A core Policy whose generate also takes an AbortSignal (optional third argument). */
+export interface ServingPolicy extends Policy {
+  generate(
+    requests: readonly GenerationRequest[],
+    sampling: SamplingParams,
+    options?: GenerateCallOptions,
+  ): Promise<Completion[]>;
+}
+
+export type ServingPolicySet = Readonly<Record<string, ServingPolicy>>;
+
+export interface InferenceBackend {
+  readonly name: "onnx" | "openai";
+  /** The manifest's policies, ready to generate (cached by the backend per team version). */
+  policies(manifest: TeamManifest, registry: TeamRegistry): Promise<ServingPolicySet>;
+  close?(): Promise<void>;
+}

@@ -1,0 +1,72 @@
+/**
+ * `loadTeam`: a manifest made runnable — its environment built through the @troupe/envs registry
+ * (with the manifest's options, exactly as the trainer built it from the recipe), its team through
+ * `configuredTeam` (the recipe's specialisation and turn overrides), and its policies from a backend.
+ */
+import { type SamplingParams, samplingParams, type Team } from "@troupe/core";
+import { configuredTeam, createEnvironment, type RegisteredEnvironment } from "@troupe/envs/registry";
+import type { CodeRunner } from "@troupe/sandbox";
+import type { InferenceBackend, ServingPolicySet } from "./backend.ts";
+import { ManifestError, type TeamManifest } from "./manifest.ts";
+import type { TeamRegistry } from "./registry.ts";
+import { needsSandbox, UnsupportedTeamError } from "./sandbox.ts";
+
+export interface LoadedTeam {
+  readonly manifest: TeamManifest;
+  readonly environment: RegisteredEnvironment;
+  readonly team: Team;
+  readonly policies: ServingPolicySet;
+  /** Each policy's default sampling (the manifest's). */
+  readonly sampling: Readonly<Record<string, SamplingParams>>;
+  readonly backend: InferenceBackend["name"];
+}
+
+export interface LoadTeamOptions {
+  /** The sandbox for environments that run agents' code; without one such teams are refused. */
+  readonly runner?: CodeRunner | undefined;
+}
+
+export async function loadTeam(
+  registry: TeamRegistry,
+  manifest: TeamManifest,
+  backend: InferenceBackend,
+  options: LoadTeamOptions = {},
+): Promise<LoadedTeam> {
+  const label = `team ${manifest.name} v${manifest.version}`;
+  const envOptions: Record<string, unknown> = { ...manifest.environment.options };
+  if (needsSandbox(manifest.environment)) {
+    if (options.runner === undefined) {
+      throw new UnsupportedTeamError(
+        `${label}: environment "${manifest.environment.name}" runs the agents' code, and no sandbox is available here`,
+      );
+    }
+    envOptions.runner = options.runner;
+  }
+  let environment: RegisteredEnvironment;
+  try {
+    environment = createEnvironment(manifest.environment.name, envOptions);
+  } catch (error) {
+    const message = (error as Error).message;
+    const field = message.startsWith("environment.name")
+      ? ["environment", "name"]
+      : ["environment", "options"];
+    throw new ManifestError(`${label}: ${message}`, field);
+  }
+  const team = configuredTeam(environment, manifest.team);
+  // The manifest's roles are what was trained; the registry must still build the same team.
+  const expected = team.roles.map((r) => `${r.id}→${r.policy}`).join(", ");
+  const declared = manifest.roles.map((r) => `${r.id}→${r.policy}`).join(", ");
+  if (expected !== declared) {
+    throw new ManifestError(
+      `${label}: roles are [${declared}], but environment "${environment.name}" with specialisation ` +
+        `"${manifest.team.specialisation}" gives [${expected}]`,
+      ["roles"],
+    );
+  }
+  const policies = await backend.policies(manifest, registry);
+  const sampling: Record<string, SamplingParams> = {};
+  for (const [policyId, policy] of Object.entries(manifest.policies)) {
+    sampling[policyId] = samplingParams(policy.sampling);
+  }
+  return { manifest, environment, team, policies, sampling, backend: backend.name };
+}

@@ -1,0 +1,218 @@
+/**
+ * `solve`: one episode of a loaded team on one task, with decentralised execution — every agent
+ * generates with its own policy from its own observation (`env.observe(state, agent)`), stage by
+ * stage as `turnStages(team)` orders them (sequential: one agent after the other; parallel: all on
+ * the same state).
+ *
+ * This is the episode loop of @troupe/rl's parallel rollouts (which the trainer's evaluation runs
+ * with one episode per task), built from the same helpers — `prepareContext`, `resetState`,
+ * `generateForAgents`, `stepState`, `requestSeed` — so the prompts are the training prompts (the
+ * environment renders them; the engine applies the policy's chat template), and with the run's
+ * seed and the evaluation sampling a solve reproduces the evaluation's episode on that task. On
+ * top of it: a TurnEvent per agent turn as it happens, a turn limit, per-request sampling, and an
+ * AbortSignal deadline.
+ */
+import {
+  type AgentId,
+  type ChatMessage,
+  type Completion,
+  type Policy,
+  roleOf,
+  type SamplingParams,
+  type Task,
+  turnStages,
+} from "@troupe/core";
+import {
+  generateForAgents,
+  prepareContext,
+  type RolloutContext,
+  requestSeed,
+  resetState,
+  stepState,
+} from "@troupe/rl";
+import { type ExecutedAction, renderAnswer, type SolveAnswer } from "./answer.ts";
+import { parseSolveOptions, resolveTask, type SolveInput, type SolveOptions } from "./input.ts";
+import type { LoadedTeam } from "./load-team.ts";
+
+export interface TurnEvent {
+  /** Turn index (0-based); a turn is every role acting once. */
+  turn: number;
+  agent: string;
+  role: string;
+  policy: string;
+  /** The observation as text (the messages' contents); `messages` has them with their roles. */
+  prompt: string;
+  messages: ChatMessage[];
+  completion: string;
+  promptTokens: number;
+  completionTokens: number;
+  /** Generation time of the stage this turn belongs to. */
+  ms: number;
+  /** Team reward of the environment step this action was part of. */
+  teamReward: number;
+  done: boolean;
+}
+
+export interface RoleUsage {
+  calls: number;
+  promptTokens: number;
+  completionTokens: number;
+}
+
+export interface SolveResult {
+  task: { id: string; payload: unknown };
+  answer: SolveAnswer;
+  /** null when the environment cannot judge success. */
+  solved: boolean | null;
+  teamReturn: number;
+  turns: TurnEvent[];
+  usage: Record<string, RoleUsage>;
+  latencyMs: number;
+  /** The seed the episode ran with (given, or drawn): solving again with it gives the same result. */
+  seed: number;
+}
+
+/** The request's deadline fired (or it was cancelled) before the episode finished. */
+export class SolveAbortedError extends Error {
+  constructor(readonly reason: unknown) {
+    super(`solve aborted: ${reason instanceof Error ? reason.message : String(reason ?? "aborted")}`);
+    this.name = "SolveAbortedError";
+  }
+}
+
+/** `promise`, or a SolveAbortedError as soon as the signal fires (the work itself is not stopped). */
+function raceAbort<T>(promise: Promise<T>, signal: AbortSignal | undefined): Promise<T> {
+  if (signal === undefined) return promise;
+  if (signal.aborted) return Promise.reject(new SolveAbortedError(signal.reason));
+  return new Promise<T>((resolve, reject) => {
+    const onAbort = () => reject(new SolveAbortedError(signal.reason));
+    signal.addEventListener("abort", onAbort, { once: true });
+    promise.then(
+      (v) => {
+        signal.removeEventListener("abort", onAbort);
+        resolve(v);
+      },
+      (e) => {
+        signal.removeEventListener("abort", onAbort);
+        reject(e);
+      },
+    );
+  });
+}
+
+function promptText(messages: readonly ChatMessage[]): string {
+  return messages.length === 1
+    ? messages[0]!.content
+    : messages.map((m) => `${m.role}: ${m.content}`).join("\n\n");
+}
+
+export async function solve(
+  loaded: LoadedTeam,
+  input: SolveInput,
+  options: SolveOptions = {},
+  onTurn?: (event: TurnEvent) => void,
+): Promise<SolveResult> {
+  const started = performance.now();
+  const { signal } = options;
+  const { maxTurns, sampling: overrides } = parseSolveOptions(options, loaded.team.maxTurns);
+  const env = loaded.environment.env;
+  const task: Task<unknown> = await resolveTask(loaded.environment, env, input);
+  if (signal?.aborted) throw new SolveAbortedError(signal.reason);
+
+  // Per policy: the manifest's sampling with the request's overrides; the signal reaches the backend.
+  const { seed: givenSeed, ...samplingOverrides } = overrides;
+  const seed = givenSeed ?? Math.floor(Math.random() * 2 ** 31);
+  const policies: Record<string, Policy> = {};
+  for (const [policyId, policy] of Object.entries(loaded.policies)) {
+    const params: SamplingParams = { ...loaded.sampling[policyId]!, ...samplingOverrides };
+    policies[policyId] = {
+      id: policy.id,
+      version: policy.version,
+      generate: (requests) => policy.generate(requests, params, { signal }),
+    };
+  }
+  const team = { ...loaded.team, maxTurns };
+  const ctx: RolloutContext = {
+    runId: `serve-${loaded.manifest.name}-v${loaded.manifest.version}`,
+    step: 0,
+    seed,
+    env,
+    team,
+    policies,
+    // Unused by the wrapped policies above (each has its own); kept for the context's shape.
+    sampling: loaded.sampling[team.roles[0]!.policy]!,
+  };
+  prepareContext(ctx, [task]);
+
+  let state = await resetState(ctx, task);
+  const turns: TurnEvent[] = [];
+  const executed: ExecutedAction[] = [];
+  const usage: Record<string, RoleUsage> = {};
+  let teamReturn = 0;
+  let judged = false;
+  let solved = false;
+  let done = false;
+  for (let turn = 0; turn < maxTurns && !done; turn++) {
+    for (const stage of turnStages(team)) {
+      if (done) break;
+      if (signal?.aborted) throw new SolveAbortedError(signal.reason);
+      // The seed path of the trainer's parallel rollouts and evaluation (episode 0 of the task).
+      const requests = stage.map((agent: AgentId) => ({
+        agent,
+        observation: env.observe(state, agent),
+        seed: requestSeed(ctx, "parallel", task.id, 0, turn, agent),
+      }));
+      const t0 = performance.now();
+      const outputs: Completion[] = await raceAbort(generateForAgents(ctx, requests), signal);
+      const ms = performance.now() - t0;
+      const actions: Record<AgentId, string> = {};
+      stage.forEach((agent, i) => {
+        actions[agent] = outputs[i]!.text;
+      });
+      const result = await raceAbort(stepState(ctx, state, actions), signal);
+      state = result.state;
+      teamReturn += result.teamReward;
+      if (result.success !== undefined) {
+        judged = true;
+        if (result.success) solved = true;
+      }
+      done = result.done;
+      stage.forEach((agent, i) => {
+        const completion = outputs[i]!;
+        const role = roleOf(team, agent);
+        const messages = requests[i]!.observation.messages.map((m) => ({ ...m }));
+        const event: TurnEvent = {
+          turn,
+          agent,
+          role: role.id,
+          policy: role.policy,
+          prompt: promptText(messages),
+          messages,
+          completion: completion.text,
+          promptTokens: completion.promptTokenIds.length,
+          completionTokens: completion.tokenIds.length,
+          ms,
+          teamReward: result.teamReward,
+          done: result.done,
+        };
+        turns.push(event);
+        executed.push({ agent, text: completion.text, info: result.info?.[agent] });
+        const u = (usage[role.id] ??= { calls: 0, promptTokens: 0, completionTokens: 0 });
+        u.calls++;
+        u.promptTokens += event.promptTokens;
+        u.completionTokens += event.completionTokens;
+        onTurn?.(event);
+      });
+    }
+  }
+  return {
+    task: { id: task.id, payload: task.payload },
+    answer: renderAnswer(env.name, state, executed),
+    solved: judged ? solved : null,
+    teamReturn,
+    turns,
+    usage,
+    latencyMs: performance.now() - started,
+    seed,
+  };
+}

@@ -1,0 +1,70 @@
+/**
+ * A real tiny team for the tests: two freshly initialised Qwen3 policies (hidden 32, one layer)
+ * with the byte tokenizer, saved as checkpoint files by the ONNX engine and published for
+ * Plan-Path (compact roles: planner then fixer) on 4×4 grids.
+ */
+import { mkdtempSync, rmSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import { tinyQwenConfig } from "@troupe/engine";
+import { createOnnxEngine } from "@troupe/engine-onnx";
+import { FileStore } from "@troupe/storage";
+import { checkpointSummary, type PublishInput, servingFiles, type TeamRegistry } from "../src/index.ts";
+import { exportDecodeGraph } from "../src/onnx-export.ts";
+
+export const tinyConfig = tinyQwenConfig({
+  hidden_size: 32,
+  intermediate_size: 64,
+  num_hidden_layers: 1,
+  num_attention_heads: 2,
+  num_key_value_heads: 1,
+  head_dim: 16,
+  max_position_embeddings: 512,
+});
+
+export const planPathEnvironment = {
+  name: "plan-path",
+  options: { roles: "compact", maxTurns: 2, rows: 4, cols: 4, blockedFraction: 0.1, minPathLength: 2 },
+};
+
+export async function tinyCheckpoint(policyId: string, seed: number): Promise<Record<string, Uint8Array>> {
+  const engine = await createOnnxEngine({ policies: [{ id: policyId, config: tinyConfig, seed }] });
+  const files = await engine.save(policyId);
+  await engine.close();
+  return { ...files };
+}
+
+export async function tinyTeamInput(name: string, seed = 1): Promise<PublishInput> {
+  const policies: Record<string, PublishInput["policies"][string]> = {};
+  for (const [i, policyId] of ["planner", "fixer"].entries()) {
+    const files = servingFiles(await tinyCheckpoint(policyId, seed + i));
+    const { model, parameters, config } = checkpointSummary(files);
+    const graph = exportDecodeGraph(config);
+    policies[policyId] = {
+      files: { ...files, [graph.info.file]: graph.bytes },
+      model,
+      parameters,
+      sampling: { temperature: 1, topP: 1, maxTokens: 8 },
+      onnx: graph.info,
+    };
+  }
+  return {
+    name,
+    environment: planPathEnvironment,
+    team: { specialisation: "per-role" },
+    roles: [
+      { id: "planner", policy: "planner" },
+      { id: "fixer", policy: "fixer" },
+    ],
+    policies,
+    source: { runId: "fixture", step: 0 },
+  };
+}
+
+/** A FileStore in a fresh temp folder, removed by `cleanup`. */
+export function tempStore(): { store: FileStore; root: string; cleanup: () => void } {
+  const root = mkdtempSync(join(tmpdir(), "troupe-teams-"));
+  return { store: new FileStore(root), root, cleanup: () => rmSync(root, { recursive: true, force: true }) };
+}
+
+export type { TeamRegistry };
