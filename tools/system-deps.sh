@@ -17,6 +17,8 @@ command -v prlimit >/dev/null 2>&1 && command -v setpriv >/dev/null 2>&1 || need
 for pair in ceph-mon:ceph-mon ceph-osd:ceph-osd radosgw:radosgw ceph:ceph-common; do
   command -v "${pair%%:*}" >/dev/null 2>&1 || need+=("${pair#*:}")
 done
+# apps/api: the playground's browser test drives Debian's chromium through playwright-core.
+command -v chromium >/dev/null 2>&1 || need+=(chromium)
 [ ${#need[@]} -eq 0 ] && exit 0
 if [ "$(id -u)" = 0 ] && command -v apt-get >/dev/null 2>&1; then
   echo "system-deps: installing ${need[*]}"

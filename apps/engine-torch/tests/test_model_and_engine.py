@@ -214,3 +214,62 @@ def test_safetensors_bytes_by_hand() -> None:
     assert data[8 + n :] == bytes.fromhex("0000803f000000c0")  # 1.0, −2.0 little-endian
     bf = load_bytes(save_bytes({"b": torch.tensor([1.5, -0.25]).bfloat16()}))[0]["b"]
     assert bf.dtype == torch.bfloat16 and bf.float().tolist() == [1.5, -0.25]
+
+
+def test_auto_generator_prefers_vllm_on_one_gpu_and_falls_back_for_good(monkeypatch: pytest.MonkeyPatch) -> None:
+    """`--generator auto`: vLLM only when importable on a single CUDA process; if it fails, the
+    built-in generator answers that call and every later one (an explicit `vllm` would raise)."""
+    engine = make_engine()
+    engine.options.generator = "auto"
+    engine.add_policy({"id": "p", "model": "m", "copy": False})
+    policy = engine.policy("p")
+    real_find_spec = importlib.util.find_spec
+    monkeypatch.setattr(importlib.util, "find_spec", lambda name, *a: object() if name == "vllm" else real_find_spec(name, *a))
+    assert engine.auto_generator(policy) == "torch"  # CPU: never vLLM
+    engine.device = torch.device("cuda")  # only consulted by the choice, nothing runs on it
+    assert engine.auto_generator(policy) == "vllm"
+    engine.device = torch.device("cpu")
+
+    from troupe_worker import vllm_backend
+
+    calls = []
+
+    def broken(*args: object) -> None:
+        calls.append(1)
+        raise RuntimeError("no GPU for vLLM here")
+
+    monkeypatch.setattr(vllm_backend, "vllm_generate", broken)
+    monkeypatch.setattr(type(engine), "auto_generator", lambda self, p: "torch" if self.vllm_failed else "vllm")
+    args = {"policy": "p", "seeds": [1, 2], "sampling": {"maxTokens": 4}}
+    payloads = {"prompt_tokens": torch.tensor([3, 4, 5], dtype=torch.int32), "prompt_lengths": torch.tensor([1, 2], dtype=torch.int32)}
+    _, out = engine.generate(args, payloads)
+    assert engine.vllm_failed and calls == [1]
+    reference = make_engine()  # the same weights with the built-in generator
+    reference.add_policy({"id": "p", "model": "m", "copy": False})
+    _, expected = reference.generate(args, payloads)
+    assert out["tokens"].tolist() == expected["tokens"].tolist()
+    assert out["logprobs"].tolist() == expected["logprobs"].tolist()
+    engine.generate(args, payloads)
+    assert calls == [1]  # not tried again
+    explicit = make_engine()
+    explicit.options.generator = "vllm"
+    explicit.add_policy({"id": "p", "model": "m", "copy": False})
+    with pytest.raises(RuntimeError, match="no GPU for vLLM here"):
+        explicit.generate(args, payloads)
+
+
+def test_seeded_adapters_start_the_same_in_every_process() -> None:
+    from troupe_worker.lora import Adapter, LoraConfig
+
+    base = make_engine().models["m"].module
+    cfg = LoraConfig.from_json({"r": 4})
+    state = torch.random.get_rng_state()
+    a, b, c = Adapter(base, cfg, seed=7), Adapter(base, cfg, seed=7), Adapter(base, cfg, seed=8)
+    assert torch.equal(torch.random.get_rng_state(), state)  # the global stream is left alone
+    for key in a.lora_A:
+        assert torch.equal(a.lora_A[key], b.lora_A[key])
+        assert not torch.equal(a.lora_A[key], c.lora_A[key])
+        assert a.lora_B[key].abs().sum() == 0
+    engine = make_engine()
+    engine.add_policy({"id": "x", "model": "m", "lora": {"r": 4}, "seed": 7})
+    assert all(torch.equal(engine.policy("x").adapter.lora_A[k], a.lora_A[k]) for k in a.lora_A)

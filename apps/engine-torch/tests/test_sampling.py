@@ -42,6 +42,22 @@ def test_temperature_and_greedy() -> None:
     assert q[0].tolist() == pytest.approx([0.25 / z, 0.04 / z, 0.04 / z, 0.01 / z])
 
 
+def test_ids_past_the_usable_vocab_are_never_drawn() -> None:
+    # usable_vocab=3 drops id 3 (p 0.1): q renormalises over 0.5, 0.2, 0.2
+    cfg = SamplingConfig(usable_vocab=3)
+    _, q = sampling_distribution(LOGITS, cfg)
+    assert q[0].tolist() == pytest.approx([0.5 / 0.9, 0.2 / 0.9, 0.2 / 0.9, 0])
+    token, logprob = sample(LOGITS, cfg, torch.tensor([0.999], dtype=torch.float64))
+    assert (token.item(), logprob.item()) == (2, pytest.approx(math.log(0.2 / 0.9)))
+    # greedy over the usable ids only: a masked id with the largest logit is skipped
+    high_last = torch.log(torch.tensor([[0.2, 0.3, 0.1, 0.4]]))
+    token, _ = sample(high_last, SamplingConfig(temperature=0, usable_vocab=3), torch.tensor([0.5], dtype=torch.float64))
+    assert token.item() == 1
+    assert SamplingConfig.from_json({"usableVocab": 259}).usable_vocab == 259
+    with pytest.raises(ValueError, match="sampling.usableVocab"):
+        SamplingConfig.from_json({"usableVocab": -1})
+
+
 def test_seeds_are_per_request() -> None:
     a = draw_uniforms(request_generators([5, 6]))
     b = draw_uniforms(request_generators([7, 5]))

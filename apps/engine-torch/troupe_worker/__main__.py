@@ -58,6 +58,10 @@ def watch_parent(controller_pid: Optional[int]) -> None:
     threading.Thread(target=poll, name="parent-watch", daemon=True).start()
 
 
+#: flags every rank takes from rank 0 (the device stays each rank's own GPU)
+RANK0_FLAGS = ("param_dtype", "no_autocast", "generator", "model_backend", "logprob_batch_size", "gradient_checkpointing", "threads")
+
+
 def parse_args(argv: list[str]) -> argparse.Namespace:
     ap = argparse.ArgumentParser(prog="troupe_worker", description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--socket", help="connect to this unix socket instead of using stdin/stdout")
@@ -96,6 +100,11 @@ def main(argv: Optional[list[str]] = None) -> int:
         torch.set_num_threads(args.threads)
     watch_parent(args.controller_pid)
     dist_device = distributed.init()
+    # Ranks on other boxes are started by hand (infra/gpu) with a bare `-m troupe_worker`: rank 0's
+    # engine flags — the controller's, from the recipe — apply on every rank (FSDP needs one dtype).
+    shared = distributed.broadcast({k: getattr(args, k) for k in RANK0_FLAGS})
+    for k, v in shared.items():
+        setattr(args, k, v)
     device = args.device or (str(dist_device) if dist_device is not None else ("cuda" if torch.cuda.is_available() else "cpu"))
     server = Server(args, device)
     if args.selftest:

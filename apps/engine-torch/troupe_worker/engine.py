@@ -12,8 +12,11 @@ Policies:
 from __future__ import annotations
 
 import copy
+import importlib.util
 import json
 import math
+import sys
+import traceback
 from contextlib import contextmanager, nullcontext
 from dataclasses import dataclass
 from typing import Any, Iterator, Optional
@@ -107,6 +110,8 @@ class Engine:
         self.claimed: set[str] = set()
         self.hosts: dict[str, LoraHost] = {}
         self.policies: dict[str, Policy] = {}
+        #: set when vLLM, picked by `--generator auto`, failed once: the built-in generators take over
+        self.vllm_failed = False
 
     # ---- setup ------------------------------------------------------------------------------
     def load_model(self, args: dict, payloads: dict[str, Any]) -> dict:
@@ -144,7 +149,8 @@ class Engine:
                 for p in model.module.parameters():
                     p.requires_grad_(False)
                 host = self.hosts[model_name] = LoraHost(model.module)
-            adapter = Adapter(model.module, LoraConfig.from_json(args["lora"])).to(self.device)
+            seed = args.get("seed")
+            adapter = Adapter(model.module, LoraConfig.from_json(args["lora"]), None if seed is None else int(seed)).to(self.device)
             host.attach(adapter)
             policy = Policy(pid, model, model.module, adapter, host)
         else:
@@ -194,20 +200,38 @@ class Engine:
         cfg = policy.model.config
         pad = cfg.pad_token_id if cfg.pad_token_id is not None else (cfg.eos_ids() or [0])[0]
         backend = self.options.generator
-        if backend == "auto":
-            backend = "hf" if policy.model.backend == "transformers" else "torch"
+        chosen_by_auto = backend == "auto"
+        if chosen_by_auto:
+            backend = self.auto_generator(policy)
         policy.module.eval()
         with policy.active():
-            if backend == "hf":
-                results = hf_generate(policy.module, prompts, seeds, sampling, pad, self.device)
-            elif backend == "vllm":
+            results = None
+            if backend == "vllm":
                 from .vllm_backend import vllm_generate
 
-                results = vllm_generate(self, policy, prompts, seeds, sampling)
-            else:
+                try:
+                    results = vllm_generate(self, policy, prompts, seeds, sampling)
+                except Exception:  # noqa: BLE001 — `auto` falls back to the worker's own generate
+                    if not chosen_by_auto:
+                        raise
+                    self.vllm_failed = True
+                    print(f"troupe_worker: vLLM generate failed; using the built-in generator from now on\n{traceback.format_exc()}", file=sys.stderr)
+                    backend = "hf" if policy.model.backend == "transformers" else "torch"
+            if results is None and backend == "hf":
+                results = hf_generate(policy.module, prompts, seeds, sampling, pad, self.device)
+            elif results is None:
                 autocast = torch.bfloat16 if self.device.type == "cuda" and self.options.autocast and self.param_dtype == torch.float32 else None
                 results = torch_generate(policy.module, prompts, seeds, sampling, pad, self.device, autocast)
         return self._pack_generated(results)
+
+    def auto_generator(self, policy: Policy) -> str:
+        """`--generator auto`: vLLM when it is importable and the worker is one process on a GPU (it
+        runs next to the training model; under FSDP each rank would build its own engine), else
+        transformers' generate for transformers models, else the worker's own KV-cache loop."""
+        if (self.device.type == "cuda" and distributed.world_size() == 1 and not self.vllm_failed
+                and importlib.util.find_spec("vllm") is not None):
+            return "vllm"
+        return "hf" if policy.model.backend == "transformers" else "torch"
 
     @staticmethod
     def _pack_generated(results: list[Generated]) -> tuple[dict, dict[str, Any]]:

@@ -18,7 +18,7 @@ from __future__ import annotations
 
 import json
 import math
-from contextlib import contextmanager
+from contextlib import contextmanager, nullcontext
 from dataclasses import dataclass
 from typing import Callable, Iterator, Optional
 
@@ -66,17 +66,22 @@ def target_linears(base: nn.Module, config: LoraConfig) -> dict[str, nn.Linear]:
 class Adapter(nn.Module):
     """One policy's A/B matrices, keyed by module path ('.' replaced by '/': ModuleDict keys cannot hold dots)."""
 
-    def __init__(self, base: nn.Module, config: LoraConfig) -> None:
+    def __init__(self, base: nn.Module, config: LoraConfig, seed: Optional[int] = None) -> None:
+        """`seed`: A is drawn from its own seeded stream (on the CPU, whatever the device), so a run's
+        adapters start the same in every process; None draws from torch's global generator."""
         super().__init__()
         self.config = config
         self.lora_A = nn.ParameterDict()
         self.lora_B = nn.ParameterDict()
-        for path, linear in target_linears(base, config).items():
-            w = linear.weight
-            a = torch.empty(config.r, linear.in_features, device=w.device, dtype=torch.float32)
-            nn.init.kaiming_uniform_(a, a=math.sqrt(5))  # peft's default init of A
-            self.lora_A[path.replace(".", "/")] = nn.Parameter(a)
-            self.lora_B[path.replace(".", "/")] = nn.Parameter(torch.zeros(linear.out_features, config.r, device=w.device))
+        with torch.random.fork_rng(devices=[]) if seed is not None else nullcontext():
+            if seed is not None:
+                torch.manual_seed(seed)
+            for path, linear in target_linears(base, config).items():
+                w = linear.weight
+                a = torch.empty(config.r, linear.in_features, dtype=torch.float32)
+                nn.init.kaiming_uniform_(a, a=math.sqrt(5))  # peft's default init of A
+                self.lora_A[path.replace(".", "/")] = nn.Parameter(a.to(w.device))
+                self.lora_B[path.replace(".", "/")] = nn.Parameter(torch.zeros(linear.out_features, config.r, device=w.device))
 
     def delta(self, path: str) -> torch.Tensor:
         """ΔW = (α/r) · B A, the update merged into W by `merged_state_dict`."""

@@ -6,6 +6,9 @@
     4. q = p / Σ_kept p; draw with ONE uniform u per row by inverse CDF over the kept tokens
        (most probable first); the returned log-prob is log q(token)
     T = 0 is greedy (argmax) with log-prob 0.
+    Ids ≥ usable_vocab (the rows a model's embedding has beyond its tokenizer: Qwen pads 151 665
+    tokens to 151 936, the tiny models 259 to 512) are never drawn: their logits are −∞ before
+    step 1, as in libs/engine-onnx/src/generate.ts.
 
 Each request has its own torch.Generator seeded with its seed, and draws exactly one uniform per
 generated token, so a request's completion depends on its seed alone, not on the rest of the batch.
@@ -25,6 +28,8 @@ class SamplingConfig:
     top_k: int = 0
     max_tokens: int = 256
     stop_token_ids: tuple[int, ...] = ()
+    #: tokens [0, usable_vocab) may be sampled; 0 = every id of the model
+    usable_vocab: int = 0
 
     @staticmethod
     def from_json(raw: dict) -> "SamplingConfig":
@@ -42,7 +47,10 @@ class SamplingConfig:
         if m < 1:
             raise ValueError(f"sampling.maxTokens: must be ≥ 1, got {m}")
         stops = tuple(int(s) for s in raw.get("stopTokenIds", []))
-        return SamplingConfig(temperature=t, top_p=p, top_k=k, max_tokens=m, stop_token_ids=stops)
+        usable = int(raw.get("usableVocab", 0))
+        if usable < 0:
+            raise ValueError(f"sampling.usableVocab: must be ≥ 0, got {usable}")
+        return SamplingConfig(temperature=t, top_p=p, top_k=k, max_tokens=m, stop_token_ids=stops, usable_vocab=usable)
 
 
 def request_generators(seeds: list[int]) -> list[torch.Generator]:
@@ -60,8 +68,17 @@ def draw_uniforms(generators: list[torch.Generator]) -> torch.Tensor:
     return torch.cat([torch.rand(1, generator=g, dtype=torch.float64) for g in generators])
 
 
+def usable_logits(logits: torch.Tensor, config: SamplingConfig) -> torch.Tensor:
+    """The logits with ids ≥ usable_vocab set to −∞ (a copy when anything is masked)."""
+    if 0 < config.usable_vocab < logits.shape[-1]:
+        logits = logits.clone()
+        logits[..., config.usable_vocab :] = float("-inf")
+    return logits
+
+
 def sampling_distribution(logits: torch.Tensor, config: SamplingConfig) -> tuple[torch.Tensor, torch.Tensor]:
     """(ids [B, V] most probable first, q [B, V] float64, zero outside the kept set)."""
+    logits = usable_logits(logits, config)
     logp = torch.log_softmax(logits.double() / config.temperature, dim=-1)
     V = logp.shape[-1]
     # Descending by probability; stable sort of −logp keeps lower ids first among ties.
@@ -85,7 +102,7 @@ def sampling_distribution(logits: torch.Tensor, config: SamplingConfig) -> tuple
 def sample(logits: torch.Tensor, config: SamplingConfig, uniforms: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
     """logits [B, V], uniforms [B] → (token ids [B] int64, log q [B] float64)."""
     if config.temperature == 0:
-        return logits.argmax(-1), torch.zeros(logits.shape[0], dtype=torch.float64, device=logits.device)
+        return usable_logits(logits, config).argmax(-1), torch.zeros(logits.shape[0], dtype=torch.float64, device=logits.device)
     ids, q = sampling_distribution(logits, config)
     cdf = q.cumsum(-1)
     u = uniforms.to(device=q.device, dtype=q.dtype)[:, None]

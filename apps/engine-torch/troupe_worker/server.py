@@ -3,7 +3,7 @@
 Ops (args → result; payloads in brackets):
     hello        {protocol}                                 → {protocol, worker, torch, device, ...}
     load_model   {name, path? | init?, backend?} [file:*]   → {name, backend, config, parameters}
-    add_policy   {id, model, lora?, copy?}                  → PolicyInfo
+    add_policy   {id, model, lora?, seed?, copy?}           → PolicyInfo   (seed: of the LoRA A init)
     generate     {policy, seeds, sampling} [prompt_tokens, prompt_lengths]
                                                             → {finishReasons} [tokens, lengths, logprobs]
     logprobs     {policy} [tokens, prompt_lengths, completion_lengths] → {} [logprobs]

@@ -1,35 +1,199 @@
-/** Builds the engine a recipe names, with one policy per id the team uses. */
+/**
+ * Builds the engine a recipe names, with one policy per id the team uses.
+ *
+ * From scratch, every engine starts a policy from the same weights: `initQwenWeights(config,
+ * deriveSeed(recipe.seed, "init", policyId))` with the built-in byte tokenizer. The torch engine
+ * receives them as checkpoint files (rather than seeding torch's own initialiser), so a recipe
+ * gives bit-identical initial weights whichever engine runs it, and a torch run's checkpoints are
+ * the same HF files (safetensors + config.json + tokenizer + optimizer state) the embedded engine
+ * loads.
+ */
+import { isAbsolute, resolve } from "node:path";
+import { fileURLToPath } from "node:url";
 import { deriveSeed, type PolicyId } from "@troupe/core";
-import { type Engine, tinyQwenConfig } from "@troupe/engine";
+import {
+  ByteTokenizer,
+  type Engine,
+  encodeCheckpoint,
+  initQwenWeights,
+  type QwenConfig,
+  tinyQwenConfig,
+} from "@troupe/engine";
 import { createOnnxEngine } from "@troupe/engine-onnx";
-import type { Recipe } from "./recipe.ts";
+import {
+  createTorchEngine,
+  type TorchEngine,
+  type TorchModelSource,
+  type TorchPolicySpec,
+  type WorkerProcessOptions,
+} from "@troupe/engine-torch";
+import type { ModelRecipe, Recipe, TorchEngineRecipe } from "./recipe.ts";
+
+/** Relative paths in a recipe (python, model folders) are relative to the workspace root, like stores. */
+const workspaceRoot = resolve(fileURLToPath(new URL("../../..", import.meta.url)));
 
 export async function createEngine(recipe: Recipe, policyIds: readonly PolicyId[]): Promise<Engine> {
   switch (recipe.engine.kind) {
     case "onnx": {
-      const { from, ...model } = recipe.model;
-      if (from !== undefined) {
+      if (recipe.model.from !== undefined) {
         throw new Error(
-          `recipe: model.from: loading "${from}" is done with --resume or trainer:sft checkpoints in this version`,
-        );
-      }
-      const headDim = model.hidden_size / model.num_attention_heads;
-      if (!Number.isInteger(headDim)) {
-        throw new Error(
-          `recipe: model.hidden_size (${model.hidden_size}) must be divisible by model.num_attention_heads (${model.num_attention_heads})`,
+          `recipe: model.from: loading "${recipe.model.from}" is done with --resume or trainer:sft checkpoints in the onnx engine; engine.kind "torch" loads HF folders`,
         );
       }
       return createOnnxEngine({
         policies: policyIds.map((id) => ({
           id,
-          config: tinyQwenConfig({ ...model, head_dim: headDim }),
+          config: scratchConfig(recipe.model),
           seed: deriveSeed(recipe.seed, "init", id),
         })),
       });
     }
+    case "torch":
+      return createTorchEngineFor(recipe, recipe.engine, policyIds);
     default:
       throw new Error(
-        `recipe: engine.kind: "${recipe.engine.kind}" is served by @troupe/engine-${recipe.engine.kind}, which the trainer does not launch yet; use "onnx"`,
+        `recipe: engine.kind: "${recipe.engine.kind}" is served by @troupe/engine-${recipe.engine.kind}, which generates but cannot train; use "onnx" or "torch"`,
       );
   }
+}
+
+/** The recipe's tiny from-scratch model as a full QwenConfig (HF names). */
+export function scratchConfig(model: ModelRecipe): QwenConfig {
+  const { from: _from, ...fields } = model;
+  const headDim = fields.hidden_size / fields.num_attention_heads;
+  if (!Number.isInteger(headDim)) {
+    throw new Error(
+      `recipe: model.hidden_size (${fields.hidden_size}) must be divisible by model.num_attention_heads (${fields.num_attention_heads})`,
+    );
+  }
+  return tinyQwenConfig({ ...fields, head_dim: headDim });
+}
+
+/** The initial weights of a from-scratch policy, as checkpoint files (what both engines start from). */
+export function scratchCheckpoint(recipe: Recipe, seedName: string) {
+  const config = scratchConfig(recipe.model);
+  return encodeCheckpoint({
+    config,
+    weights: initQwenWeights(config, deriveSeed(recipe.seed, "init", seedName)),
+    tokenizer: new ByteTokenizer(),
+  });
+}
+
+function workspacePath(path: string): string {
+  const plain = path.startsWith("file://") ? fileURLToPath(path) : path;
+  if (/^[a-z][a-z0-9+.-]*:\/\//i.test(plain)) {
+    throw new Error(
+      `recipe: "${path}": the torch engine reads models from local folders (download it first, e.g. huggingface-cli download Qwen/Qwen2.5-0.5B-Instruct --local-dir /models/Qwen2.5-0.5B-Instruct)`,
+    );
+  }
+  return isAbsolute(plain) ? plain : resolve(workspaceRoot, plain);
+}
+
+/** `python -m troupe_worker` flags for the recipe's engine section. */
+export function torchWorkerArgs(engine: TorchEngineRecipe): string[] {
+  const args: string[] = [];
+  if (engine.device !== "auto") args.push("--device", engine.device);
+  args.push("--param-dtype", engine.dtype);
+  if (!engine.autocast) args.push("--no-autocast");
+  if (engine.gradientCheckpointing) args.push("--gradient-checkpointing");
+  args.push("--generator", engine.generator, "--model-backend", engine.modelBackend);
+  if (engine.threads > 0) args.push("--threads", String(engine.threads));
+  return [...args, ...engine.workerArgs];
+}
+
+/** How the controller starts the worker: interpreter, flags, one process or torchrun. */
+export function torchProcessOptions(engine: TorchEngineRecipe): WorkerProcessOptions {
+  const python = engine.python ?? process.env.TROUPE_PYTHON ?? "/usr/bin/python3";
+  const { launch } = engine;
+  if (launch.kind === "torchrun" && launch.nnodes > 1 && launch.rdzvEndpoint === undefined) {
+    throw new Error(
+      "recipe: engine.launch.rdzvEndpoint: required when engine.launch.nnodes > 1 (host:port on node 0)",
+    );
+  }
+  return {
+    python: python.includes("/") ? workspacePath(python) : python,
+    workerArgs: torchWorkerArgs(engine),
+    startupTimeoutMs: engine.startupTimeoutSeconds * 1000,
+    launch:
+      launch.kind === "torchrun"
+        ? {
+            kind: "torchrun",
+            nprocPerNode: launch.nprocPerNode,
+            nnodes: launch.nnodes,
+            torchrun: launch.torchrun.includes("/") ? workspacePath(launch.torchrun) : launch.torchrun,
+            ...(launch.rdzvEndpoint !== undefined ? { rdzvEndpoint: launch.rdzvEndpoint } : {}),
+          }
+        : { kind: "process" },
+  };
+}
+
+/**
+ * The models and policies of a torch team:
+ * - `engine.lora`: one base (model.from, or from scratch seeded with the name "base") and one
+ *   LoRA adapter per policy — per-role adapters, saved and loaded separately;
+ * - otherwise one full trainable model per policy: its `engine.policyModels` folder, else
+ *   model.from (one copy per policy), else from scratch with the onnx engine's seeds.
+ */
+export function torchTeamLayout(
+  recipe: Recipe,
+  engine: TorchEngineRecipe,
+  policyIds: readonly PolicyId[],
+): { models: Record<string, TorchModelSource>; policies: TorchPolicySpec[] } {
+  for (const id of Object.keys(engine.policyModels)) {
+    if (!policyIds.includes(id)) {
+      throw new Error(
+        `recipe: engine.policyModels.${id}: the team has no policy "${id}" (policies: ${policyIds.join(", ")})`,
+      );
+    }
+  }
+  const gradientCheckpointing = engine.gradientCheckpointing;
+  const fromRecipe = (seedName: string): TorchModelSource =>
+    recipe.model.from !== undefined
+      ? { kind: "path", path: workspacePath(recipe.model.from), gradientCheckpointing }
+      : { kind: "files", files: scratchCheckpoint(recipe, seedName), gradientCheckpointing };
+  if (engine.lora) {
+    if (Object.keys(engine.policyModels).length > 0) {
+      throw new Error(
+        "recipe: engine.policyModels: LoRA policies share one base (model.from); drop engine.lora for per-policy models",
+      );
+    }
+    const { r, alpha, targetModules } = engine.lora;
+    return {
+      models: { base: fromRecipe("base") },
+      policies: policyIds.map((id) => ({
+        id,
+        model: "base",
+        lora: { r, ...(alpha !== undefined ? { alpha } : {}), ...(targetModules ? { targetModules } : {}) },
+        seed: deriveSeed(recipe.seed, "init", id),
+      })),
+    };
+  }
+  const models: Record<string, TorchModelSource> = {};
+  const policies = policyIds.map((id) => {
+    const own = engine.policyModels[id];
+    if (own !== undefined) {
+      const path = workspacePath(own);
+      const key = `path:${path}`;
+      models[key] ??= { kind: "path", path, gradientCheckpointing };
+      return { id, model: key };
+    }
+    if (recipe.model.from !== undefined) {
+      models.base ??= fromRecipe("base");
+      return { id, model: "base" };
+    }
+    models[`init:${id}`] = fromRecipe(id);
+    return { id, model: `init:${id}` };
+  });
+  return { models, policies };
+}
+
+async function createTorchEngineFor(
+  recipe: Recipe,
+  engine: TorchEngineRecipe,
+  policyIds: readonly PolicyId[],
+): Promise<TorchEngine> {
+  return createTorchEngine({
+    ...torchProcessOptions(engine),
+    ...torchTeamLayout(recipe, engine, policyIds),
+  });
 }

@@ -102,6 +102,78 @@ export const OptimizerSchema = z.strictObject({
   minLrRatio: z.number().min(0).max(1).default(0),
 });
 
+/** Which engine computes the policies (docs/gpu.md). `kind` defaults to the embedded CPU engine. */
+const OnnxEngineSchema = z.strictObject({ kind: z.literal("onnx") });
+
+/** The PyTorch worker (@troupe/engine-torch): real Qwen models on GPUs, or tiny ones on a CPU. */
+const TorchEngineSchema = z.strictObject({
+  kind: z.literal("torch"),
+  /** Python with torch and troupe_worker; relative paths are from the workspace root (default: $TROUPE_PYTHON or /usr/bin/python3). */
+  python: z.string().min(1).optional(),
+  /** `auto`: cuda when the worker sees a GPU (under torchrun: each rank its local GPU), else cpu. */
+  device: z
+    .string()
+    .regex(/^(auto|cpu|cuda(:\d+)?)$/, 'expected "auto", "cpu", "cuda" or "cuda:N"')
+    .default("auto"),
+  /** Weights on the device: float32 master weights (+ bf16 autocast on CUDA) or bfloat16 (half the memory). */
+  dtype: z.enum(["float32", "bfloat16"]).default("float32"),
+  /** bf16 autocast of forward passes on CUDA with float32 weights. */
+  autocast: z.boolean().default(true),
+  gradientCheckpointing: z.boolean().default(false),
+  /** `auto`: vLLM when importable on CUDA, else transformers' generate for transformers models, else the worker's own loop. */
+  generator: z.enum(["auto", "torch", "hf", "vllm"]).default("auto"),
+  /** `auto`: transformers when importable, else the worker's own Qwen (troupe_worker/qwen.py). */
+  modelBackend: z.enum(["auto", "transformers", "troupe"]).default("auto"),
+  /** torch CPU threads (0: torch's default). */
+  threads: z.number().int().min(0).default(0),
+  /** Every policy of the team is a LoRA adapter on one frozen, shared base (per-role adapters); null: full models. */
+  lora: z
+    .strictObject({
+      r: z.number().int().min(1).default(16),
+      /** α: the update is scaled by α/r (default 2r). */
+      alpha: z.number().gt(0).optional(),
+      /** Last names of the Linear modules that get adapters (default: every attention and MLP projection). */
+      targetModules: z.array(z.string().min(1)).min(1).optional(),
+    })
+    .nullish(),
+  /** Heterogeneous teams: a policy id → its own local HF folder (and tokenizer); the others use model.from. */
+  policyModels: z.record(z.string().min(1), z.string().min(1)).default({}),
+  /** One worker process, or torchrun for several GPUs / boxes (FSDP). */
+  launch: z
+    .discriminatedUnion("kind", [
+      z.strictObject({ kind: z.literal("process") }),
+      z.strictObject({
+        kind: z.literal("torchrun"),
+        nprocPerNode: z.number().int().min(1),
+        nnodes: z.number().int().min(1).default(1),
+        /** host:port of the c10d rendezvous on node 0 (required when nnodes > 1). */
+        rdzvEndpoint: z.string().min(1).optional(),
+        torchrun: z.string().min(1).default("torchrun"),
+      }),
+    ])
+    .default({ kind: "process" }),
+  /** Extra `python -m troupe_worker` flags, e.g. ["--logprob-batch-size", "4"]. */
+  workerArgs: z.array(z.string()).default([]),
+  /** Seconds the worker may take to import torch, load the models and answer. */
+  startupTimeoutSeconds: z.number().gt(0).default(600),
+});
+
+/** A remote OpenAI-compatible server: generation only (@troupe/engine-openai). */
+const OpenaiEngineSchema = z.strictObject({ kind: z.literal("openai") });
+
+export const EngineSchema = z
+  .preprocess(
+    // `engine: {}` (or no kind) keeps meaning the embedded engine.
+    (value) =>
+      typeof value === "object" && value !== null && !Array.isArray(value) && !("kind" in value)
+        ? { ...value, kind: "onnx" }
+        : value,
+    z.discriminatedUnion("kind", [OnnxEngineSchema, TorchEngineSchema, OpenaiEngineSchema]),
+  )
+  .default({ kind: "onnx" });
+export type EngineRecipe = z.infer<typeof EngineSchema>;
+export type TorchEngineRecipe = z.infer<typeof TorchEngineSchema>;
+
 export const RecipeSchema = z.strictObject({
   name: z.string().min(1),
   seed: z.number().int().min(0).default(0),
@@ -120,9 +192,7 @@ export const RecipeSchema = z.strictObject({
       turnOrder: z.enum(["sequential", "parallel"]).optional(),
     })
     .default({ specialisation: "per-role" }),
-  engine: z
-    .strictObject({ kind: z.enum(["onnx", "torch", "openai"]).default("onnx") })
-    .default({ kind: "onnx" }),
+  engine: EngineSchema,
   model: ModelSchema.default(ModelSchema.parse({})),
   strategy: StrategySchema,
   sampling: SamplingParamsSchema.partial().default({}),

@@ -16,11 +16,21 @@ import { restoreStep, type TrainReporter } from "./train.ts";
 
 /** Everything that determines a warm start's result; its hash names the cached run. */
 export function warmStartKey(recipe: Recipe, team: Team) {
+  // Demonstrations follow the solver whatever the rewards are, so reward settings are not part of
+  // the key: runs that differ only in their rewards share one warm start.
+  const { rewards: _rewards, ...options } = recipe.environment.options;
+  // The engine decides what a checkpoint holds (full weights, or LoRA adapters on a base).
+  const engine = recipe.engine.kind === "onnx" ? undefined : recipe.engine;
   return {
     model: recipe.model,
-    environment: recipe.environment,
+    ...(engine ? { engine } : {}),
+    environment: { name: recipe.environment.name, options },
     roles: team.roles,
     maxTurns: team.maxTurns,
+    // Demonstrations follow the team's turn stages: in parallel order the later roles see the
+    // turn's starting board, not their teammates' reports. (Omitted when sequential, the default,
+    // so existing warm starts keep their ids.)
+    ...(team.turnOrder === "sequential" ? {} : { turnOrder: team.turnOrder }),
     sft: recipe.sft,
     // The warm start has its own learning rate and schedule; the rest of the optimizer applies.
     optimizer: {

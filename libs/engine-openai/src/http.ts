@@ -47,8 +47,13 @@ type Attempt =
 
 export class HttpClient {
   private readonly limit: LimitFunction;
-  /** Aborted by close(): every attempt in flight and every backoff wait ends at once. */
-  private readonly closing = new AbortController();
+  /**
+   * One controller per attempt or backoff wait in flight; close() aborts them all at once.
+   * Per call, not one for the client's life: Cloudflare Workers forbid touching an I/O object
+   * (an AbortController's signal included) from a request other than the one that made it.
+   */
+  private readonly inFlightControllers = new Set<AbortController>();
+  private isClosed = false;
 
   constructor(private readonly options: HttpClientOptions) {
     this.limit = pLimit(options.concurrency);
@@ -119,11 +124,20 @@ export class HttpClient {
 
   /** Ends every request in flight and refuses new ones. */
   close(): void {
-    this.closing.abort(new Error("engine closed"));
+    this.isClosed = true;
+    for (const controller of this.inFlightControllers) controller.abort(new Error("engine closed"));
+    this.inFlightControllers.clear();
   }
 
   get closed(): boolean {
-    return this.closing.signal.aborted;
+    return this.isClosed;
+  }
+
+  /** A controller close() aborts; release it when the call is over. */
+  private track(): { signal: AbortSignal; release(): void } {
+    const controller = new AbortController();
+    this.inFlightControllers.add(controller);
+    return { signal: controller.signal, release: () => void this.inFlightControllers.delete(controller) };
   }
 
   private async attemptOnce(
@@ -135,7 +149,8 @@ export class HttpClient {
     this.throwIfAborted(url, attempt - 1, signal);
     const timeout = new AbortController();
     const timer = setTimeout(() => timeout.abort(new Error("timeout")), this.options.timeoutMs);
-    const signals = [this.closing.signal, timeout.signal];
+    const closing = this.track();
+    const signals = [closing.signal, timeout.signal];
     if (signal !== undefined) signals.push(signal);
     const headers: Record<string, string> = { "content-type": "application/json" };
     if (this.options.apiKey !== undefined) headers.authorization = `Bearer ${this.options.apiKey}`;
@@ -160,11 +175,12 @@ export class HttpClient {
       return { kind: "network", error };
     } finally {
       clearTimeout(timer);
+      closing.release();
     }
   }
 
   private throwIfAborted(url: string, attempts: number, signal?: AbortSignal): void {
-    if (this.closing.signal.aborted) {
+    if (this.isClosed) {
       throw new OpenAIRequestError("closed", url, attempts, "the engine was closed");
     }
     if (signal?.aborted) {
@@ -183,12 +199,15 @@ export class HttpClient {
   }
 
   private async sleepOrThrow(ms: number, url: string, attempts: number, signal?: AbortSignal): Promise<void> {
-    const signals = [this.closing.signal];
+    const closing = this.track();
+    const signals = [closing.signal];
     if (signal !== undefined) signals.push(signal);
     try {
       await sleep(ms, AbortSignal.any(signals));
     } catch {
       this.throwIfAborted(url, attempts, signal);
+    } finally {
+      closing.release();
     }
   }
 }

@@ -68,6 +68,8 @@ export const TorchPolicySpecSchema = z.object({
   model: z.string().min(1),
   /** A LoRA adapter on the (frozen, shared) model instead of a full trainable copy. */
   lora: LoraSpecSchema.optional(),
+  /** Seed of the adapter's initialisation (A ~ kaiming-uniform), so runs are reproducible; default: torch's global generator. */
+  seed: z.number().int().min(0).optional(),
 });
 export type TorchPolicySpec = z.input<typeof TorchPolicySpecSchema>;
 
@@ -177,6 +179,11 @@ export class TorchEngine implements Engine {
 
   constructor(private readonly worker: WorkerProcess) {}
 
+  /** The worker's process id (under torchrun: the torchrun launcher's), e.g. to watch or signal it. */
+  get workerPid(): number | undefined {
+    return this.worker.pid;
+  }
+
   /** What the worker reported at the handshake: versions, device, world size, optional back ends. */
   get workerInfo(): WorkerInfo {
     return this.worker.info;
@@ -219,6 +226,7 @@ export class TorchEngine implements Engine {
       model: spec.model,
       copy,
       ...(spec.lora ? { lora: spec.lora } : {}),
+      ...(spec.seed !== undefined ? { seed: spec.seed } : {}),
     });
     const info = parseResult("add_policy", PolicyInfoSchema, reply.body);
     this.states.set(spec.id, { info, model: spec.model, tokenizer: this.tokenizers.get(spec.model)! });
@@ -269,6 +277,8 @@ export class TorchEngine implements Engine {
             topK: params.topK,
             maxTokens: params.maxTokens,
             stopTokenIds: stopIds,
+            // ids past the tokenizer (padding rows of the embedding) are never sampled
+            usableVocab: tokenizer.vocabSize,
           },
         },
         new Map<string, PayloadValue>([

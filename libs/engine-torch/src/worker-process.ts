@@ -113,10 +113,11 @@ export class WorkerProcess {
       this.socketServer = createServer();
       this.socketServer.listen(socketPath);
       command = launch.torchrun ?? "torchrun";
+      // Underscore spellings: torchrun 1.x knows only these, 2.x accepts both.
       args = [
-        `--nproc-per-node=${launch.nprocPerNode}`,
+        `--nproc_per_node=${launch.nprocPerNode}`,
         `--nnodes=${launch.nnodes ?? 1}`,
-        ...(launch.rdzvEndpoint ? ["--rdzv-backend=c10d", `--rdzv-endpoint=${launch.rdzvEndpoint}`] : []),
+        ...(launch.rdzvEndpoint ? ["--rdzv_backend=c10d", `--rdzv_endpoint=${launch.rdzvEndpoint}`] : []),
         ...(launch.extraArgs ?? []),
         "-m",
         "troupe_worker",

@@ -4,7 +4,14 @@
  * failures surface (Python exceptions with their traceback, a crashed worker).
  */
 import { userObservation } from "@troupe/core";
-import { decodeCheckpoint, defaultOptimizerConfig, tinyQwenConfig } from "@troupe/engine";
+import {
+  decodeCheckpoint,
+  defaultOptimizerConfig,
+  logSoftmax,
+  qwenReferenceLogits,
+  tinyQwenConfig,
+} from "@troupe/engine";
+import { createOnnxEngine } from "@troupe/engine-onnx";
 import { defaultPolicyLossConfig } from "@troupe/rl";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { createTorchEngine, type TorchEngine } from "../src/engine.ts";
@@ -100,7 +107,19 @@ describe.skipIf(!torchAvailable)("TorchEngine with a worker process", () => {
     const [scored] = await engine.logprobs("solo", [
       { promptTokenIds: c!.promptTokenIds, completionTokenIds: c!.tokenIds },
     ]);
-    for (let t = 0; t < scored!.length; t++) expect(scored![t]).toBeCloseTo(c!.logprobs[t]!, 4);
+    // Sampling draws from the tokenizer's 259 ids only (the model has 260 rows): log q = log p −
+    // log Σ_{v<259} p_v, with the normaliser from the float64 reference forward of the same weights.
+    const { weights } = decodeCheckpoint(await engine.save("solo"));
+    const ids = [...c!.promptTokenIds, ...c!.tokenIds];
+    const logits = qwenReferenceLogits(config, weights, ids.slice(0, -1));
+    const P = c!.promptTokenIds.length;
+    expect(c!.tokenIds.length).toBeGreaterThan(2);
+    for (let t = 0; t < scored!.length; t++) {
+      const row = logSoftmax(logits.subarray((P - 1 + t) * 260, (P + t) * 260));
+      const usableMass = row.slice(0, 259).reduce((m, lp) => m + Math.exp(lp), 0);
+      expect(scored![t]).toBeCloseTo(row[c!.tokenIds[t]!]!, 4);
+      expect(c!.logprobs[t]!).toBeCloseTo(scored![t]! - Math.log(usableMass), 4);
+    }
   });
 
   it("greedy decoding has log-prob 0 and stops at a stop token, which ends the tokens but not the text", async () => {
@@ -201,9 +220,18 @@ describe.skipIf(!torchAvailable)("TorchEngine with a worker process", () => {
     expect(engine.policies().find((p) => p.id === "tester")!.optimizerStep).toBe(1);
     const [testerNow] = await engine.logprobs("tester", [seq]);
     expect(testerNow).toEqual(coder1);
-    // the merged export is a plain HF checkpoint the embedded engine can decode
-    const exported = decodeCheckpoint(await engine.exportPolicy("coder"));
+    // the merged export (LoRA folded into the base) is a plain HF model: the embedded engine serves
+    // it with the adapter policy's log-probs
+    const exportedFiles = await engine.exportPolicy("coder");
+    const exported = decodeCheckpoint(exportedFiles);
     expect(exported.config.hidden_size).toBe(32);
+    expect(Object.keys(exportedFiles)).not.toContain("adapter_model.safetensors");
+    const onnx = await createOnnxEngine({ policies: [{ id: "coder", checkpoint: exportedFiles }] });
+    const [served] = await onnx.logprobs("coder", [seq]);
+    await onnx.close();
+    served!.forEach((lp, t) => {
+      expect(Math.abs(lp - coder1![t]!)).toBeLessThan(1e-4);
+    });
   });
 
   it("saves and loads a full policy as an HF checkpoint (weights, optimizer state, step)", async () => {

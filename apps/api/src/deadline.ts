@@ -1,0 +1,70 @@
+/**
+ * One AbortSignal per request that fires on whichever comes first: the request's deadline, or the
+ * client going away (the runtime aborts `request.signal` when the connection closes early; an SSE
+ * stream also reports it through `stream.onAbort`). The solve receives the signal and stops
+ * generating; `abortable` makes the handler stop waiting at once even when the work underneath
+ * notices the abort only at its next step.
+ */
+
+/** The request ran past its deadline (→ 504 deadline_exceeded). */
+export class DeadlineExceededError extends Error {
+  constructor(readonly deadlineMs: number) {
+    super(`the request did not finish within its deadline of ${deadlineMs} ms`);
+    this.name = "DeadlineExceededError";
+  }
+}
+
+/** The client closed the connection; there is no one left to answer. */
+export class ClientGoneError extends Error {
+  constructor() {
+    super("the client closed the connection");
+    this.name = "ClientGoneError";
+  }
+}
+
+export interface RequestDeadline {
+  readonly signal: AbortSignal;
+  /** Aborts with ClientGoneError (for disconnects reported other than by the request's signal). */
+  clientGone(): void;
+  /** Clears the timer; call when the request is finished. */
+  dispose(): void;
+}
+
+export function requestDeadline(deadlineMs: number, clientSignal?: AbortSignal): RequestDeadline {
+  const controller = new AbortController();
+  const timer = setTimeout(() => controller.abort(new DeadlineExceededError(deadlineMs)), deadlineMs);
+  const onClientAbort = () => controller.abort(new ClientGoneError());
+  if (clientSignal?.aborted) onClientAbort();
+  else clientSignal?.addEventListener("abort", onClientAbort, { once: true });
+  return {
+    signal: controller.signal,
+    clientGone: onClientAbort,
+    dispose() {
+      clearTimeout(timer);
+      clientSignal?.removeEventListener("abort", onClientAbort);
+    },
+  };
+}
+
+/**
+ * Settles like `work`, or rejects with the signal's reason as soon as it aborts. A rejection of
+ * `work` after that is consumed (never an unhandled rejection).
+ */
+export function abortable<T>(work: Promise<T>, signal: AbortSignal): Promise<T> {
+  work.catch(() => {});
+  if (signal.aborted) return Promise.reject(signal.reason);
+  return new Promise<T>((resolve, reject) => {
+    const onAbort = () => reject(signal.reason);
+    signal.addEventListener("abort", onAbort, { once: true });
+    work.then(
+      (value) => {
+        signal.removeEventListener("abort", onAbort);
+        resolve(value);
+      },
+      (error) => {
+        signal.removeEventListener("abort", onAbort);
+        reject(error);
+      },
+    );
+  });
+}

@@ -1,0 +1,197 @@
+/**
+ * The Node entry: `nx run api:serve [-- --port 8787 --backend openai --openai-base-url http://...]`.
+ *
+ * Every option is a flag or an environment variable (the flag wins):
+ *   --store             TROUPE_STORE            where teams are published (default file://./.troupe/runs,
+ *                                               relative to the workspace root — the trainer's default store)
+ *   --port              PORT                    default 8787
+ *   --host              HOST                    default 127.0.0.1
+ *   --keys-file         TROUPE_API_KEYS_FILE    JSON [{id, sha256, ratePerMinute?}]
+ *                       TROUPE_API_KEY_HASHES   the same JSON, or comma-separated sha256 hex digests
+ *   --backend           TROUPE_BACKEND          onnx (default: the embedded CPU engine) | openai
+ *   --openai-base-url   TROUPE_OPENAI_BASE_URL  the OpenAI-compatible server (vLLM, SGLang…) for --backend openai
+ *                       TROUPE_OPENAI_API_KEY   its key, if it wants one
+ *   --body-limit        TROUPE_BODY_BYTES       request body limit in bytes (default 65536)
+ *   --deadline-ms       TROUPE_DEADLINE_MS      per-request deadline (default 30000)
+ *   --rate-per-minute   TROUPE_RATE_PER_MINUTE  per key (default 600)
+ * Without any key the server runs unauthenticated, which it allows only on a loopback address.
+ * SIGTERM / SIGINT: stop accepting, let in-flight requests finish (up to 10 s), close the backend.
+ */
+
+import { readFileSync } from "node:fs";
+import { dirname, resolve } from "node:path";
+import { fileURLToPath } from "node:url";
+import { parseArgs } from "node:util";
+import { serve } from "@hono/node-server";
+import { DEFAULT_RUNS_URI, openStore } from "@troupe/storage";
+import { createOpenAIBackend, createTeamRegistry, type InferenceBackend } from "@troupe/teams";
+import { createOnnxBackend } from "@troupe/teams/onnx";
+import { z } from "zod";
+import { consoleLogger, createApp, DEFAULT_LIMITS } from "./app.ts";
+import { type ApiKey, keyAuth, noAuth, parseApiKeys } from "./auth.ts";
+import { playgroundRoutes } from "./playground/routes.ts";
+
+const workspaceRoot = resolve(dirname(fileURLToPath(import.meta.url)), "../../..");
+/** How long a shutdown waits for in-flight requests before leaving anyway. */
+const SHUTDOWN_GRACE_MS = 10_000;
+
+const USAGE = `usage: api serve [--store <uri>] [--port <n>] [--host <addr>] [--keys-file <path>]
+                 [--backend onnx|openai] [--openai-base-url <url>]
+                 [--body-limit <bytes>] [--deadline-ms <ms>] [--rate-per-minute <n>]`;
+
+const positiveInt = (name: string) =>
+  z.coerce
+    .number({ error: `${name} must be a number` })
+    .int(`${name} must be an integer`)
+    .positive(`${name} must be > 0`);
+
+const ServeConfigSchema = z.strictObject({
+  store: z.string().min(1),
+  port: z.coerce.number().int().min(0).max(65_535),
+  host: z.string().min(1),
+  keysFile: z.string().optional(),
+  keyHashes: z.string().optional(),
+  backend: z.enum(["onnx", "openai"]),
+  openaiBaseUrl: z.url().optional(),
+  openaiApiKey: z.string().optional(),
+  bodyBytes: positiveInt("--body-limit"),
+  deadlineMs: positiveInt("--deadline-ms"),
+  ratePerMinute: positiveInt("--rate-per-minute"),
+});
+export type ServeConfig = z.infer<typeof ServeConfigSchema>;
+
+/** Flags over environment over defaults, validated; an error names the flag. */
+export function serveConfig(argv: string[], env: NodeJS.ProcessEnv): ServeConfig {
+  const { values } = parseArgs({
+    args: argv,
+    options: {
+      store: { type: "string" },
+      port: { type: "string" },
+      host: { type: "string" },
+      "keys-file": { type: "string" },
+      backend: { type: "string" },
+      "openai-base-url": { type: "string" },
+      "body-limit": { type: "string" },
+      "deadline-ms": { type: "string" },
+      "rate-per-minute": { type: "string" },
+    },
+    strict: true,
+  });
+  const parsed = ServeConfigSchema.safeParse({
+    store: values.store ?? env.TROUPE_STORE ?? DEFAULT_RUNS_URI,
+    port: values.port ?? env.PORT ?? 8787,
+    host: values.host ?? env.HOST ?? "127.0.0.1",
+    keysFile: values["keys-file"] ?? env.TROUPE_API_KEYS_FILE,
+    keyHashes: env.TROUPE_API_KEY_HASHES,
+    backend: values.backend ?? env.TROUPE_BACKEND ?? "onnx",
+    openaiBaseUrl: values["openai-base-url"] ?? env.TROUPE_OPENAI_BASE_URL,
+    openaiApiKey: env.TROUPE_OPENAI_API_KEY,
+    bodyBytes: values["body-limit"] ?? env.TROUPE_BODY_BYTES ?? DEFAULT_LIMITS.bodyBytes,
+    deadlineMs: values["deadline-ms"] ?? env.TROUPE_DEADLINE_MS ?? DEFAULT_LIMITS.deadlineMs,
+    ratePerMinute: values["rate-per-minute"] ?? env.TROUPE_RATE_PER_MINUTE ?? DEFAULT_LIMITS.ratePerMinute,
+  });
+  if (!parsed.success) {
+    const issue = parsed.error.issues[0]!;
+    throw new Error(`${issue.path.join(".") || "options"}: ${issue.message}`);
+  }
+  if (parsed.data.backend === "openai" && parsed.data.openaiBaseUrl === undefined) {
+    throw new Error("--backend openai needs --openai-base-url (or TROUPE_OPENAI_BASE_URL)");
+  }
+  return parsed.data;
+}
+
+const isLoopback = (host: string) => host === "localhost" || host === "::1" || host.startsWith("127.");
+
+export async function startServer(config: ServeConfig) {
+  const keys: ApiKey[] = [
+    ...(config.keysFile ? parseApiKeys(readFileSync(config.keysFile, "utf8"), config.keysFile) : []),
+    ...(config.keyHashes ? parseApiKeys(config.keyHashes, "TROUPE_API_KEY_HASHES") : []),
+  ];
+  if (keys.length === 0 && !isLoopback(config.host)) {
+    throw new Error(
+      `no API keys (--keys-file / TROUPE_API_KEY_HASHES): refusing to serve ${config.host} without authentication`,
+    );
+  }
+  const store = openStore(config.store, { cwd: workspaceRoot });
+  const backend: InferenceBackend =
+    config.backend === "openai"
+      ? createOpenAIBackend({ baseUrl: config.openaiBaseUrl!, apiKey: config.openaiApiKey })
+      : createOnnxBackend();
+  const app = createApp({
+    registry: createTeamRegistry(store),
+    backend,
+    auth: keys.length > 0 ? keyAuth(keys) : noAuth,
+    limits: {
+      bodyBytes: config.bodyBytes,
+      deadlineMs: config.deadlineMs,
+      ratePerMinute: config.ratePerMinute,
+    },
+    sandboxAvailable: false,
+    extraRoutes: playgroundRoutes,
+  });
+  const server = await new Promise<ReturnType<typeof serve>>((ready, fail) => {
+    const s = serve({ fetch: app.fetch, port: config.port, hostname: config.host }, () => ready(s));
+    s.once("error", fail);
+  });
+  const address = server.address();
+  const port = typeof address === "object" && address ? address.port : config.port;
+  consoleLogger("info", "listening", {
+    url: `http://${config.host.includes(":") ? `[${config.host}]` : config.host}:${port}`,
+    store: store.uri,
+    backend: backend.name,
+    auth: keys.length > 0 ? `${keys.length} key(s)` : "off (loopback only)",
+  });
+
+  let closing: Promise<void> | undefined;
+  const shutdown = (reason: string): Promise<void> => {
+    closing ??= (async () => {
+      consoleLogger("info", "shutting down", { reason, inFlightSolves: app.stats.inFlightSolves });
+      const closed = new Promise<void>((done) => server.close(() => done()));
+      // Idle keep-alive connections would hold close() open: drop them now, the busy ones at the grace limit.
+      (server as unknown as { closeIdleConnections?: () => void }).closeIdleConnections?.();
+      const grace = setTimeout(
+        () => (server as unknown as { closeAllConnections?: () => void }).closeAllConnections?.(),
+        SHUTDOWN_GRACE_MS,
+      );
+      await closed;
+      clearTimeout(grace);
+      await backend.close?.();
+      consoleLogger("info", "stopped", { stats: app.stats });
+    })();
+    return closing;
+  };
+  return { app, server, port, shutdown };
+}
+
+async function main(argv: string[]): Promise<number> {
+  if (argv.includes("--help")) {
+    process.stdout.write(`${USAGE}\n`);
+    return 0;
+  }
+  let config: ServeConfig;
+  try {
+    config = serveConfig(argv, process.env);
+  } catch (error) {
+    process.stderr.write(`error: ${(error as Error).message}\n${USAGE}\n`);
+    return 2;
+  }
+  const { shutdown } = await startServer(config);
+  await new Promise<void>((done) => {
+    for (const signal of ["SIGTERM", "SIGINT"] as const) {
+      process.once(signal, () => void shutdown(signal).then(done));
+    }
+  });
+  return 0;
+}
+
+if (process.argv[1] && resolve(process.argv[1]) === fileURLToPath(import.meta.url)) {
+  main(process.argv.slice(2)).then(
+    (code) => {
+      process.exitCode = code;
+    },
+    (error) => {
+      process.stderr.write(`error: ${(error as Error).message}\n`);
+      process.exitCode = 1;
+    },
+  );
+}

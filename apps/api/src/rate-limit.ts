@@ -1,0 +1,57 @@
+/**
+ * Per-key token bucket. Each key has a bucket of `capacity` tokens (= its rate per minute, so a
+ * quiet client may burst up to one minute's worth) that refills continuously at
+ * `ratePerMinute / 60_000` tokens per millisecond. A request takes one token; with none left it
+ * is refused with the time until the next token as Retry-After:
+ *
+ *     tokens(t) = min(capacity, tokens(t0) + (t − t0) · rate)
+ *     retryAfterMs = (1 − tokens) / rate
+ *
+ * Written here (not hono-rate-limiter) because the rate is per key from the key file, the state
+ * is a few numbers per key, and it must run unchanged on Node and Workers. On Workers each isolate
+ * has its own buckets, so the limit there is per isolate (documented in docs/serving.md).
+ */
+
+export interface RateDecision {
+  readonly allowed: boolean;
+  /** Whole tokens left after this request. */
+  readonly remaining: number;
+  /** When refused: seconds until a token is available (≥ 1, for the Retry-After header). */
+  readonly retryAfterSeconds: number;
+}
+
+interface Bucket {
+  tokens: number;
+  updatedMs: number;
+}
+
+export class TokenBuckets {
+  private readonly buckets = new Map<string, Bucket>();
+  /** Refusals so far, per key (the "429 counter"). */
+  readonly refused = new Map<string, number>();
+
+  constructor(private readonly now: () => number = () => Date.now()) {}
+
+  take(key: string, ratePerMinute: number): RateDecision {
+    const capacity = Math.max(1, ratePerMinute);
+    const ratePerMs = ratePerMinute / 60_000;
+    const now = this.now();
+    const bucket = this.buckets.get(key) ?? { tokens: capacity, updatedMs: now };
+    bucket.tokens = Math.min(capacity, bucket.tokens + (now - bucket.updatedMs) * ratePerMs);
+    bucket.updatedMs = now;
+    this.buckets.set(key, bucket);
+    if (bucket.tokens >= 1) {
+      bucket.tokens -= 1;
+      return { allowed: true, remaining: Math.floor(bucket.tokens), retryAfterSeconds: 0 };
+    }
+    this.refused.set(key, (this.refused.get(key) ?? 0) + 1);
+    const waitMs = (1 - bucket.tokens) / ratePerMs;
+    return { allowed: false, remaining: 0, retryAfterSeconds: Math.max(1, Math.ceil(waitMs / 1000)) };
+  }
+
+  totalRefused(): number {
+    let total = 0;
+    for (const n of this.refused.values()) total += n;
+    return total;
+  }
+}

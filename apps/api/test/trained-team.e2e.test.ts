@@ -1,0 +1,119 @@
+/**
+ * End to end, as a user runs it, each step a separate process: the default recipe (shrunk to a
+ * tiny model and two steps) trained by the trainer's CLI into a temp store, published with
+ * `trainer publish`, served by this app's Node entry (src/node.ts, port 0, an API key), asked to
+ * solve over HTTP, then stopped with SIGTERM.
+ */
+import { type ChildProcess, execFile, spawn } from "node:child_process";
+import { mkdtempSync, rmSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { dirname, join, resolve } from "node:path";
+import { fileURLToPath } from "node:url";
+import { promisify } from "node:util";
+import { afterAll, describe, expect, it } from "vitest";
+import { sha256Hex } from "../src/auth.ts";
+
+const workspaceRoot = resolve(dirname(fileURLToPath(import.meta.url)), "../../..");
+const root = mkdtempSync(join(tmpdir(), "troupe-api-e2e-"));
+const store = `file://${join(root, "store")}`;
+const NODE_ARGS = ["--conditions=@troupe/source", "--import", "tsx"];
+let server: ChildProcess | undefined;
+afterAll(() => {
+  server?.kill("SIGKILL");
+  rmSync(root, { recursive: true, force: true });
+});
+
+/** The default recipe, tiny: one 32-wide layer, a 2-step warm start and 2 RL steps. */
+const SHRINK = {
+  "train.steps": 2,
+  "train.tasksPerStep": 2,
+  "train.evalEvery": 0,
+  "train.evalTasks": 4,
+  "sft.steps": 2,
+  "sft.batchSize": 8,
+  "model.hidden_size": 32,
+  "model.intermediate_size": 64,
+  "model.num_hidden_layers": 1,
+  "model.num_attention_heads": 2,
+  "model.num_key_value_heads": 1,
+  "strategy.candidates": 2,
+};
+
+async function trainer(args: string[]): Promise<string> {
+  const { stdout } = await promisify(execFile)(
+    process.execPath,
+    [...NODE_ARGS, join(workspaceRoot, "apps/trainer/src/main.ts"), ...args],
+    { cwd: workspaceRoot, timeout: 60_000 },
+  );
+  return stdout;
+}
+
+/** Starts src/node.ts and resolves with its URL once it logs "listening". */
+function startApi(env: Record<string, string>): Promise<string> {
+  server = spawn(
+    process.execPath,
+    [...NODE_ARGS, join(workspaceRoot, "apps/api/src/node.ts"), "--port", "0", "--store", store],
+    { cwd: workspaceRoot, env: { ...process.env, ...env }, stdio: ["ignore", "ignore", "pipe"] },
+  );
+  return new Promise((resolveUrl, reject) => {
+    let log = "";
+    server!.stderr!.on("data", (chunk) => {
+      log += chunk.toString();
+      const line = log.split("\n").find((l) => l.includes('"listening"'));
+      if (line) resolveUrl(JSON.parse(line).url);
+    });
+    server!.once("exit", (code) => reject(new Error(`api exited with ${code}: ${log}`)));
+  });
+}
+
+describe("a team trained by the default run, published and served", () => {
+  it("trains, publishes, and answers POST /v1/solve over HTTP (Node)", async () => {
+    const sets = Object.entries(SHRINK).flatMap(([k, v]) => ["--set", `${k}=${v}`]);
+    const trained = await trainer([
+      "train",
+      "--recipe",
+      "default",
+      "--run",
+      "e2e",
+      "--set",
+      `store=${store}`,
+      ...sets,
+    ]);
+    expect(trained).toMatch(/run e2e: finished/);
+    const published = await trainer(["publish", "--run", "e2e", "--name", "planpath", "--store", store]);
+    expect(published).toMatch(/published planpath@1 \(run e2e, step 1\)/);
+
+    const key = "e2e-key-0123456789";
+    const url = await startApi({ TROUPE_API_KEY_HASHES: await sha256Hex(key) });
+    const solve = (body: unknown, auth = `Bearer ${key}`) =>
+      fetch(`${url}/v1/solve`, {
+        method: "POST",
+        headers: { "content-type": "application/json", authorization: auth },
+        body: JSON.stringify(body),
+      });
+
+    expect((await solve({ team: "planpath", input: { generate: { seed: 1 } } }, "Bearer wrong")).status).toBe(
+      401,
+    );
+    const res = await solve({ team: "planpath", input: { generate: { seed: 1 } }, options: { seed: 2 } });
+    expect(res.status).toBe(200);
+    const body = await res.json();
+    expect(body.team).toEqual({ name: "planpath", version: 1 });
+    expect(body.task.payload).toMatchObject({ rows: 6, cols: 6 }); // the default recipe's grids
+    expect(body.turns.length).toBeGreaterThan(0);
+    expect(new Set(body.turns.map((t: { role: string }) => t.role))).toEqual(new Set(["planner", "fixer"]));
+    expect(typeof body.solved === "boolean").toBe(true);
+
+    const manifest = await (
+      await fetch(`${url}/v1/teams/planpath`, { headers: { authorization: `Bearer ${key}` } })
+    ).json();
+    expect(manifest.source).toMatchObject({ runId: "e2e", step: 1 });
+    expect(manifest.eval).toMatchObject({ tasks: 4 });
+
+    // SIGTERM: a graceful stop, exit code 0.
+    const exited = new Promise<number | null>((done) => server!.once("exit", (code) => done(code)));
+    server!.kill("SIGTERM");
+    expect(await exited).toBe(0);
+    server = undefined;
+  }, 60_000);
+});
