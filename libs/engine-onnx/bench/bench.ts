@@ -4,9 +4,17 @@
  * KV cache, achieved GFLOP/s, and the same training step in PyTorch (CPU) when it is installed.
  * Prints one JSON line per measurement. Run: `npm run bench` in libs/engine-onnx.
  *
- * Environment: BENCH_REPEATS (default 5), BENCH_TORCH=0 skips the torch comparison.
+ * Every timing has the median wall time `ms` and the median process CPU time `cpuMs` (all threads):
+ * on a machine shared with other jobs the wall time stretches with the load, while the CPU time
+ * mostly measures our own work, so `cpuMs / 2` is a fair estimate of the wall time on 2 idle cores.
+ * The first line records the load average. Last, `bench/memory.ts` runs in a child process
+ * (peak RSS of a Qwen2.5-0.5B-sized model while generating).
+ *
+ * Environment: BENCH_REPEATS (default 5), BENCH_TORCH=0 skips the torch comparison,
+ * BENCH_MEMORY=0 the memory measurement.
  */
 import { execFileSync } from "node:child_process";
+import { loadavg } from "node:os";
 import { dirname, join } from "node:path";
 import { fileURLToPath } from "node:url";
 import { samplingParams } from "@troupe/core";
@@ -36,15 +44,20 @@ function median(xs: number[]): number {
   return s[Math.floor(s.length / 2)]!;
 }
 
-async function timeIt(repeats: number, fn: () => Promise<unknown>): Promise<number> {
+/** Median wall and process-CPU milliseconds of `repeats` runs after one warm-up run. */
+async function timeIt(repeats: number, fn: () => Promise<unknown>): Promise<{ ms: number; cpuMs: number }> {
   await fn(); // warm-up (session creation, allocator)
   const times: number[] = [];
+  const cpu: number[] = [];
   for (let i = 0; i < repeats; i++) {
     const t0 = performance.now();
+    const c0 = process.cpuUsage();
     await fn();
+    const c = process.cpuUsage(c0);
     times.push(performance.now() - t0);
+    cpu.push((c.user + c.system) / 1000);
   }
-  return median(times);
+  return { ms: median(times), cpuMs: median(cpu) };
 }
 
 /** Matmul FLOPs of one forward token at context length t (2 per multiply-add). */
@@ -87,20 +100,23 @@ print({
   kvHeads: config.num_key_value_heads,
   mlp: config.intermediate_size,
   threads: 2,
+  loadAverage1m: loadavg()[0],
 });
 
 const tokensPerBatch = BATCH * TIME;
 const fwdFlops = tokensPerBatch * forwardFlopsPerToken(TIME);
-const forwardMs = await timeIt(REPEATS, () => engine.logprobs("bench", sequences));
-print({ bench: "forward", ms: forwardMs, gflops: fwdFlops / forwardMs / 1e6 });
+const forward = await timeIt(REPEATS, () => engine.logprobs("bench", sequences));
+const forwardMs = forward.ms;
+print({ bench: "forward", ...forward, gflops: fwdFlops / forwardMs / 1e6 });
 
 const trainConfig = {
   loss: defaultPolicyLossConfig,
   optimizer: { ...defaultOptimizerConfig, lr: 1e-5 },
   microBatchSize: BATCH,
 };
-const trainMs = await timeIt(REPEATS, () => engine.trainStep("bench", batch, trainConfig));
-print({ bench: "train_step", ms: trainMs, gflops: (3 * fwdFlops) / trainMs / 1e6, note: "fwd+bwd+AdamW" });
+const train = await timeIt(REPEATS, () => engine.trainStep("bench", batch, trainConfig));
+const trainMs = train.ms;
+print({ bench: "train_step", ...train, gflops: (3 * fwdFlops) / trainMs / 1e6, note: "fwd+bwd+AdamW" });
 
 // Sampling: no stop tokens, so every row generates exactly maxTokens.
 const tokenizer = Object.assign(Object.create(new ByteTokenizer()), { stopTokenIds: [] });
@@ -111,7 +127,7 @@ for (const [kvCache, n] of [
   [true, SAMPLE_TOKENS],
   [false, SAMPLE_TOKENS_NO_CACHE],
 ] as const) {
-  const ms = await timeIt(Math.max(1, Math.floor(REPEATS / 2)), () =>
+  const { ms, cpuMs } = await timeIt(Math.max(1, Math.floor(REPEATS / 2)), () =>
     generateBatch(
       runner,
       engine.weightsOf("bench"),
@@ -130,6 +146,7 @@ for (const [kvCache, n] of [
     promptTokens: PROMPT,
     newTokens: n,
     ms,
+    cpuMs,
     tokensPerSecond: (BATCH * n) / (ms / 1000),
   });
 }
@@ -164,3 +181,12 @@ if (process.env.BENCH_TORCH !== "0") {
   }
 }
 await engine.close();
+
+if (process.env.BENCH_MEMORY !== "0") {
+  // Peak RSS is per process: the 0.5B model runs in a child of its own.
+  const script = join(dirname(fileURLToPath(import.meta.url)), "memory.ts");
+  const out = execFileSync(process.execPath, ["--conditions=@troupe/source", "--import", "tsx", script], {
+    encoding: "utf8",
+  });
+  console.log(out.trim().split("\n").pop());
+}

@@ -4,7 +4,8 @@
  * take the weights as inputs, so an optimizer update is just an in-place write to the arrays.
  *
  * trainStep = for each micro-batch: forward + backward of the PPO loss (one ORT run) → sum the
- * gradients → check they are finite → AdamW (global-norm clip, schedule, decoupled decay).
+ * gradients → AdamW (global-norm clip, schedule, decoupled decay; a non-finite norm means no
+ * update and an error naming the first bad gradient entry).
  * Calls on one policy run one at a time (a per-policy queue), so a generation never sees
  * half-updated weights.
  */
@@ -42,6 +43,7 @@ import {
 } from "@troupe/engine";
 import { aggregationWeights } from "@troupe/rl";
 import { type GenerateOptions, generateBatch } from "./generate.ts";
+import { packWeights } from "./model/fused-weights.ts";
 import { type LossSequenceInput, ModelRunner } from "./model/runner.ts";
 
 /** Sequences per scoring run in `logprobs` (bounds activation memory). */
@@ -99,12 +101,14 @@ export class OnnxEngine implements Engine {
     if (spec.checkpoint !== undefined) {
       const ckpt = decodeCheckpoint(spec.checkpoint);
       ({ config, weights, tokenizer } = ckpt);
+      packWeights(config, weights);
       optimizerState = ckpt.optimizerState;
       optimizerStep = ckpt.trainerState?.optimizer_step ?? optimizerState?.step ?? 0;
     } else {
       config = spec.config ?? tinyQwenConfig();
       weights = spec.weights ?? initQwenWeights(config, spec.seed ?? 0);
       checkWeightsAgainstConfig(weights, config);
+      packWeights(config, weights);
       tokenizer = spec.tokenizer ?? new ByteTokenizer();
       if (tokenizer.vocabSize > config.vocab_size) {
         throw new Error(
@@ -276,10 +280,13 @@ export class OnnxEngine implements Engine {
     let clipped = 0;
     let oldMinusNew = 0;
     const grads = new Map<string, Float32Array>();
+    // The runner writes each micro-batch's gradients into the same reused buffers; with several
+    // micro-batches the first is copied into a sum that the later ones are added to.
+    const several = inputs.length > micro;
     for (let start = 0; start < inputs.length; start += micro) {
       const part = inputs.slice(start, start + micro);
       if (part.every((p) => p.completionTokenIds.length === 0)) continue;
-      const r = await s.runner.trainMicroBatch(s.weights, part, loss);
+      const r = await s.runner.trainMicroBatch(s.weights, part, loss, { reuseGradientBuffers: true });
       lossSum += r.loss;
       pgLoss += r.pgLoss;
       kl += r.kl;
@@ -288,19 +295,23 @@ export class OnnxEngine implements Engine {
       oldMinusNew += r.oldMinusNew;
       for (const [name, g] of r.grads) {
         const acc = grads.get(name);
-        if (acc === undefined) grads.set(name, g as Float32Array);
+        if (acc === undefined) grads.set(name, several ? Float32Array.from(g) : (g as Float32Array));
         else for (let i = 0; i < acc.length; i++) acc[i] = acc[i]! + g[i]!;
       }
     }
     if (!Number.isFinite(lossSum)) throw new Error(`${label}: the loss is ${lossSum}; no update was applied`);
-    const bad = firstNonFinite(grads);
-    if (bad !== undefined) {
+    const optimizer = this.optimizerFor(s, config.optimizer);
+    // AdamW skips the update when the gradient norm is not finite; only then is it worth a scan
+    // for the first bad entry (a finite norm means every entry is finite).
+    const step = optimizer.step(grads);
+    if (!Number.isFinite(step.gradNorm)) {
+      const bad = firstNonFinite(grads);
       throw new Error(
-        `${label}: the gradient of ${bad.name} is ${bad.value} at index ${bad.index}; no update was applied`,
+        bad === undefined
+          ? `${label}: the gradient norm is ${step.gradNorm}; no update was applied`
+          : `${label}: the gradient of ${bad.name} is ${bad.value} at index ${bad.index}; no update was applied`,
       );
     }
-    const optimizer = this.optimizerFor(s, config.optimizer);
-    const step = optimizer.step(grads);
     s.optimizerStep = step.step;
     return {
       loss: lossSum,
@@ -351,7 +362,7 @@ export class OnnxEngine implements Engine {
         s.runner = new ModelRunner(ckpt.config, "float32", `policy "${s.id}"`);
         s.config = ckpt.config;
       }
-      s.weights = ckpt.weights;
+      s.weights = packWeights(ckpt.config, ckpt.weights);
       s.tokenizer = ckpt.tokenizer;
       s.optimizer = undefined;
       s.optimizerKey = undefined;

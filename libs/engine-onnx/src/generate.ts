@@ -1,7 +1,8 @@
 /**
  * Batched sampling with a KV cache. Prompts are left-padded so every row's next token sits in the
  * last column; one prefill run fills the cache, then each step feeds one token per row and the
- * cache tensors ORT returned (no copy through JS arrays). Every row samples with its own
+ * cache tensors of the previous step, which ORT wrote into pre-allocated buffers (two per cache
+ * tensor, used in turn; nothing is allocated or copied through JS per step). Every row samples with its own
  * `Rng(deriveSeed(seed))`, drawing exactly one number per token, so a completion does not depend on what else
  * is in the batch.
  *
@@ -41,12 +42,20 @@ export async function generateBatch(
   const tokens: number[][] = prompts.map(() => []);
   const logprobs: number[][] = prompts.map(() => []);
   const finish: ("stop" | "length" | undefined)[] = prompts.map(() => undefined);
-  const feeds: Record<string, ort.Tensor> = runner.weightFeeds(weights);
+  const feeds: Record<string, ort.Tensor> = runner.weightFeeds(weights, "decode");
   const kvCache = options.kvCache ?? true;
 
   const padded = padBatch(prompts, "left", tokenizer.padTokenId);
   let keyValid = padded.valid;
-  let step = await runner.decodeStep(feeds, padded.ids, padded.positions, keyValid, runner.emptyCache(B), B);
+  const capacity = kvCache ? padded.time + sampling.maxTokens : undefined;
+  let step = await runner.decodeStep(
+    feeds,
+    padded.ids,
+    padded.positions,
+    keyValid,
+    runner.emptyCache(B, capacity),
+    B,
+  );
   const row = new Float64Array(V);
   for (let n = 0; n < sampling.maxTokens; n++) {
     for (let b = 0; b < B; b++) {

@@ -61,33 +61,37 @@ describe.each(Object.entries(TINY_CONFIGS))("%s", (_, config) => {
       const ref = qwenReferenceLogprobs(config, weights, p, completions[b]!);
       scored.logprobs[b]!.forEach((lp, j) => expect(Math.abs(lp - ref[j]!)).toBeLessThan(1e-4));
     });
-    // Left-padded prefill, then one token per step through the cache.
+    // Left-padded prefill, then one token per step through the cache: ORT-allocated cache tensors,
+    // pre-allocated ping-pong buffers, and buffers too short for the last step (falls back).
     const padded = padBatch(prompts, "left");
     const B = prompts.length;
-    let keyValid = padded.valid;
-    let step = await runner.decodeStep(
-      weights,
-      padded.ids,
-      padded.positions,
-      keyValid,
-      runner.emptyCache(B),
-      B,
-    );
-    for (let j = 0; j < 4; j++) {
-      for (let b = 0; b < B; b++) {
-        const row = logSoftmax(step.logits.subarray(b * V, (b + 1) * V));
-        expect(Math.abs(row[completions[b]![j]!]! - scored.logprobs[b]![j]!)).toBeLessThan(1e-5);
+    for (const capacity of [undefined, padded.time + 4, padded.time + 2]) {
+      let keyValid = padded.valid;
+      let step = await runner.decodeStep(
+        weights,
+        padded.ids,
+        padded.positions,
+        keyValid,
+        runner.emptyCache(B, capacity),
+        B,
+      );
+      for (let j = 0; j < 4; j++) {
+        for (let b = 0; b < B; b++) {
+          const row = logSoftmax(step.logits.subarray(b * V, (b + 1) * V));
+          expect(Math.abs(row[completions[b]![j]!]! - scored.logprobs[b]![j]!)).toBeLessThan(1e-5);
+        }
+        const ids = BigInt64Array.from(completions.map((c) => BigInt(c[j]!)));
+        const positions = Int32Array.from(prompts.map((p) => p.length + j));
+        const S = step.cache.length + 1;
+        const next = new Uint8Array(B * S);
+        for (let b = 0; b < B; b++) {
+          next.set(keyValid.subarray(b * (S - 1), (b + 1) * (S - 1)), b * S);
+          next[b * S + S - 1] = 1;
+        }
+        keyValid = next;
+        step = await runner.decodeStep(weights, ids, positions, keyValid, step.cache, B);
+        expect(step.cache.storage !== undefined).toBe(capacity !== undefined && S <= capacity);
       }
-      const ids = BigInt64Array.from(completions.map((c) => BigInt(c[j]!)));
-      const positions = Int32Array.from(prompts.map((p) => p.length + j));
-      const S = step.cache.length + 1;
-      const next = new Uint8Array(B * S);
-      for (let b = 0; b < B; b++) {
-        next.set(keyValid.subarray(b * (S - 1), (b + 1) * (S - 1)), b * S);
-        next[b * S + S - 1] = 1;
-      }
-      keyValid = next;
-      step = await runner.decodeStep(weights, ids, positions, keyValid, step.cache, B);
     }
     await runner.release();
   });

@@ -129,11 +129,18 @@ export class AdamW {
     for (const name of grads.keys()) {
       if (!this.params.has(name)) throw new Error(`AdamW: gradient for unknown parameter "${name}"`);
     }
-    const gradNorm = clipGradNorm(grads, this.config.maxGradNorm);
+    // Clipping is folded into the update loop (one pass over the gradients instead of two): the
+    // clipped gradient is rounded to float32 and written back, exactly as clipGradNorm would.
+    const gradNorm = clipGradNorm(grads, 0);
     if (!Number.isFinite(gradNorm)) return { lr, gradNorm, step: this.stepCount };
+    const maxNorm = this.config.maxGradNorm;
+    const clipCoef = maxNorm > 0 ? maxNorm / (gradNorm + 1e-6) : 1;
+    const clip = clipCoef < 1;
 
     const t = ++this.stepCount;
     const { beta1, beta2, eps, weightDecay } = this.config;
+    const keep1 = 1 - beta1;
+    const keep2 = 1 - beta2;
     const bias1 = 1 - beta1 ** t;
     const bias2Sqrt = Math.sqrt(1 - beta2 ** t);
     const stepSize = lr / bias1;
@@ -144,9 +151,13 @@ export class AdamW {
       const v = this.expAvgSq.get(name)!;
       const decayFactor = this.decayed.has(name) ? 1 - lr * weightDecay : 1;
       for (let i = 0; i < p.length; i++) {
-        const gi = g[i]!;
-        const mi = beta1 * m[i]! + (1 - beta1) * gi;
-        const vi = beta2 * v[i]! + (1 - beta2) * gi * gi;
+        let gi = g[i]!;
+        if (clip) {
+          gi = Math.fround(gi * clipCoef);
+          g[i] = gi;
+        }
+        const mi = beta1 * m[i]! + keep1 * gi;
+        const vi = beta2 * v[i]! + keep2 * gi * gi;
         m[i] = mi;
         v[i] = vi;
         // torch: p·(1 − ηλ) − (η / bias1) · m / (√v / √bias2 + ε)

@@ -15,7 +15,7 @@ export interface SessionOptions {
   readonly optimization?: "disabled" | "basic" | "extended" | "all";
   /** Let idle ORT worker threads spin (default false: they sleep). */
   readonly allowSpinning?: boolean;
-  /** Write an ORT profile (JSON) in the working directory. */
+  /** Write an ORT profile (JSON) in the working directory (default: env TROUPE_ORT_PROFILE=1). */
   readonly profile?: boolean;
 }
 
@@ -30,14 +30,16 @@ export class GraphSession {
   ) {}
 
   static async create(graph: Graph, options: SessionOptions = {}): Promise<GraphSession> {
+    // TROUPE_ORT_PROFILE=1 profiles every session (bench/profile.ts reads the files).
+    const profile = options.profile ?? process.env.TROUPE_ORT_PROFILE === "1";
     const session = await ort.InferenceSession.create(graph.toBytes(), {
       intraOpNumThreads:
         options.intraOpThreads ?? (Number(process.env.TROUPE_ORT_THREADS) || DEFAULT_INTRA_OP_THREADS),
       interOpNumThreads: 1,
       executionMode: "sequential",
       graphOptimizationLevel: options.optimization ?? defaultOptimization(graph),
-      enableProfiling: options.profile ?? false,
-      ...(options.profile ? { profileFilePrefix: "onnxruntime_profile" } : {}),
+      enableProfiling: profile,
+      ...(profile ? { profileFilePrefix: "onnxruntime_profile" } : {}),
       // Spinning worker threads burn a core while waiting; on a shared 2-core machine that slows
       // everyone (ourselves included) down, so threads sleep between ops.
       extra: { session: { intra_op: { allow_spinning: options.allowSpinning ? "1" : "0" } } },
@@ -49,17 +51,25 @@ export class GraphSession {
     );
   }
 
-  /** Runs with the given feeds; every graph input must be fed. */
+  /**
+   * Runs with the given feeds; every graph input must be fed. `into` gives pre-allocated tensors
+   * for some outputs: ORT writes those outputs straight into their arrays (no fresh allocation and
+   * no copy into a new JS buffer); the other outputs come back as usual.
+   */
   async run(
     feeds: Readonly<Record<string, ort.Tensor>>,
-    outputs?: readonly string[],
+    into?: Readonly<Record<string, ort.Tensor>>,
   ): Promise<Record<string, ort.Tensor>> {
     for (const name of this.inputNames) {
       if (feeds[name] === undefined) throw new Error(`session: input ${name} was not fed`);
     }
-    const result =
-      outputs === undefined ? await this.session.run(feeds) : await this.session.run(feeds, outputs);
-    return result as Record<string, ort.Tensor>;
+    if (into === undefined) return (await this.session.run(feeds)) as Record<string, ort.Tensor>;
+    const fetches: Record<string, ort.Tensor | null> = {};
+    for (const name of this.outputNames) fetches[name] = into[name] ?? null;
+    const result = (await this.session.run(feeds, fetches)) as Record<string, ort.Tensor>;
+    // ORT hands back its own wrapper of a pre-allocated output: return the caller's tensor.
+    for (const name of Object.keys(into)) result[name] = into[name]!;
+    return result;
   }
 
   async release(): Promise<void> {

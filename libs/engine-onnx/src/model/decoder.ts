@@ -3,7 +3,7 @@
  *
  *   x = embed[ids]
  *   per layer:  h = RMSNorm(x)
- *               q, k, v = h W_qᵀ (+b), h W_kᵀ (+b), h W_vᵀ (+b)        split into heads
+ *               q, k, v = h W_qᵀ (+b), h W_kᵀ (+b), h W_vᵀ (+b)        one fused Gemm, split into heads
  *               qwen3: q, k = RMSNorm_head(q), RMSNorm_head(k)           (over head_dim)
  *               q, k = RoPE(q), RoPE(k)                                   (rotate_half convention)
  *               k, v = concat(past, new)                                   (KV cache, decode only)
@@ -47,7 +47,7 @@ export interface DecoderOutputs {
   readonly present: { readonly k: Value; readonly v: Value }[];
 }
 
-/** Declares every weight of `config` as a graph input (HF names and shapes). */
+/** Declares the weights as graph inputs (HF names and shapes, fused groups as one input each). */
 export function weightInputs(
   graph: Graph,
   specs: readonly { name: string; shape: readonly number[] }[],
@@ -99,6 +99,7 @@ export function decoderForward(
   const G = H / KV;
   const D = config.head_dim;
   const d = config.hidden_size;
+  const I = config.intermediate_size;
   const eps = config.rms_norm_eps;
   const bias = qwenBiases(config);
   const qkNorm = hasQkNorm(config);
@@ -116,9 +117,15 @@ export function decoderForward(
     const p = `model.layers.${i}`;
     const w = (name: string) => weight(weights, `${p}.${name}`);
     const h = rmsNorm(x, w("input_layernorm.weight"), eps);
-    let q = op.linear(h, w("self_attn.q_proj.weight"), bias.qkv ? w("self_attn.q_proj.bias") : undefined);
-    let k = op.linear(h, w("self_attn.k_proj.weight"), bias.qkv ? w("self_attn.k_proj.bias") : undefined);
-    const v = op.linear(h, w("self_attn.v_proj.weight"), bias.qkv ? w("self_attn.v_proj.bias") : undefined);
+    // Decode graphs multiply by the fused [W_q; W_k; W_v] once and split the columns
+    // (fused-weights.ts); graphs over long rows (scoring, training) keep three Gemms, where
+    // splitting and re-concatenating the wide activations would cost more than the Gemms save.
+    const has = (name: string) => weights.has(`${p}.${name}`);
+    const proj = (name: string) =>
+      op.linear(h, w(`self_attn.${name}.weight`), bias.qkv ? w(`self_attn.${name}.bias`) : undefined);
+    let [q, k, v] = has("self_attn.qkv_proj.weight")
+      ? (op.split(proj("qkv_proj"), [H * D, KV * D, KV * D], 1) as [Value, Value, Value])
+      : [proj("q_proj"), proj("k_proj"), proj("v_proj")];
     q = op.reshape(q, headsShape(H), [B, T, H, D]);
     k = op.reshape(k, headsShape(KV), [B, T, KV, D]);
     if (qkNorm) {
@@ -161,11 +168,38 @@ export function decoderForward(
     );
     x = op.add(x, attnOut);
     const h2 = rmsNorm(x, w("post_attention_layernorm.weight"), eps);
-    const gate = op.linear(h2, w("mlp.gate_proj.weight"));
-    const up = op.linear(h2, w("mlp.up_proj.weight"));
-    x = op.add(x, op.linear(op.mul(op.silu(gate), up), w("mlp.down_proj.weight")));
+    const [gate, up] = has("mlp.gate_up_proj.weight")
+      ? (op.split(op.linear(h2, w("mlp.gate_up_proj.weight")), [I, I], 1) as [Value, Value])
+      : [op.linear(h2, w("mlp.gate_proj.weight")), op.linear(h2, w("mlp.up_proj.weight"))];
+    x = op.add(x, op.linear(swiGlu(gate, up), w("mlp.down_proj.weight")));
   }
   return { hidden: rmsNorm(x, weight(weights, "model.norm.weight"), eps), present };
+}
+
+/**
+ * SwiGLU y = SiLU(a) · b as one composite with a closed-form gradient (s = σ(a), u = a·s):
+ *   ∂b = g · u,   ∂a = g · b · s(1 + a(1 − s)) = (g · b) · (s + u − u·s)
+ * three [N, I] products in the backward pass instead of the five of SiLU's and Mul's rules.
+ */
+export function swiGlu(a: Value, b: Value): Value {
+  const graph = a.graph;
+  let s: Value | undefined;
+  let u: Value | undefined;
+  const [y] = graph.composite(
+    "SwiGLU",
+    [a, b],
+    () => {
+      s = op.sigmoid(a);
+      u = op.mul(a, s);
+      return [op.mul(u, b)];
+    },
+    ([g], [needA, needB]) => {
+      if (!g) return [undefined, undefined];
+      const dA = needA ? op.mul(op.mul(g, b), op.sub(op.add(s!, u!), op.mul(u!, s!))) : undefined;
+      return [dA, needB ? op.mul(g, u!) : undefined];
+    },
+  );
+  return y!;
 }
 
 /** logits = hidden W_lmᵀ, [N, V]. */

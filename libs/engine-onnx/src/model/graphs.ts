@@ -6,11 +6,12 @@
  *   decode   ids, KV cache → last-position logits and the extended cache (prefill is P = 0)
  *   train    scoring + the PPO-clip loss of libs/rl + ∂loss/∂w for every weight
  */
-import { type QwenConfig, qwenWeightNames } from "@troupe/engine";
+import type { QwenConfig } from "@troupe/engine";
 import { gradients } from "../graph/autodiff.ts";
 import { type FloatDType, Graph, type Value } from "../graph/builder.ts";
 import * as op from "../graph/ops.ts";
 import { DIM, decoderForward, lmHead, weightInputs } from "./decoder.ts";
+import { graphWeightSpecs } from "./fused-weights.ts";
 import { ppoLoss } from "./ppo-loss.ts";
 
 export interface ModelGraphInputs {
@@ -29,7 +30,8 @@ function modelInputs(
   withPast: boolean,
 ): ModelGraphInputs {
   const graph = new Graph(name);
-  const weights = weightInputs(graph, qwenWeightNames(config), dtype);
+  // Decode graphs (withPast) take the fused q/k/v and gate/up weights.
+  const weights = weightInputs(graph, graphWeightSpecs(config, withPast), dtype);
   const { batch: B, time: T } = DIM;
   const S = withPast ? DIM.total : T;
   return {

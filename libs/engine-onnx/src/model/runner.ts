@@ -6,6 +6,7 @@
 import type { QwenConfig } from "@troupe/engine";
 import type { FloatDType } from "../graph/builder.ts";
 import { GraphSession, int64Tensor, type ort, tensor } from "../graph/session.ts";
+import { fusedData, type GraphWeightSpec, graphWeightSpecs } from "./fused-weights.ts";
 import {
   buildDecodeGraph,
   buildScoringGraph,
@@ -74,12 +75,19 @@ export class ModelRunner {
   private scoring?: Promise<GraphSession>;
   private decode?: Promise<GraphSession>;
   private train?: Promise<GraphSession>;
+  /** Weight inputs of the scoring/training graphs (HF tensors) and of the decode graph (fused). */
+  private readonly weightSpecs: readonly GraphWeightSpec[];
+  private readonly decodeWeightSpecs: readonly GraphWeightSpec[];
+  private gradientBuffers?: Record<string, ort.Tensor> | undefined;
 
   constructor(
     readonly config: QwenConfig,
     readonly dtype: FloatDType = "float32",
     readonly label = "model",
-  ) {}
+  ) {
+    this.weightSpecs = graphWeightSpecs(config, false);
+    this.decodeWeightSpecs = graphWeightSpecs(config, true);
+  }
 
   private scoringSession(): Promise<GraphSession> {
     this.scoring ??= GraphSession.create(buildScoringGraph(this.config, this.dtype));
@@ -94,13 +102,26 @@ export class ModelRunner {
     return this.train;
   }
 
-  weightFeeds(weights: HostWeights): Record<string, ort.Tensor> {
+  /**
+   * A graph's weight inputs as ORT tensors over the host arrays: no copy for plain tensors and
+   * for packed fused groups (`packWeights`); unpacked groups are concatenated into a fresh array.
+   */
+  weightFeeds(
+    weights: HostWeights,
+    graph: "scoring" | "train" | "decode" = "scoring",
+  ): Record<string, ort.Tensor> {
     const feeds: Record<string, ort.Tensor> = {};
     for (const [name, t] of weights) {
       if (t.data instanceof Float32Array !== (this.dtype === "float32")) {
         throw new Error(`${this.label}: weight ${name} is not ${this.dtype}`);
       }
-      feeds[name] = tensor(this.dtype, t.data, t.shape);
+    }
+    for (const spec of graph === "decode" ? this.decodeWeightSpecs : this.weightSpecs) {
+      const t = weights.get(spec.name);
+      if (spec.group !== undefined)
+        feeds[spec.name] = tensor(this.dtype, fusedData(spec.group, weights), spec.shape);
+      else if (t === undefined) throw new Error(`${this.label}: missing weight ${spec.name}`);
+      else feeds[spec.name] = tensor(this.dtype, t.data, t.shape);
     }
     return feeds;
   }
@@ -179,11 +200,16 @@ export class ModelRunner {
     };
   }
 
-  /** Forward + backward of the loss on one micro-batch. */
+  /**
+   * Forward + backward of the loss on one micro-batch. With `reuseGradientBuffers`, ORT writes the
+   * gradients into buffers this runner keeps (no allocation and no copy into fresh JS arrays per
+   * run); the returned gradients are then only valid until the next call.
+   */
   async trainMicroBatch(
     weights: HostWeights,
     sequences: readonly LossSequenceInput[],
     settings: LossSettings,
+    options: { readonly reuseGradientBuffers?: boolean } = {},
   ): Promise<MicroBatchResult> {
     this.checkTokens(sequences);
     const session = await this.trainSession();
@@ -216,10 +242,13 @@ export class ModelRunner {
       [TRAIN_INPUTS.klCoef]: scalar(settings.klCoef),
       [TRAIN_INPUTS.entropyCoef]: scalar(settings.entropyCoef),
     };
-    const out = await session.run({ ...this.weightFeeds(weights), ...feeds, ...lossFeeds });
+    const out = await session.run(
+      { ...this.weightFeeds(weights, "train"), ...feeds, ...lossFeeds },
+      options.reuseGradientBuffers ? this.gradientOutputs() : undefined,
+    );
     const num = (name: string) => Number((out[name]!.data as FloatArray)[0]);
     const grads = new Map<string, FloatArray>();
-    for (const name of weights.keys()) grads.set(name, out[gradName(name)]!.data as FloatArray);
+    for (const spec of this.weightSpecs) grads.set(spec.name, out[gradName(spec.name)]!.data as FloatArray);
     return {
       loss: num("loss"),
       pgLoss: num("pg_loss"),
@@ -233,22 +262,56 @@ export class ModelRunner {
     };
   }
 
-  /** An empty KV cache for a batch: [B, KV, 0, d_head] per layer. */
-  emptyCache(batch: number): KvCache {
-    const shape = [batch, this.config.num_key_value_heads, 0, this.config.head_dim];
-    const empty = () =>
-      tensor(this.dtype, this.dtype === "float32" ? new Float32Array(0) : new Float64Array(0), shape);
+  /** Persistent output tensors for every `grad.<weight>` of the training graph (allocated once). */
+  private gradientOutputs(): Record<string, ort.Tensor> {
+    if (this.gradientBuffers === undefined) {
+      this.gradientBuffers = {};
+      for (const spec of this.weightSpecs) {
+        const n = spec.shape.reduce((a, b) => a * b, 1);
+        const data = this.dtype === "float32" ? new Float32Array(n) : new Float64Array(n);
+        this.gradientBuffers[gradName(spec.name)] = tensor(this.dtype, data, spec.shape);
+      }
+    }
+    return this.gradientBuffers;
+  }
+
+  /**
+   * An empty KV cache for a batch: [B, KV, 0, d_head] per layer. With a `capacity` (the longest
+   * sequence the caller will decode), two buffers per cache tensor are allocated once and used in
+   * turn: each step's `present_*` outputs are written by ORT straight into the buffer that does
+   * not hold the step's `past_*` input, so no step allocates a cache or copies it through JS.
+   */
+  emptyCache(batch: number, capacity?: number): KvCache {
+    const KV = this.config.num_key_value_heads;
+    const D = this.config.head_dim;
+    const L = this.config.num_hidden_layers;
+    const alloc = (n: number) => (this.dtype === "float32" ? new Float32Array(n) : new Float64Array(n));
+    const empty = () => tensor(this.dtype, alloc(0), [batch, KV, 0, D]);
+    const buffers = () => ({
+      keys: Array.from({ length: L }, () => alloc(batch * KV * capacity! * D)),
+      values: Array.from({ length: L }, () => alloc(batch * KV * capacity! * D)),
+    });
     return {
       length: 0,
-      keys: Array.from({ length: this.config.num_hidden_layers }, empty),
-      values: Array.from({ length: this.config.num_hidden_layers }, empty),
+      keys: Array.from({ length: L }, empty),
+      values: Array.from({ length: L }, empty),
+      storage:
+        capacity === undefined
+          ? undefined
+          : {
+              capacity,
+              buffers: [buffers(), buffers()],
+              current: 0,
+              logits: alloc(batch * this.config.vocab_size),
+            },
     };
   }
 
   /**
    * One decode step: T new tokens per row after the cached ones. `positions` [B·T] are the RoPE
    * positions of the new tokens, `keyValid` [B·(P + T)] marks real (non-pad) key columns.
-   * Returns last-column logits [B, V] and the extended cache (ORT tensors fed back as-is).
+   * Returns last-column logits [B, V] and the extended cache (ORT tensors fed back as-is). With
+   * cache storage the logits array is reused by the next step.
    */
   async decodeStep(
     weights: HostWeights | Record<string, ort.Tensor>,
@@ -261,10 +324,14 @@ export class ModelRunner {
     const session = await this.decodeSession();
     const time = ids.length / batch;
     const D = this.config.head_dim;
+    const KV = this.config.num_key_value_heads;
+    const L = this.config.num_hidden_layers;
     const rope = ropeTables(positions, D, this.config.rope_theta, this.dtype);
     const S = cache.length + time;
     const feeds: Record<string, ort.Tensor> = {
-      ...(weights instanceof Map ? this.weightFeeds(weights) : (weights as Record<string, ort.Tensor>)),
+      ...(weights instanceof Map
+        ? this.weightFeeds(weights, "decode")
+        : (weights as Record<string, ort.Tensor>)),
       input_ids: tensor("int64", ids, [batch, time]),
       rope_cos: tensor(this.dtype, rope.cos, [batch, time, 1, D]),
       rope_sin: tensor(this.dtype, rope.sin, [batch, time, 1, D]),
@@ -276,17 +343,30 @@ export class ModelRunner {
         S,
       ]),
     };
-    for (let i = 0; i < this.config.num_hidden_layers; i++) {
+    for (let i = 0; i < L; i++) {
       feeds[pastKeyName(i)] = cache.keys[i]!;
       feeds[pastValueName(i)] = cache.values[i]!;
     }
-    const out = await session.run(feeds);
+    const storage = cache.storage !== undefined && S <= cache.storage.capacity ? cache.storage : undefined;
+    let into: Record<string, ort.Tensor> | undefined;
+    if (storage !== undefined) {
+      const target = storage.buffers[1 - storage.current]!;
+      const dims = [batch, KV, S, D];
+      const size = batch * KV * S * D;
+      into = { logits: tensor(this.dtype, storage.logits, [batch, this.config.vocab_size]) };
+      for (let i = 0; i < L; i++) {
+        into[presentKeyName(i)] = tensor(this.dtype, target.keys[i]!.subarray(0, size), dims);
+        into[presentValueName(i)] = tensor(this.dtype, target.values[i]!.subarray(0, size), dims);
+      }
+    }
+    const out = await session.run(feeds, into);
     return {
       logits: out.logits!.data as FloatArray,
       cache: {
         length: S,
-        keys: Array.from({ length: this.config.num_hidden_layers }, (_, i) => out[presentKeyName(i)]!),
-        values: Array.from({ length: this.config.num_hidden_layers }, (_, i) => out[presentValueName(i)]!),
+        keys: Array.from({ length: L }, (_, i) => out[presentKeyName(i)]!),
+        values: Array.from({ length: L }, (_, i) => out[presentValueName(i)]!),
+        storage: storage === undefined ? undefined : { ...storage, current: 1 - storage.current },
       },
     };
   }
@@ -294,6 +374,7 @@ export class ModelRunner {
   async release(): Promise<void> {
     for (const s of [this.scoring, this.decode, this.train]) if (s) await (await s).release();
     this.scoring = this.decode = this.train = undefined;
+    this.gradientBuffers = undefined;
   }
 }
 
@@ -302,6 +383,24 @@ export interface KvCache {
   readonly length: number;
   readonly keys: readonly ort.Tensor[];
   readonly values: readonly ort.Tensor[];
+  /** Pre-allocated cache buffers (see `emptyCache`); without them ORT allocates every step. */
+  readonly storage?: KvCacheStorage | undefined;
+}
+
+export interface KvCacheStorage {
+  /** Longest sequence (cached + new columns) the buffers hold. */
+  readonly capacity: number;
+  /** Two sets of per-layer key/value buffers, [B·KV·capacity·d_head] each. */
+  readonly buffers: readonly [KvBuffers, KvBuffers];
+  /** Which set holds the current cache; the next step writes into the other. */
+  readonly current: number;
+  /** [B·V] logits of the last step (overwritten by the next). */
+  readonly logits: FloatArray;
+}
+
+interface KvBuffers {
+  readonly keys: readonly FloatArray[];
+  readonly values: readonly FloatArray[];
 }
 
 export { int64Tensor };
