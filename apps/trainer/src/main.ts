@@ -12,10 +12,14 @@ import { dirname, join, resolve } from "node:path";
 import { fileURLToPath } from "node:url";
 import { parseArgs } from "node:util";
 import { samplingParams, teamPolicies } from "@troupe/core";
-import { ObjectNotFoundError, openStore, RunStore } from "@troupe/storage";
+import { TorchWorkerError, TorchWorkerExited } from "@troupe/engine-torch";
+import { IntegrityError, listFolders, ObjectNotFoundError, openStore, RunStore } from "@troupe/storage";
+import { queueRollouts, runRolloutWorker } from "./async-rl.ts";
+import { commandCompare } from "./compare-command.ts";
 import { createEngine } from "./engines.ts";
 import { createEnvironment, recipeTeam } from "./envs.ts";
 import { evaluate } from "./evaluate.ts";
+import { commandPublish } from "./publish.ts";
 import { loadRecipeText, parseRecipe, type Recipe, RecipeError } from "./recipe.ts";
 import { consoleReporter, table } from "./reporter.ts";
 import { evalTasks, policySet, restoreStep, train } from "./train.ts";
@@ -25,13 +29,18 @@ const appRoot = resolve(dirname(fileURLToPath(import.meta.url)), "..");
 const workspaceRoot = resolve(appRoot, "../..");
 const invokedFrom = process.env.INIT_CWD ?? process.cwd();
 
-const USAGE = `usage: trainer train [--recipe <name|path>] [--set key=value]... [--run <id>] [--resume]
+const USAGE = `usage: trainer train [--recipe <name|path>] [--set key=value]... [--run <id>] [--resume] [--mode m] [--worker id]
        trainer sft   [--recipe <name|path>] [--set key=value]...
        trainer eval  [--recipe <name|path>] [--run <id>] [--step <n>] [--tasks <n>]
+       trainer compare [--recipe <name|path>] [--set key=value]... [--seeds 1,2,3] [--arms a,b] [--id <id>]
+       trainer publish --run <id> --name <team> [--step <n>] [--alias <a>] [--recipe <name|path>] [--store <uri>] [--no-eval]
   --recipe  a recipe name from apps/trainer/recipes (default: "default") or a YAML path
   --set     override a recipe field, e.g. --set train.steps=20 --set strategy.candidates=8
   --run     run id (default: <recipe name>-<UTC timestamp>)
-  --resume  continue a run from its newest committed step (the newest run of the recipe without --run)`;
+  --resume  continue a run from its newest committed step (the newest run of the recipe without --run)
+  --mode    all (default: the recipe's mode) | learner | rollout: asynchronous RL through the store;
+            the learner and its rollout workers share --run, each worker has its own --worker <id>
+  --lease-seconds  a rollout worker's hold on a task before another worker may take it over (60)`;
 
 export function resolveRecipePath(name: string): string {
   const candidates = [
@@ -48,13 +57,16 @@ function storeFor(recipe: Recipe) {
   return openStore(recipe.store, { cwd: workspaceRoot });
 }
 
+/** The newest run of a recipe: one delimiter listing of runs/ (one entry per run), newest id first. */
 async function newestRunOf(recipe: Recipe): Promise<string | undefined> {
   const store = storeFor(recipe);
-  const ids = (await store.list("runs/"))
-    .map((o) => /^runs\/([^/]+)\/config\.json$/.exec(o.key)?.[1])
-    .filter((id): id is string => id !== undefined && id.startsWith(`${recipe.name}-`))
-    .sort();
-  return ids.at(-1);
+  const ids = (await listFolders(store, "runs/"))
+    .map((folder) => folder.slice("runs/".length, -1))
+    .filter((id) => id.startsWith(`${recipe.name}-`))
+    .sort()
+    .reverse();
+  for (const id of ids) if (await store.head(`runs/${id}/config.json`)) return id;
+  return undefined;
 }
 
 function timestampId(): string {
@@ -161,6 +173,9 @@ async function commandTrain(argv: string[]): Promise<number> {
       set: { type: "string", multiple: true, default: [] },
       run: { type: "string" },
       resume: { type: "boolean", default: false },
+      mode: { type: "string" },
+      worker: { type: "string" },
+      "lease-seconds": { type: "string", default: "60" },
     },
     strict: true,
   });
@@ -178,8 +193,19 @@ async function commandTrain(argv: string[]): Promise<number> {
       throw new RecipeError("--resume continues a run with its own recipe: drop --set");
     recipe = stored;
   }
+  // The process's role; the run's config keeps the recipe's own `mode`, so every role writes the same one.
+  const mode = values.mode ?? recipe.mode;
+  if (mode !== "all" && mode !== "rollout" && mode !== "learner")
+    throw new RecipeError(`--mode: expected all, rollout or learner, got "${mode}"`);
+  if (mode !== "all" && values.run === undefined)
+    throw new RecipeError(`--mode ${mode}: pass --run <id>, the same for the learner and its workers`);
+  if (mode === "rollout" && values.worker === undefined)
+    throw new RecipeError("--mode rollout: pass --worker <id>, unique per worker process");
+  const leaseSeconds = Number(values["lease-seconds"]);
+  if (!(leaseSeconds > 0)) throw new RecipeError(`--lease-seconds: expected a positive number`);
   runId ??= `${recipe.name}-${timestampId()}`;
   const runStore = new RunStore(storeFor(recipe), runId);
+  if (mode === "rollout") return runRolloutWorker(recipe, runStore, values.worker!, leaseSeconds * 1000);
   if (!values.resume && (await runStore.latestCommittedStep()) !== undefined) {
     throw new RecipeError(`run ${runId} already has committed steps: pass --resume to continue it`);
   }
@@ -211,6 +237,7 @@ async function commandTrain(argv: string[]): Promise<number> {
     runStore,
     reporter,
     stopRequested: () => stop,
+    ...(mode === "learner" ? { rollouts: queueRollouts({ recipe, trainerEnv, runStore, reporter }) } : {}),
   });
   reporter.finish();
   await engine.close();
@@ -243,6 +270,10 @@ export async function main(argv: string[]): Promise<number> {
         return await commandSft(rest);
       case "eval":
         return await commandEval(rest);
+      case "compare":
+        return await commandCompare(rest, { resolveRecipePath, storeFor, timestampId });
+      case "publish":
+        return await commandPublish(rest, { workspaceRoot, resolveRecipePath });
       case undefined:
       case "help":
       case "--help":
@@ -256,10 +287,16 @@ export async function main(argv: string[]): Promise<number> {
     if (
       error instanceof RecipeError ||
       error instanceof ObjectNotFoundError ||
+      error instanceof IntegrityError ||
       (error as { code?: string }).code?.startsWith("ERR_PARSE_ARGS")
     ) {
       process.stderr.write(`error: ${(error as Error).message}\n`);
       return 2;
+    }
+    if (error instanceof TorchWorkerExited || error instanceof TorchWorkerError) {
+      // The step in flight was not committed; the run continues from its last committed step.
+      process.stderr.write(`error: ${error.message}\ncontinue with --resume\n`);
+      return 1;
     }
     throw error;
   }

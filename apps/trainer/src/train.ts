@@ -1,9 +1,11 @@
 /**
- * The training loop (mode "all": rollouts and learner in one process).
+ * The training loop (mode "all": rollouts and learner in one process; mode "learner" plugs in
+ * rollouts from the store's queue instead, see async-rl.ts).
  *
  * Step s:  tasks(s) → rollouts with policy version s → samples (advantages inside their groups)
  *          → one learner update per policy → checkpoint of every policy (version s+1)
- *          → metrics → the step's manifest, committed last with a conditional put.
+ *          → metrics → the step's manifest, committed last with a conditional put
+ *          → checkpoints older than s deleted unless (step + 1) % train.checkpointEvery === 0.
  * A step is visible only once its manifest exists. Everything before it can be lost to a crash
  * or kill at any point; `resume` then redoes that step from the checkpoints of step s−1, and
  * because every seed derives from (run seed, step, task, branch), the redone step produces the
@@ -50,8 +52,15 @@ export interface TrainOptions {
   readonly engine: Engine;
   readonly runStore: RunStore;
   readonly reporter: TrainReporter;
-  /** Set when SIGINT/SIGTERM arrives: the loop commits the current step and returns. */
-  readonly stopRequested?: () => boolean;
+  /**
+   * Asked after each step's learner update (with that step): true — e.g. after SIGINT/SIGTERM —
+   * makes the loop commit that step and return.
+   */
+  readonly stopRequested?: (step: number) => boolean;
+  /** Where the samples come from (default: `localRollouts`, mode "all"). */
+  readonly rollouts?: RolloutSource;
+  /** Overlap step s's storage writes with step s+1's work (default true); false: write, then go on. */
+  readonly overlapStorage?: boolean;
 }
 
 export interface TrainSummary {
@@ -60,6 +69,8 @@ export interface TrainSummary {
   readonly lastCommittedStep: number | undefined;
   readonly stoppedEarly: boolean;
   readonly evals: { step: number; result: EvalResult }[];
+  /** Time the loop spent waiting for storage writes (with overlap: the part the next step did not hide). */
+  readonly storageWaitMs: number;
 }
 
 export function optimizerConfig(recipe: Recipe): OptimizerConfig {
@@ -96,9 +107,66 @@ export async function restoreStep(
   }
 }
 
+/** What one training step learns from: the samples, and a few numbers about where they came from. */
+export interface RolloutBatch {
+  readonly samples: readonly Sample[];
+  /** Ids of the tasks the samples are for (recorded in the step's manifest). */
+  readonly tasks: readonly string[];
+  /** Fraction of episodes that succeeded (of samples' episodes, when only samples are at hand). */
+  readonly successRate: number;
+  /** Extra per-step metrics (e.g. completions, policy versions of the samples). */
+  readonly metrics: Readonly<Record<string, MetricValue>>;
+  /** Extra manifest meta (e.g. the rollout shards a learner step consumed). */
+  readonly meta: Readonly<Record<string, unknown>>;
+}
+
+/** Produces the samples of training step `step`; the engine holds weights version `step`. */
+export type RolloutSource = (step: number) => Promise<RolloutBatch>;
+
+/** Mode "all": the step's tasks rolled out here, with the weights the engine holds right now. */
+export function localRollouts(options: TrainOptions): RolloutSource {
+  const { recipe, trainerEnv, team, engine, runStore } = options;
+  const sampling = samplingParams(recipe.sampling);
+  return async (step) => {
+    const tasks = trainTasks(trainerEnv, recipe, step);
+    const rollout = await runStrategy(
+      {
+        runId: runStore.runId,
+        step,
+        seed: recipe.seed,
+        env: trainerEnv.env,
+        team,
+        policies: policySet(engine, team, step),
+        sampling,
+      },
+      tasks,
+      recipe.strategy,
+    );
+    const successRate = mean(rollout.episodes.map((e) => (e.success ? 1 : 0)));
+    return {
+      samples: rollout.samples,
+      tasks: tasks.map((t) => t.id),
+      successRate,
+      metrics: { completions: rollout.stats.completions, episodeSuccess: successRate },
+      meta: {},
+    };
+  };
+}
+
+/**
+ * The learner loop. By default (`overlapStorage`) the storage writes of step s — checkpoints,
+ * metrics, the manifest last, then checkpoint retention — run in the background while step s+1
+ * samples with the weights already in memory; step s+1 commits only after step s has, and
+ * train() never returns with a write in flight. A kill therefore still loses at most the
+ * uncommitted steps (now up to two: s being written and s+1 being computed), which resume redoes
+ * identically. The engine's `save` is awaited in the foreground and returns fresh bytes (a
+ * serialised copy), so the checkpoint is the weights after step s, whatever step s+1 does next.
+ */
 export async function train(options: TrainOptions): Promise<TrainSummary> {
   const { recipe, trainerEnv, team, engine, runStore, reporter } = options;
-  const sampling = samplingParams(recipe.sampling);
+  const rollouts = options.rollouts ?? localRollouts(options);
+  const overlap = options.overlapStorage ?? true;
+  const keepEvery = recipe.train.checkpointEvery;
   const evalSampling = samplingParams({ ...recipe.sampling, temperature: recipe.train.evalTemperature });
   const testTasks = evalTasks(trainerEnv, recipe);
   const latest = await runStore.latestCommittedStep();
@@ -126,82 +194,132 @@ export async function train(options: TrainOptions): Promise<TrainSummary> {
     await runStore.writeMetrics(0, evalMetrics(result), "eval-start");
   }
   let lastCommitted = latest;
-  for (let step = firstStep; step < recipe.train.steps; step++) {
-    const started = performance.now();
-    const tasks = trainTasks(trainerEnv, recipe, step);
-    const rollout = await runStrategy(
-      {
-        runId: runStore.runId,
-        step,
-        seed: recipe.seed,
-        env: trainerEnv.env,
-        team,
-        policies: policySet(engine, team, step),
-        sampling,
-      },
-      tasks,
-      recipe.strategy,
-    );
-    faultPoint("after-rollout", step);
-    const learner = await learnerStep(engine, rollout.samples, {
-      loss: recipe.loss,
-      optimizer: optimizerConfig(recipe),
-      microBatchSize: recipe.train.microBatchSize,
-    });
-    faultPoint("after-learner", step);
-    for (const [i, policyId] of teamPolicies(team).entries()) {
-      await runStore.writeCheckpoint(policyId, step, await engine.save(policyId));
+
+  /**
+   * Step s's writes. All data objects first, concurrently (invisible until their manifests; each
+   * await is a turn of the event loop, which a synchronous engine run can hold for a while, so
+   * fewer sequential awaits finish sooner behind the next step); then the manifests in commit
+   * order: each policy's checkpoint, the step (the commit), then retention.
+   */
+  const commit = async (step: number, work: StepWork): Promise<void> => {
+    const [stepStage, checkpointStages] = await Promise.all([
+      runStore.stageStep(step, new Map<string, readonly Sample[]>([["rollouts", work.samples]]), {
+        policies: teamPolicies(team),
+        ...work.meta,
+      }),
+      Promise.all(
+        work.checkpoints.map(([policyId, files]) => runStore.stageCheckpoint(policyId, step, files)),
+      ),
+      runStore.writeMetrics(step, work.metrics),
+    ]);
+    for (const [i, stage] of checkpointStages.entries()) {
+      await stage.commit();
       if (i === 0) faultPoint("mid-checkpoints", step);
     }
     faultPoint("after-checkpoints", step);
-    const seconds = (performance.now() - started) / 1000;
-    const tokens = rollout.samples.reduce((n, s) => n + s.completionTokenIds.length, 0);
-    const metrics: Record<string, MetricValue> = {
-      samples: rollout.samples.length,
-      completions: rollout.stats.completions,
-      meanReward: mean(rollout.samples.map((s) => s.reward.total)),
-      episodeSuccess: mean(rollout.episodes.map((e) => (e.success ? 1 : 0))),
-      tokens,
-      seconds,
-    };
-    for (const [policyId, m] of learner) {
-      for (const [k, v] of Object.entries(m)) metrics[`${policyId}/${k}`] = v;
-    }
-    const isLast = step === recipe.train.steps - 1;
-    const evalDue = isLast || (recipe.train.evalEvery > 0 && (step + 1) % recipe.train.evalEvery === 0);
-    if (evalDue) Object.assign(metrics, prefixed("eval/", evalMetrics(await runEval(step + 1))));
-    await runStore.writeMetrics(step, metrics);
-    faultPoint("after-metrics", step);
-    await runStore.commitStep(step, new Map<string, readonly Sample[]>([["rollouts", rollout.samples]]), {
-      policies: teamPolicies(team),
-      tasks: tasks.map((t) => t.id),
-    });
+    faultPoint("after-metrics", step); // (the metrics were written with the data, above)
+    await stepStage.commit();
     lastCommitted = step;
     faultPoint("after-commit", step);
-    const losses = [...learner.values()].map((m) => m.loss);
-    reporter.step({
-      step,
-      totalSteps: recipe.train.steps,
-      meanReward: metrics.meanReward as number,
-      successRate: metrics.episodeSuccess as number,
-      tokensPerSecond: tokens / seconds,
-      seconds,
-      samples: rollout.samples.length,
-      loss: losses.length ? mean(losses) : 0,
-    });
-    if (options.stopRequested?.()) {
-      reporter.note(`stopped after committing step ${step}; continue with --resume`);
-      return {
-        runId: runStore.runId,
-        firstStep,
-        lastCommittedStep: lastCommitted,
-        stoppedEarly: true,
-        evals,
+    await runStore.pruneCheckpoints(step, { keepEvery });
+    reporter.step(work.report);
+  };
+  // The one commit in flight (overlapStorage), awaited before the next commit starts and at exit.
+  let pending: Promise<void> | undefined;
+  let storageWaitMs = 0;
+  const settle = async () => {
+    const p = pending;
+    pending = undefined;
+    const started = performance.now();
+    await p;
+    storageWaitMs += performance.now() - started;
+  };
+
+  try {
+    for (let step = firstStep; step < recipe.train.steps; step++) {
+      const started = performance.now();
+      const batch = await rollouts(step);
+      faultPoint("after-rollout", step);
+      const learner = await learnerStep(engine, batch.samples, {
+        loss: recipe.loss,
+        optimizer: optimizerConfig(recipe),
+        microBatchSize: recipe.train.microBatchSize,
+      });
+      faultPoint("after-learner", step);
+      const checkpoints: [string, Record<string, Uint8Array>][] = [];
+      for (const policyId of teamPolicies(team)) checkpoints.push([policyId, await engine.save(policyId)]);
+      const tokens = batch.samples.reduce((n, s) => n + s.completionTokenIds.length, 0);
+      const metrics: Record<string, MetricValue> = {
+        samples: batch.samples.length,
+        ...batch.metrics,
+        meanReward: mean(batch.samples.map((s) => s.reward.total)),
+        tokens,
       };
+      for (const [policyId, m] of learner) {
+        for (const [k, v] of Object.entries(m)) metrics[`${policyId}/${k}`] = v;
+      }
+      const isLast = step === recipe.train.steps - 1;
+      const evalDue = isLast || (recipe.train.evalEvery > 0 && (step + 1) % recipe.train.evalEvery === 0);
+      if (evalDue) Object.assign(metrics, prefixed("eval/", evalMetrics(await runEval(step + 1))));
+      // Time of the step's own work (rollouts, learner, eval); its storage writes may overlap the next step.
+      const seconds = (performance.now() - started) / 1000;
+      metrics.seconds = seconds;
+      const losses = [...learner.values()].map((m) => m.loss);
+      const work: StepWork = {
+        checkpoints,
+        metrics,
+        samples: batch.samples,
+        meta: { tasks: batch.tasks, ...batch.meta },
+        report: {
+          step,
+          totalSteps: recipe.train.steps,
+          meanReward: metrics.meanReward as number,
+          successRate: batch.successRate,
+          tokensPerSecond: tokens / seconds,
+          seconds,
+          samples: batch.samples.length,
+          loss: losses.length ? mean(losses) : 0,
+        },
+      };
+      await settle(); // step s−1 is committed before step s writes anything
+      pending = commit(step, work);
+      pending.catch(() => {}); // handled by settle(); keeps a failed write from being "unhandled" meanwhile
+      if (!overlap) await settle();
+      if (options.stopRequested?.(step)) {
+        await settle();
+        reporter.note(`stopped after committing step ${step}; continue with --resume`);
+        return {
+          runId: runStore.runId,
+          firstStep,
+          lastCommittedStep: lastCommitted,
+          stoppedEarly: true,
+          evals,
+          storageWaitMs,
+        };
+      }
     }
+    await settle();
+  } finally {
+    // An error in the foreground still waits for the write in flight (its own error, if any, loses).
+    await pending?.catch(() => {});
   }
   await runStore.writeMetricsJsonl({ committedOnly: true });
-  return { runId: runStore.runId, firstStep, lastCommittedStep: lastCommitted, stoppedEarly: false, evals };
+  return {
+    runId: runStore.runId,
+    firstStep,
+    lastCommittedStep: lastCommitted,
+    stoppedEarly: false,
+    evals,
+    storageWaitMs,
+  };
+}
+
+interface StepWork {
+  readonly checkpoints: readonly (readonly [string, Record<string, Uint8Array>])[];
+  readonly metrics: Record<string, MetricValue>;
+  readonly samples: readonly Sample[];
+  readonly meta: Record<string, unknown>;
+  readonly report: StepReport;
 }
 
 export function evalMetrics(result: EvalResult): Record<string, MetricValue> {

@@ -102,6 +102,8 @@ export async function warmStart(
       ),
     });
     await runStore.commitStep(step, new Map(), { kind: "sft" });
+    // Only the newest warm-start checkpoint is ever read (to resume, or as the cached result).
+    await runStore.pruneCheckpoints(step, { keepEvery: sft.steps });
     faultPoint("sft-after-step", step);
     if ((step + 1) % 10 === 0 || step === sft.steps - 1) {
       const elapsed = (performance.now() - started) / 1000;

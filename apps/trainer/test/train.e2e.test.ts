@@ -29,7 +29,7 @@ model: { hidden_size: 32, intermediate_size: 64, num_hidden_layers: 1, num_atten
 strategy: { name: atgrpo, candidates: 2 }
 sampling: { temperature: 1, maxTokens: 8 }
 sft: { steps: 2, batchSize: 8, lr: 0.003, mistakeRate: 0.3 }
-train: { steps: 3, tasksPerStep: 2, evalEvery: 0, evalTasks: 4 }
+train: { steps: 3, tasksPerStep: 2, evalEvery: 0, evalTasks: 4, checkpointEvery: 2 }
 `;
 
 const quiet: TrainReporter = { step() {}, eval() {}, note() {} };
@@ -42,15 +42,14 @@ async function runTraining(recipe: Recipe, store: FileStore, runId: string, stop
   await runStore.writeConfig(recipe);
   if ((await runStore.latestCommittedStep()) === undefined)
     await warmStart(recipe, trainerEnv, team, engine, store, quiet);
-  let committed = -1;
   const summary = await train({
     recipe,
     trainerEnv,
     team,
     engine,
     runStore,
-    reporter: { ...quiet, step: (info) => void (committed = info.step) },
-    stopRequested: () => stopAfterStep !== undefined && committed >= stopAfterStep,
+    reporter: quiet,
+    stopRequested: (step) => stopAfterStep !== undefined && step >= stopAfterStep,
   });
   await engine.close();
   return { summary, runStore, team };
@@ -82,9 +81,9 @@ describe("trainer end to end", () => {
       expect(s.provenance.policyVersion).toBe(1);
       expect(s.samplingLogprobs).toHaveLength(s.completionTokenIds.length);
     }
-    // Checkpoints decode, per policy, at every step.
+    // Checkpoints decode; retention (checkpointEvery 2) kept step 1 ((1 + 1) % 2 = 0) and the newest, 2.
     for (const policyId of teamPolicies(straight.team)) {
-      expect(await straight.runStore.checkpointSteps(policyId)).toEqual([0, 1, 2]);
+      expect(await straight.runStore.checkpointSteps(policyId)).toEqual([1, 2]);
       const ckpt = decodeCheckpoint(await straight.runStore.readCheckpoint(policyId, 2));
       expect(ckpt.config.hidden_size).toBe(32);
     }

@@ -11,10 +11,17 @@
  * work) and are never listed; keys may not start with that segment.
  */
 import { randomBytes } from "node:crypto";
+import type { Dirent } from "node:fs";
 import { link, mkdir, open, readdir, readFile, rename, stat, unlink } from "node:fs/promises";
 import { dirname, join, relative, sep } from "node:path";
 import { pathToFileURL } from "node:url";
-import { checkKey, type ObjectInfo, ObjectNotFoundError, type ObjectStore } from "./object-store.ts";
+import {
+  checkFolderPrefix,
+  checkKey,
+  type ObjectInfo,
+  ObjectNotFoundError,
+  type ObjectStore,
+} from "./object-store.ts";
 
 const TMP_DIR = ".troupe-tmp";
 
@@ -40,10 +47,14 @@ export class FileStore implements ObjectStore {
     }
   }
 
+  private tmpDirReady: Promise<unknown> | undefined;
+
   /** Writes the bytes to a fresh, fsynced temporary file and returns its path. */
   private async writeTemp(body: Uint8Array): Promise<string> {
     const dir = join(this.root, TMP_DIR);
-    await mkdir(dir, { recursive: true });
+    // Created once per store object (and again if it was removed meanwhile, see put/putIfAbsent).
+    this.tmpDirReady ??= mkdir(dir, { recursive: true });
+    await this.tmpDirReady;
     const tmp = join(dir, `${Date.now()}-${randomBytes(8).toString("hex")}`);
     const handle = await open(tmp, "wx");
     try {
@@ -55,10 +66,32 @@ export class FileStore implements ObjectStore {
     return tmp;
   }
 
+  /**
+   * The key's folder and the temporary file are made concurrently: every await costs a turn of
+   * the event loop, and a turn can take long when the main thread is busy (e.g. a synchronous
+   * ONNX run), so writes that overlap computation should take as few turns as they can.
+   */
+  private async prepare(target: string, body: Uint8Array): Promise<string> {
+    const [, tmp] = await Promise.all([
+      mkdir(dirname(target), { recursive: true }),
+      this.writeTempRetry(body),
+    ]);
+    return tmp;
+  }
+
+  private async writeTempRetry(body: Uint8Array): Promise<string> {
+    try {
+      return await this.writeTemp(body);
+    } catch (error) {
+      if (!isCode(error, "ENOENT")) throw error;
+      this.tmpDirReady = undefined; // the temp folder was removed under us: make it again
+      return this.writeTemp(body);
+    }
+  }
+
   async put(key: string, body: Uint8Array): Promise<void> {
     const target = this.path(key);
-    await mkdir(dirname(target), { recursive: true });
-    const tmp = await this.writeTemp(body);
+    const tmp = await this.prepare(target, body);
     try {
       await rename(tmp, target);
     } catch (error) {
@@ -69,8 +102,7 @@ export class FileStore implements ObjectStore {
 
   async putIfAbsent(key: string, body: Uint8Array): Promise<boolean> {
     const target = this.path(key);
-    await mkdir(dirname(target), { recursive: true });
-    const tmp = await this.writeTemp(body);
+    const tmp = await this.prepare(target, body);
     try {
       await link(tmp, target);
       return true;
@@ -93,15 +125,39 @@ export class FileStore implements ObjectStore {
       if (isCode(error, "ENOENT") || isCode(error, "ENOTDIR")) return [];
       throw error;
     }
+    const keys = entries
+      .map((entry) => relative(this.root, join(folder, entry)).split(sep).join("/"))
+      .filter((key) => key.startsWith(prefix) && key !== TMP_DIR && !key.startsWith(`${TMP_DIR}/`));
+    // All stats at once (one event-loop turn, not one per entry).
+    const infos = await Promise.all(keys.map((key) => stat(join(this.root, key)).catch(() => undefined)));
     const out: ObjectInfo[] = [];
-    for (const entry of entries) {
-      const full = join(folder, entry);
-      const key = relative(this.root, full).split(sep).join("/");
-      if (!key.startsWith(prefix) || key === TMP_DIR || key.startsWith(`${TMP_DIR}/`)) continue;
-      const info = await stat(full).catch(() => undefined); // deleted meanwhile: skip
+    keys.forEach((key, i) => {
+      const info = infos[i]; // undefined: deleted meanwhile
       if (info?.isFile()) out.push({ key, size: info.size });
-    }
+    });
     return out.sort((a, b) => (a.key < b.key ? -1 : a.key > b.key ? 1 : 0));
+  }
+
+  /**
+   * Sub-folders of the prefix's folder that hold at least one file somewhere below them (deleting
+   * objects leaves empty folders behind, which S3 would not list).
+   */
+  async listFolders(prefix: string): Promise<string[]> {
+    checkFolderPrefix(prefix);
+    const folder = prefix === "" ? this.root : this.path(prefix.slice(0, -1));
+    let entries: Dirent[];
+    try {
+      entries = await readdir(folder, { withFileTypes: true });
+    } catch (error) {
+      if (isCode(error, "ENOENT") || isCode(error, "ENOTDIR")) return [];
+      throw error;
+    }
+    const out: string[] = [];
+    for (const entry of entries) {
+      if (!entry.isDirectory() || (prefix === "" && entry.name === TMP_DIR)) continue;
+      if (await holdsFile(join(folder, entry.name))) out.push(`${prefix}${entry.name}/`);
+    }
+    return out.sort();
   }
 
   async delete(key: string): Promise<void> {
@@ -121,6 +177,15 @@ export class FileStore implements ObjectStore {
       throw error;
     }
   }
+}
+
+/** Whether a folder has a file anywhere below it (stops at the first one). */
+async function holdsFile(folder: string): Promise<boolean> {
+  const entries = await readdir(folder, { withFileTypes: true }).catch(() => [] as Dirent[]);
+  for (const entry of entries) if (entry.isFile()) return true;
+  for (const entry of entries)
+    if (entry.isDirectory() && (await holdsFile(join(folder, entry.name)))) return true;
+  return false;
 }
 
 function isCode(error: unknown, code: string): boolean {

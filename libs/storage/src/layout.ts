@@ -34,6 +34,7 @@ export const metricsJsonlKey = (runId: string) => `${runRoot(runId)}/metrics.jso
 export const rolloutsPrefix = (runId: string) => `${runRoot(runId)}/rollouts/`;
 export const rolloutFolder = (runId: string, policyVersion: number, workerId: string, seq: number) =>
   `${rolloutsPrefix(runId)}${pad(policyVersion)}/${checkId("workerId", workerId)}-${pad(seq)}`;
+export const workFolder = (runId: string) => `${runRoot(runId)}/work/`;
 export const MANIFEST = "manifest.json";
 
 /** A checkpoint file name as a relative key (may contain "/" for sub-folders). */

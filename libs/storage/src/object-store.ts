@@ -26,6 +26,13 @@ export interface ObjectStore {
   putIfAbsent(key: string, body: Uint8Array): Promise<boolean>;
   /** Objects whose key starts with `prefix`, sorted by key. */
   list(prefix: string): Promise<ObjectInfo[]>;
+  /**
+   * The "folders" directly below `prefix` ("" or ending in "/"): every distinct
+   * `prefix + segment + "/"` that some key starts with, sorted — S3's ListObjectsV2 with
+   * Delimiter "/" (CommonPrefixes). Costs one entry per folder instead of one per object below
+   * it. Optional: `listFolders(store, prefix)` falls back to a full `list` for stores without it.
+   */
+  listFolders?(prefix: string): Promise<string[]>;
   /** Removes the object; removing a missing object is not an error. */
   delete(key: string): Promise<void>;
   /** Size of the object, or undefined when there is none. */
@@ -58,4 +65,27 @@ export function checkKey(key: string): string {
 /** Joins key parts with "/", ignoring empty parts (e.g. an empty store prefix). */
 export function joinKey(...parts: string[]): string {
   return parts.filter((p) => p.length > 0).join("/");
+}
+
+/** Checks a folder prefix for `listFolders`: "" (the root) or a valid key ending in "/". */
+export function checkFolderPrefix(prefix: string): string {
+  if (prefix === "") return prefix;
+  if (!prefix.endsWith("/")) throw new Error(`folder prefix "${prefix}" must be "" or end with "/"`);
+  checkKey(prefix.slice(0, -1));
+  return prefix;
+}
+
+/**
+ * The folders directly below `prefix` (see `ObjectStore.listFolders`), through the store's own
+ * delimiter listing when it has one, else derived from a full listing.
+ */
+export async function listFolders(store: ObjectStore, prefix: string): Promise<string[]> {
+  checkFolderPrefix(prefix);
+  if (store.listFolders) return store.listFolders(prefix);
+  const folders = new Set<string>();
+  for (const { key } of await store.list(prefix)) {
+    const slash = key.indexOf("/", prefix.length);
+    if (slash > prefix.length) folders.add(key.slice(0, slash + 1));
+  }
+  return [...folders].sort();
 }

@@ -4,7 +4,8 @@
  *   file://./.troupe/runs        a folder, relative to the working directory
  *   file:///var/lib/troupe/runs  an absolute folder
  *   s3://bucket/some/prefix      a bucket and key prefix on S3 or any S3-compatible server
- *                                (endpoint, region, keys from the options or the environment)
+ *                                (endpoint, region, keys from the options or the environment:
+ *                                AWS_ENDPOINT_URL_S3 / AWS_ENDPOINT_URL, AWS_REGION, AWS_ACCESS_KEY_ID…)
  */
 import { isAbsolute, resolve } from "node:path";
 import { z } from "zod";
@@ -62,7 +63,10 @@ export function openStore(uri: string = DEFAULT_RUNS_URI, options: OpenStoreOpti
         `storage URI "${uri}": ${issue.path.length ? `${issue.path.join(".")}: ` : ""}${issue.message}`,
       );
     }
-    return new S3Store({ ...options.s3, ...parsed.data });
+    // The AWS CLI/SDK's own variable names for a custom endpoint (Ceph, MinIO, R2), so the same
+    // s3:// URI works from the command line; keys come from the SDK's chain (AWS_ACCESS_KEY_ID…).
+    const endpoint = process.env.AWS_ENDPOINT_URL_S3 || process.env.AWS_ENDPOINT_URL || undefined;
+    return new S3Store({ ...(endpoint ? { endpoint } : {}), ...options.s3, ...parsed.data });
   }
   throw new Error(
     `storage URI "${uri}": unsupported scheme; expected file://<folder> or s3://<bucket>/<prefix>`,

@@ -4,6 +4,7 @@
  *   runs/<runId>/rollouts/<policyVersion>/<workerId>-<seq>/<attempt>.<ext>    the Samples
  *   runs/<runId>/rollouts/<policyVersion>/<workerId>-<seq>/manifest.json      commit (putIfAbsent)
  *   runs/<runId>/rollouts/<policyVersion>/<workerId>-<seq>/claims/<consumer>.json
+ *   runs/<runId>/work/<unit>/<generation>.json                                 leases (leaseWork)
  *
  * Workers: `commitShard` writes the data under a fresh attempt id, then the manifest with
  * putIfAbsent. A worker that crashed and restarts calls `nextSeq(workerId)` and carries on; if it
@@ -22,7 +23,7 @@
  * Shards too stale to train on are claimed with `expired: true` so the drop is recorded, not silent.
  */
 import type { Sample } from "@troupe/core";
-import { checkId, MANIFEST, pad, rolloutFolder, rolloutsPrefix, STEP_DIGITS } from "./layout.ts";
+import { checkId, MANIFEST, pad, rolloutFolder, rolloutsPrefix, STEP_DIGITS, workFolder } from "./layout.ts";
 import { IntegrityError, type Manifest, newAttemptId, parseManifest } from "./manifest.ts";
 import type { ObjectStore } from "./object-store.ts";
 import { commitManifest, prepareShard, readShardEntry, shardExtension } from "./run-store.ts";
@@ -40,6 +41,12 @@ export interface ClaimMarker {
   readonly consumer: string;
   readonly learnerStep: number;
   readonly expired: boolean;
+}
+
+export interface WorkLease {
+  readonly workerId: string;
+  /** Wall-clock ms (Date.now()) until which the lease holds. */
+  readonly expiresAt: number;
 }
 
 export type ClaimResult = "claimed" | "mine" | "taken";
@@ -70,6 +77,8 @@ export class RolloutQueue {
     workerId: string;
     seq: number;
     samples: readonly Sample[];
+    /** Extra manifest meta, e.g. which worker process produced the shard. */
+    meta?: Record<string, unknown>;
   }): Promise<{ committed: boolean; ref: RolloutShardRef; manifest: Manifest }> {
     const ref = this.ref(input.policyVersion, input.workerId, input.seq);
     input.samples.forEach((s, i) => {
@@ -90,6 +99,7 @@ export class RolloutQueue {
       committedAt: new Date().toISOString(),
       objects: [entry],
       meta: {
+        ...input.meta,
         runId: this.runId,
         policyVersion: input.policyVersion,
         workerId: input.workerId,
@@ -122,10 +132,15 @@ export class RolloutQueue {
     return next;
   }
 
+  async readShardManifest(ref: RolloutShardRef): Promise<Manifest> {
+    const key = `${ref.folder}/${MANIFEST}`;
+    return parseManifest(await this.store.get(key), key);
+  }
+
   /** Reads a committed shard, verified against its manifest. */
   async readShard(ref: RolloutShardRef): Promise<Sample[]> {
     const key = `${ref.folder}/${MANIFEST}`;
-    const manifest = parseManifest(await this.store.get(key), key);
+    const manifest = await this.readShardManifest(ref);
     const entry = manifest.objects[0];
     if (!entry) throw new IntegrityError(key, "rollout manifest lists no object");
     return readShardEntry(this.store, ref.folder, entry);
@@ -201,6 +216,44 @@ export class RolloutQueue {
       if ((await this.claim(ref, consumer, learnerStep)) === "claimed") batch.push(ref);
     }
     return batch;
+  }
+
+  /**
+   * Work assignment between rollout workers: a lease on a unit of work (e.g. "task 3 of step 7"),
+   * so two workers don't sample the same thing. Leases are generations of putIfAbsent markers,
+   *
+   *   runs/<runId>/work/<unit>/<generation>.json = {workerId, expiresAt}
+   *
+   * The newest generation holds the lease until `expiresAt` (wall-clock ms); after that, anyone may
+   * take over by creating generation + 1, and of several takers exactly one wins. A worker that
+   * was killed therefore blocks its unit for at most `leaseMs`. Clocks of different machines must
+   * agree to well within `leaseMs`. A lease only avoids duplicate work: the result's own commit
+   * (a shard manifest at a key fixed by the unit) decides which copy counts.
+   * Returns "leased" (ours now), "mine" (already ours and unexpired) or "busy".
+   */
+  async leaseWork(
+    unit: string,
+    workerId: string,
+    leaseMs: number,
+    now: number = Date.now(),
+  ): Promise<"leased" | "mine" | "busy"> {
+    const folder = `${workFolder(this.runId)}${checkId("work unit", unit)}/`;
+    const generations = (await this.store.list(folder))
+      .map(({ key }) => /^(\d{8})\.json$/.exec(key.slice(folder.length))?.[1])
+      .filter((g): g is string => g !== undefined)
+      .map(Number)
+      .sort((a, b) => a - b);
+    const newest = generations.at(-1);
+    if (newest !== undefined) {
+      const key = `${folder}${pad(newest)}.json`;
+      const lease = JSON.parse(new TextDecoder().decode(await this.store.get(key))) as WorkLease;
+      if (lease.expiresAt > now) return lease.workerId === workerId ? "mine" : "busy";
+    }
+    const lease: WorkLease = { workerId: checkId("workerId", workerId), expiresAt: now + leaseMs };
+    const key = `${folder}${pad(newest === undefined ? 0 : newest + 1)}.json`;
+    return (await this.store.putIfAbsent(key, encoder.encode(`${JSON.stringify(lease)}\n`)))
+      ? "leased"
+      : "busy";
   }
 
   /** Key-safe name of a shard, for recording in a learner step's manifest meta. */

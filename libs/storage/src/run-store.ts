@@ -22,6 +22,7 @@ import {
   metricsJsonlKey,
   metricsKey,
   metricsPrefix,
+  runRoot,
   STEP_DIGITS,
   stepFolder,
   stepsPrefix,
@@ -55,6 +56,11 @@ export interface StepData {
   readonly manifest: Manifest;
   /** Shard id → its Samples, in manifest order. */
   readonly shards: ReadonlyMap<string, Sample[]>;
+}
+
+/** Data written, manifest not yet: `commit()` writes it (putIfAbsent), committing the thing. */
+export interface StagedCommit {
+  commit(): Promise<StepCommit>;
 }
 
 export type MetricValue = number | string | boolean | null;
@@ -147,21 +153,36 @@ export class RunStore {
     shards: ReadonlyMap<string, readonly Sample[]> | Readonly<Record<string, readonly Sample[]>>,
     meta: Record<string, unknown> = {},
   ): Promise<StepCommit> {
+    return (await this.stageStep(step, shards, meta)).commit();
+  }
+
+  /**
+   * The first half of `commitStep`: writes the step's shards (invisible until committed) and
+   * returns `commit()`, which writes the manifest. Lets a caller write several things' data
+   * concurrently and still put the manifests in the order it wants (the step's last).
+   */
+  async stageStep(
+    step: number,
+    shards: ReadonlyMap<string, readonly Sample[]> | Readonly<Record<string, readonly Sample[]>>,
+    meta: Record<string, unknown> = {},
+  ): Promise<StagedCommit> {
     const folder = stepFolder(this.runId, step);
     if (await this.store.head(`${folder}/${MANIFEST}`)) {
       // Already committed: don't write orphans for nothing.
-      return { committed: false, manifest: await this.readStepManifest(step) };
+      const manifest = await this.readStepManifest(step);
+      return { commit: async () => ({ committed: false, manifest }) };
     }
     const attempt = newAttemptId();
-    const entries: ManifestEntry[] = [];
     const pairs = shards instanceof Map ? [...shards] : Object.entries(shards);
-    for (const [shardId, samples] of pairs) {
-      checkId("shardId", shardId);
-      const relativeKey = `shards/${shardId}.${attempt}.${shardExtension(this.shardFormat)}`;
-      const { bytes, entry } = await prepareShard(samples, relativeKey, this.shardFormat);
-      await this.store.put(`${folder}/${relativeKey}`, bytes);
-      entries.push(entry);
-    }
+    const entries = await Promise.all(
+      pairs.map(async ([shardId, samples]) => {
+        checkId("shardId", shardId);
+        const relativeKey = `shards/${shardId}.${attempt}.${shardExtension(this.shardFormat)}`;
+        const { bytes, entry } = await prepareShard(samples, relativeKey, this.shardFormat);
+        await this.store.put(`${folder}/${relativeKey}`, bytes);
+        return entry;
+      }),
+    );
     const manifest: Manifest = {
       manifestVersion: 1,
       kind: "step",
@@ -170,7 +191,7 @@ export class RunStore {
       objects: entries,
       meta: { ...meta, step, runId: this.runId },
     };
-    return commitManifest(this.store, folder, manifest);
+    return { commit: () => commitManifest(this.store, folder, manifest) };
   }
 
   /** Steps with a manifest, ascending. */
@@ -240,15 +261,30 @@ export class RunStore {
     step: number,
     files: Readonly<Record<string, Uint8Array>>,
   ): Promise<StepCommit> {
+    return (await this.stageCheckpoint(policyId, step, files)).commit();
+  }
+
+  /** The first half of `writeCheckpoint`: the files (written concurrently), then `commit()` writes the manifest. */
+  async stageCheckpoint(
+    policyId: string,
+    step: number,
+    files: Readonly<Record<string, Uint8Array>>,
+  ): Promise<StagedCommit> {
     const folder = checkpointFolder(this.runId, policyId, step);
     const attempt = newAttemptId();
-    const entries: ManifestEntry[] = [];
-    for (const name of Object.keys(files).sort()) {
-      const relativeKey = `${attempt}/${checkFileName(name)}`;
-      const bytes = files[name]!;
-      await this.store.put(`${folder}/${relativeKey}`, bytes);
-      entries.push(await manifestEntry(relativeKey, bytes));
-    }
+    const entries = await Promise.all(
+      Object.keys(files)
+        .sort()
+        .map(async (name) => {
+          const relativeKey = `${attempt}/${checkFileName(name)}`;
+          const bytes = files[name]!;
+          const [entry] = await Promise.all([
+            manifestEntry(relativeKey, bytes),
+            this.store.put(`${folder}/${relativeKey}`, bytes),
+          ]);
+          return entry;
+        }),
+    );
     const manifest: Manifest = {
       manifestVersion: 1,
       kind: "checkpoint",
@@ -257,7 +293,7 @@ export class RunStore {
       objects: entries,
       meta: { runId: this.runId, policyId, step },
     };
-    return commitManifest(this.store, folder, manifest);
+    return { commit: () => commitManifest(this.store, folder, manifest) };
   }
 
   /** Steps with a committed checkpoint of this policy, ascending. */
@@ -271,6 +307,54 @@ export class RunStore {
       }
     }
     return steps;
+  }
+
+  /**
+   * Checkpoint retention. Once step `newest` is committed, the checkpoints a resume can still
+   * need are those of `newest` itself; older ones are kept only every `keepEvery` steps —
+   * those with (step + 1) % keepEvery === 0, i.e. after keepEvery, 2·keepEvery, … steps — and
+   * the rest are deleted, together with the leftovers of crashed attempts (checkpoint folders
+   * without a manifest) of steps before `newest`.
+   *
+   * Safe at any crash point: it refuses to run unless step `newest` is committed, leaves alone
+   * every policy that has no committed checkpoint at `newest`, and deletes a checkpoint's
+   * manifest before its files, so an interrupted prune leaves an uncommitted (invisible) folder,
+   * never a committed checkpoint with missing files. Returns the deleted keys.
+   */
+  async pruneCheckpoints(newest: number, options: { keepEvery: number }): Promise<string[]> {
+    const { keepEvery } = options;
+    if (!Number.isInteger(keepEvery) || keepEvery < 1) {
+      throw new Error(`pruneCheckpoints: keepEvery must be an integer ≥ 1, got ${keepEvery}`);
+    }
+    if (!(await this.store.head(`${stepFolder(this.runId, newest)}/${MANIFEST}`))) {
+      throw new Error(`run ${this.runId}: pruneCheckpoints(${newest}): step ${newest} is not committed`);
+    }
+    const prefix = `${runRoot(this.runId)}/checkpoints/`;
+    // policyId → step → keys of that checkpoint folder.
+    const folders = new Map<string, Map<number, string[]>>();
+    for (const { key } of await this.store.list(prefix)) {
+      const [policyId, stepText] = key.slice(prefix.length).split("/");
+      if (policyId === undefined || stepText?.length !== STEP_DIGITS) continue;
+      const byStep = folders.get(policyId) ?? new Map<number, string[]>();
+      folders.set(policyId, byStep);
+      const step = Number(stepText);
+      byStep.set(step, [...(byStep.get(step) ?? []), key]);
+    }
+    const removed: string[] = [];
+    for (const [policyId, byStep] of folders) {
+      const manifestOf = (step: number) => `${checkpointFolder(this.runId, policyId, step)}/${MANIFEST}`;
+      if (!byStep.get(newest)?.includes(manifestOf(newest))) continue;
+      for (const [step, keys] of byStep) {
+        const committed = keys.includes(manifestOf(step));
+        if (step >= newest || (committed && (step + 1) % keepEvery === 0)) continue;
+        // The manifest goes first: from then on the checkpoint is uncommitted, whatever happens.
+        if (committed) await this.store.delete(manifestOf(step));
+        const files = keys.filter((k) => k !== manifestOf(step));
+        await Promise.all(files.map((key) => this.store.delete(key)));
+        removed.push(...(committed ? [manifestOf(step)] : []), ...files);
+      }
+    }
+    return removed;
   }
 
   /** A committed checkpoint's files, each verified against the manifest (errors name the file). */

@@ -26,7 +26,14 @@ import {
 } from "@aws-sdk/client-s3";
 import { Upload } from "@aws-sdk/lib-storage";
 import { z } from "zod";
-import { checkKey, joinKey, type ObjectInfo, ObjectNotFoundError, type ObjectStore } from "./object-store.ts";
+import {
+  checkFolderPrefix,
+  checkKey,
+  joinKey,
+  type ObjectInfo,
+  ObjectNotFoundError,
+  type ObjectStore,
+} from "./object-store.ts";
 import { type RetryOptions, withRetry } from "./retry.ts";
 
 export const S3StoreOptionsSchema = z.object({
@@ -288,6 +295,33 @@ export class S3Store implements ObjectStore {
       ContinuationToken = page.IsTruncated ? page.NextContinuationToken : undefined;
     } while (ContinuationToken);
     return out.sort((a, b) => (a.key < b.key ? -1 : a.key > b.key ? 1 : 0));
+  }
+
+  /** ListObjectsV2 with Delimiter "/": the server returns one CommonPrefix per folder. */
+  async listFolders(prefix: string): Promise<string[]> {
+    checkFolderPrefix(prefix);
+    await this.ensureBucket();
+    const fullPrefix = this.options.prefix ? `${this.options.prefix}/${prefix}` : prefix;
+    const strip = this.options.prefix ? this.options.prefix.length + 1 : 0;
+    const out: string[] = [];
+    let ContinuationToken: string | undefined;
+    do {
+      const page = await this.run(`LIST-FOLDERS ${prefix}`, () =>
+        this.client.send(
+          new ListObjectsV2Command({
+            Bucket: this.options.bucket,
+            Prefix: fullPrefix,
+            Delimiter: "/",
+            ContinuationToken,
+          }),
+        ),
+      );
+      for (const common of page.CommonPrefixes ?? []) {
+        if (common.Prefix !== undefined) out.push(common.Prefix.slice(strip));
+      }
+      ContinuationToken = page.IsTruncated ? page.NextContinuationToken : undefined;
+    } while (ContinuationToken);
+    return out.sort();
   }
 
   async delete(key: string): Promise<void> {

@@ -1,6 +1,6 @@
 /** One contract, two stores: every case runs against a temp folder and against Ceph's S3 gateway. */
 import { describe, expect, it } from "vitest";
-import { ObjectNotFoundError, type ObjectStore } from "../src/object-store.ts";
+import { listFolders, ObjectNotFoundError, type ObjectStore } from "../src/object-store.ts";
 import { storeKinds } from "./stores.ts";
 
 const bytes = (text: string) => new TextEncoder().encode(text);
@@ -43,6 +43,36 @@ describe.each(storeKinds)("ObjectStore contract: $name", ({ make }) => {
     expect((await s.list("p/a/1")).map((o) => o.key)).toEqual(["p/a/1", "p/a/10"]);
     expect((await s.list("p")).map((o) => o.key)).toEqual(["p/a/1", "p/a/10", "p/b/2", "pq/x"]);
     expect(await s.list("nothing/")).toEqual([]);
+  });
+
+  it("listFolders gives the folders one level down (delimiter listing), sorted, none for deleted objects", async () => {
+    const s = await make();
+    for (const key of [
+      "runs/b-2/config.json",
+      "runs/a-1/config.json",
+      "runs/a-1/steps/0/m",
+      "runs/top",
+      "runz/x/y",
+    ])
+      await s.put(key, bytes(key));
+    await s.put("runs/gone/x", bytes("x"));
+    await s.delete("runs/gone/x");
+    expect(await s.listFolders!("runs/")).toEqual(["runs/a-1/", "runs/b-2/"]);
+    expect(await s.listFolders!("runs/a-1/")).toEqual(["runs/a-1/steps/"]);
+    expect(await s.listFolders!("")).toEqual(["runs/", "runz/"]);
+    expect(await s.listFolders!("nothing/")).toEqual([]);
+    // The generic helper gives the same answer from a plain listing (stores without listFolders).
+    const plain: ObjectStore = {
+      uri: s.uri,
+      get: (k) => s.get(k),
+      put: (k, b) => s.put(k, b),
+      putIfAbsent: (k, b) => s.putIfAbsent(k, b),
+      list: (p) => s.list(p),
+      delete: (k) => s.delete(k),
+      head: (k) => s.head(k),
+    };
+    expect(await listFolders(plain, "runs/")).toEqual(["runs/a-1/", "runs/b-2/"]);
+    await expect(s.listFolders!("runs")).rejects.toThrow(/must be "" or end with "\/"/);
   });
 
   it("delete removes; deleting a missing key is fine", async () => {

@@ -82,6 +82,45 @@ describe.each(storeKinds)("RunStore: $name", ({ make }) => {
     );
   });
 
+  it("pruneCheckpoints keeps every k-th step and the newest, deletes the rest and crashed attempts, only after the commit", async () => {
+    const run = new RunStore(await make(), "run-prune");
+    const files = (step: number) => ({
+      "model.safetensors": bytes(`weights-${step}`),
+      "c.json": bytes("{}"),
+    });
+    for (let step = 0; step <= 6; step++) {
+      for (const policy of ["planner", "fixer"]) await run.writeCheckpoint(policy, step, files(step));
+      await run.commitStep(step, {});
+    }
+    // Crashed attempts (files, no manifest) at steps 2 and 4, and a policy with no newest checkpoint.
+    await run.store.put("runs/run-prune/checkpoints/planner/00000002/dead/model.safetensors", bytes("x"));
+    await run.store.put("runs/run-prune/checkpoints/planner/00000004/dead/model.safetensors", bytes("x"));
+    await run.writeCheckpoint("critic", 1, files(1));
+    // Step 7 has checkpoints but is not committed yet: pruning for it is refused.
+    await run.writeCheckpoint("planner", 7, files(7));
+    await expect(run.pruneCheckpoints(7, { keepEvery: 3 })).rejects.toThrow(/step 7 is not committed/);
+
+    const removed = await run.pruneCheckpoints(6, { keepEvery: 3 });
+    // Kept: (step + 1) % 3 === 0 → 2, 5; the newest, 6; and step 7, newer than the commit.
+    expect(await run.checkpointSteps("planner")).toEqual([2, 5, 6, 7]);
+    expect(await run.checkpointSteps("fixer")).toEqual([2, 5, 6]);
+    expect(await run.checkpointSteps("critic")).toEqual([1]); // no checkpoint at 6: left alone
+    // A pruned step goes with its crashed attempts; a kept step's leftovers stay (never read).
+    expect(removed).toContain("runs/run-prune/checkpoints/planner/00000004/dead/model.safetensors");
+    expect(removed).not.toContain("runs/run-prune/checkpoints/planner/00000002/dead/model.safetensors");
+    // Each deleted checkpoint lost its manifest before its files.
+    const m0 = removed.indexOf("runs/run-prune/checkpoints/fixer/00000000/manifest.json");
+    expect(m0).toBeGreaterThanOrEqual(0);
+    expect(
+      removed.slice(m0 + 1, m0 + 3).every((k) => k.startsWith("runs/run-prune/checkpoints/fixer/00000000/")),
+    ).toBe(true);
+    expect(removed.filter((k) => k.endsWith("manifest.json"))).toHaveLength(8); // 0,1,3,4 × 2 policies
+    expect(await run.readCheckpoint("planner", 5)).toEqual(files(5));
+    expect(await run.readCheckpoint("fixer", 6)).toEqual(files(6));
+    // Idempotent.
+    expect(await run.pruneCheckpoints(6, { keepEvery: 3 })).toEqual([]);
+  });
+
   it("metrics: per-step objects merge into ordered rows; a rewritten step replaces its row", async () => {
     const run = new RunStore(await make(), "run-metrics");
     await run.writeMetrics(2, { loss: 0.5 });
@@ -168,5 +207,26 @@ describe.each(storeKinds)("RunStore: $name", ({ make }) => {
       (await queue.claimBatch({ ...opts, consumer: "ref-model", learnerStep: 0, maxShards: 10 })).length,
     ).toBe(3);
     expect(await queue.readShard(step5[0]!)).toEqual(shard(1, 1));
+  });
+
+  it("work leases: one holder at a time, renewal by the holder, takeover only after expiry", async () => {
+    const queue = new RolloutQueue(await make(), "run-lease");
+    const t0 = 1_000_000;
+    const results = await Promise.all(["w1", "w2", "w3"].map((w) => queue.leaseWork("s-0-t-1", w, 500, t0)));
+    expect(results.filter((r) => r === "leased")).toHaveLength(1);
+    const holder = ["w1", "w2", "w3"][results.indexOf("leased")]!;
+    const other = holder === "w1" ? "w2" : "w1";
+    expect(await queue.leaseWork("s-0-t-1", holder, 500, t0 + 100)).toBe("mine");
+    expect(await queue.leaseWork("s-0-t-1", other, 500, t0 + 499)).toBe("busy");
+    // Expired: two takers race for generation 1, exactly one wins.
+    const takeover = await Promise.all(["w4", "w5"].map((w) => queue.leaseWork("s-0-t-1", w, 500, t0 + 600)));
+    expect(takeover.filter((r) => r === "leased")).toHaveLength(1);
+    expect(await queue.leaseWork("s-0-t-1", holder, 500, t0 + 700)).toBe("busy");
+    expect((await queue.store.list("runs/run-lease/work/s-0-t-1/")).map((o) => o.key)).toEqual([
+      "runs/run-lease/work/s-0-t-1/00000000.json",
+      "runs/run-lease/work/s-0-t-1/00000001.json",
+    ]);
+    // Other units are independent.
+    expect(await queue.leaseWork("s-0-t-2", other, 500, t0 + 700)).toBe("leased");
   });
 });

@@ -1,0 +1,212 @@
+/**
+ * Modes "learner" and "rollout": one learner and two rollout workers that share nothing but a
+ * FileStore. Checked through the store: every committed step trained on exactly one claimed
+ * shard per task (nothing lost), no shard in two steps (nothing duplicated), every sample tagged
+ * with the version it was sampled with, and that version within the staleness bound. With
+ * maxStaleness 0 the samples are recomputed here from the committed checkpoints, task by task:
+ * byte-identical, so each one really was sampled by the version it names.
+ */
+import { type ChildProcess, spawn } from "node:child_process";
+import { mkdtempSync, rmSync, writeFileSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { dirname, join, resolve } from "node:path";
+import { fileURLToPath } from "node:url";
+import { canonicalJson, samplingParams, teamPolicies } from "@troupe/core";
+import { FileStore, RolloutQueue, RunStore } from "@troupe/storage";
+import { afterAll, describe, expect, it } from "vitest";
+import { LEARNER_CONSUMER, queueRollouts, rolloutWorker, stepStream } from "../src/async-rl.ts";
+import { createEngine } from "../src/engines.ts";
+import { createEnvironment, recipeTeam } from "../src/envs.ts";
+import { loadRecipeText, type Recipe } from "../src/recipe.ts";
+import { runStrategy } from "../src/strategies.ts";
+import { policySet, restoreStep, type TrainReporter, train, trainTasks } from "../src/train.ts";
+import { warmStart } from "../src/warm-start.ts";
+
+const appRoot = resolve(dirname(fileURLToPath(import.meta.url)), "..");
+const root = mkdtempSync(join(tmpdir(), "troupe-async-"));
+afterAll(() => rmSync(root, { recursive: true, force: true }));
+
+const recipeYaml = (store: string, maxStaleness: number) => `
+name: async
+seed: 11
+store: file://${store}
+environment:
+  name: plan-path
+  options: { roles: compact, maxTurns: 2, rows: 4, cols: 4, blockedFraction: 0.1, minPathLength: 2 }
+model: { hidden_size: 32, intermediate_size: 64, num_hidden_layers: 1, num_attention_heads: 2, num_key_value_heads: 1 }
+strategy: { name: atgrpo, candidates: 2 }
+sampling: { temperature: 1, maxTokens: 8 }
+sft: { steps: 2, batchSize: 8, lr: 0.003, mistakeRate: 0.3 }
+train: { steps: 3, tasksPerStep: 3, evalEvery: 0, evalTasks: 2, checkpointEvery: 1 }
+maxStaleness: ${maxStaleness}
+`;
+
+const quiet: TrainReporter = { step() {}, eval() {}, note() {} };
+
+function launch(
+  recipePath: string,
+  args: string[],
+  killAt?: string,
+): Promise<{ code: number | null; signal: string | null; stderr: string }> {
+  const env: NodeJS.ProcessEnv = { ...process.env };
+  if (killAt === undefined) delete env.TROUPE_KILL_AT;
+  else env.TROUPE_KILL_AT = killAt;
+  const child: ChildProcess = spawn(
+    process.execPath,
+    [
+      "--conditions=@troupe/source",
+      "--import",
+      "tsx",
+      "src/main.ts",
+      "train",
+      "--recipe",
+      recipePath,
+      ...args,
+    ],
+    { cwd: appRoot, env, stdio: ["ignore", "ignore", "pipe"] },
+  );
+  let stderr = "";
+  child.stderr!.on("data", (chunk: Buffer) => {
+    stderr += chunk.toString();
+  });
+  const timer = setTimeout(() => child.kill("SIGKILL"), 150_000);
+  return new Promise((done) =>
+    child.on("exit", (code, signal) => {
+      clearTimeout(timer);
+      done({ code, signal, stderr });
+    }),
+  );
+}
+
+/** The accounting every async run must satisfy; returns the consumed shard refs of each step. */
+async function checkAccounting(run: RunStore, recipe: Recipe) {
+  const queue = new RolloutQueue(run.store, run.runId);
+  const steps = await run.committedSteps();
+  expect(steps).toEqual([0, 1, 2]);
+  const committedShards = await queue.listCommitted();
+  const used = new Set<string>();
+  const perStep: { step: number; refs: typeof committedShards }[] = [];
+  for (const step of steps) {
+    const data = await run.readStep(step);
+    const consumed = data.manifest.meta.consumed as string[];
+    expect(consumed, `step ${step}`).toHaveLength(recipe.train.tasksPerStep);
+    const refs = consumed.map((name) => committedShards.find((r) => RolloutQueue.shardName(r) === name)!);
+    // One shard per task of this step, in task order.
+    expect(refs.map((r) => [r.workerId, r.seq])).toEqual([0, 1, 2].map((task) => [stepStream(step), task]));
+    // The step's samples are exactly the claimed shards' samples, in order.
+    const fromShards = (await Promise.all(refs.map((r) => queue.readShard(r)))).flat();
+    expect(canonicalJson([...data.shards.values()].flat())).toBe(canonicalJson(fromShards));
+    for (const ref of refs) {
+      const name = RolloutQueue.shardName(ref);
+      expect(used.has(name), `${name} consumed twice`).toBe(false);
+      used.add(name);
+      expect(await queue.readClaim(ref, LEARNER_CONSUMER)).toEqual({
+        consumer: LEARNER_CONSUMER,
+        learnerStep: step,
+        expired: false,
+      });
+      // Staleness: sampled with a version the learner at this step accepts.
+      expect(step - ref.policyVersion).toBeGreaterThanOrEqual(0);
+      expect(step - ref.policyVersion).toBeLessThanOrEqual(recipe.maxStaleness);
+    }
+    for (const s of fromShards) expect(s.provenance.step).toBe(step);
+    perStep.push({ step, refs });
+  }
+  // Every committed shard not consumed is a surplus copy, recorded as dropped.
+  for (const ref of committedShards) {
+    if (used.has(RolloutQueue.shardName(ref))) continue;
+    expect((await queue.readClaim(ref, LEARNER_CONSUMER))?.expired, RolloutQueue.shardName(ref)).toBe(true);
+  }
+  return perStep;
+}
+
+describe("asynchronous RL: rollout workers and a learner through the store", () => {
+  it("strictly on-policy with 2 worker processes, one killed holding a lease: nothing lost or duplicated, samples recomputable", async () => {
+    const store = join(root, "procs");
+    const recipePath = join(root, "procs.yaml");
+    writeFileSync(recipePath, recipeYaml(store, 0));
+    const common = ["--run", "async-1", "--lease-seconds", "2"];
+    const [learner, w1, w2] = await Promise.all([
+      launch(recipePath, [...common, "--mode", "learner"]),
+      launch(recipePath, [...common, "--mode", "rollout", "--worker", "w1"], "rollout-leased@0"),
+      launch(recipePath, [...common, "--mode", "rollout", "--worker", "w2"]),
+    ]);
+    expect(learner.code, learner.stderr).toBe(0);
+    expect(w1.signal, w1.stderr).toBe("SIGKILL");
+    expect(w2.code, w2.stderr).toBe(0);
+
+    const recipe = loadRecipeText(recipeYaml(store, 0));
+    const run = new RunStore(new FileStore(store), "async-1");
+    const perStep = await checkAccounting(run, recipe);
+    const queue = new RolloutQueue(run.store, run.runId);
+    // w1 died before committing anything: every shard is w2's, including the unit w1 had leased.
+    for (const { refs } of perStep) {
+      for (const ref of refs) expect((await queue.readShardManifest(ref)).meta.producer).toBe("w2");
+    }
+
+    // Recompute every unit from the committed weights: version s = warm start (s = 0) or checkpoint s − 1.
+    const trainerEnv = createEnvironment(recipe.environment.name, recipe.environment.options);
+    const team = recipeTeam(trainerEnv, recipe.team);
+    const engine = await createEngine(recipe, teamPolicies(team));
+    await warmStart(recipe, trainerEnv, team, engine, new FileStore(store), quiet);
+    for (const { step, refs } of perStep) {
+      if (step > 0) await restoreStep(engine, run, team, step - 1);
+      for (const ref of refs) {
+        expect(ref.policyVersion).toBe(step);
+        const again = await runStrategy(
+          {
+            runId: run.runId,
+            step,
+            seed: recipe.seed,
+            env: trainerEnv.env,
+            team,
+            policies: policySet(engine, team, step),
+            sampling: samplingParams(recipe.sampling),
+          },
+          [trainTasks(trainerEnv, recipe, step)[ref.seq]!],
+          recipe.strategy,
+        );
+        expect(canonicalJson(await queue.readShard(ref))).toBe(canonicalJson(again.samples));
+      }
+    }
+    await engine.close();
+  }, 170_000);
+
+  it("maxStaleness 1, learner and 2 workers in one process: staleness bound and accounting hold", async () => {
+    const store = new FileStore(join(root, "inproc"));
+    const recipe = loadRecipeText(recipeYaml(join(root, "inproc"), 1));
+    const trainerEnv = createEnvironment(recipe.environment.name, recipe.environment.options);
+    const team = recipeTeam(trainerEnv, recipe.team);
+    const run = new RunStore(store, "async-2");
+    await run.writeConfig(recipe);
+    const engines = await Promise.all([0, 1, 2].map(() => createEngine(recipe, teamPolicies(team))));
+    for (const engine of engines) await warmStart(recipe, trainerEnv, team, engine, store, quiet);
+    const [summary, ...workers] = await Promise.all([
+      train({
+        recipe,
+        trainerEnv,
+        team,
+        engine: engines[0]!,
+        runStore: run,
+        reporter: quiet,
+        rollouts: queueRollouts({ recipe, trainerEnv, runStore: run, reporter: quiet, pollMs: 20 }),
+      }),
+      ...["a", "b"].map((workerId, i) =>
+        rolloutWorker({
+          recipe,
+          trainerEnv,
+          team,
+          engine: engines[i + 1]!,
+          runStore: run,
+          workerId,
+          reporter: quiet,
+          pollMs: 20,
+        }),
+      ),
+    ]);
+    expect(summary.lastCommittedStep).toBe(2);
+    await checkAccounting(run, recipe);
+    expect(workers.flatMap((w) => w.committed).length).toBeGreaterThanOrEqual(9);
+    for (const engine of engines) await engine.close();
+  }, 120_000);
+});
