@@ -197,3 +197,13 @@ describe("engine section", () => {
     });
   });
 });
+
+describe("recipe loss", () => {
+  it("refuses a KL weight the learner cannot honour, naming the key", () => {
+    expect(() =>
+      loadRecipeText("name: k\nenvironment: { name: plan-path }\nstrategy: { name: atgrpo }\n", [
+        "loss.klCoef=0.1",
+      ]),
+    ).toThrow(/loss\.klCoef: a KL penalty needs reference log-probs/);
+  });
+});

@@ -83,7 +83,15 @@ export const LossSchema = z.strictObject({
   clipLow: z.number().min(0).max(1).default(defaultPolicyLossConfig.clipLow),
   clipHigh: z.number().min(0).default(defaultPolicyLossConfig.clipHigh),
   dualClip: z.number().gt(1).optional(),
-  klCoef: z.number().min(0).default(defaultPolicyLossConfig.klCoef),
+  // The engines take reference log-probs, but the learner does not compute them yet: refuse a
+  // KL weight rather than train without the penalty the recipe asks for.
+  klCoef: z
+    .number()
+    .min(0)
+    .refine((v) => v === 0, {
+      message: "a KL penalty needs reference log-probs, which the trainer does not compute yet; use 0",
+    })
+    .default(defaultPolicyLossConfig.klCoef),
   entropyCoef: z.number().min(0).default(defaultPolicyLossConfig.entropyCoef),
   aggregation: z
     .enum(["token-mean", "sequence-mean", "sequence-sum"])
