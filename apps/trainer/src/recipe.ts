@@ -88,7 +88,7 @@ export const LossSchema = z.strictObject({
   klCoef: z
     .number()
     .min(0)
-    .refine((v) => v === 0, {
+    .refine((v): boolean => v === 0, {
       message: "a KL penalty needs reference log-probs, which the trainer does not compute yet; use 0",
     })
     .default(defaultPolicyLossConfig.klCoef),
