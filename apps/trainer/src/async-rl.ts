@@ -28,7 +28,7 @@ import type { Engine } from "@troupe/engine";
 import type { ObjectStore } from "@troupe/storage";
 import { pad, RolloutQueue, type RolloutShardRef, RunStore } from "@troupe/storage";
 import { createEngine } from "./engines.ts";
-import { createEnvironment, recipeTeam, type TrainerEnvironment } from "./envs.ts";
+import { recipeEnvironment, type TrainerEnvironment } from "./envs.ts";
 import type { Recipe } from "./recipe.ts";
 import { consoleReporter } from "./reporter.ts";
 import { runStrategy } from "./strategies.ts";
@@ -256,8 +256,7 @@ export async function runRolloutWorker(
   workerId: string,
   leaseMs: number,
 ): Promise<number> {
-  const trainerEnv = createEnvironment(recipe.environment.name, recipe.environment.options);
-  const team = recipeTeam(trainerEnv, recipe.team);
+  const { trainerEnv, team } = recipeEnvironment(recipe);
   await runStore.writeConfig(recipe);
   const engine = await createEngine(recipe, teamPolicies(team));
   const reporter = consoleReporter();

@@ -27,7 +27,7 @@ import { teamPolicies } from "@troupe/core";
 import { type ObjectStore, RunStore } from "@troupe/storage";
 import { z } from "zod";
 import { createEngine } from "./engines.ts";
-import { createEnvironment, recipeTeam } from "./envs.ts";
+import { recipeEnvironment } from "./envs.ts";
 import { wilson } from "./evaluate.ts";
 import { parseRecipe, type Recipe } from "./recipe.ts";
 import { markdownTable, table } from "./reporter.ts";
@@ -50,8 +50,7 @@ export function armRecipe(base: Recipe, arm: Arm, seed: number): Recipe {
   if (base.strategy.name !== "atgrpo") {
     throw new Error(`compare: the base recipe must use strategy atgrpo (got ${base.strategy.name})`);
   }
-  const registered = createEnvironment(base.environment.name, base.environment.options);
-  const team = recipeTeam(registered, base.team);
+  const { team } = recipeEnvironment(base);
   const agents = team.roles.length;
   const turns = team.maxTurns;
   const k = base.strategy.candidates;
@@ -154,8 +153,7 @@ export async function compare(options: CompareOptions): Promise<ArmResult[]> {
 async function runArm(options: CompareOptions, arm: Arm, seed: number): Promise<ArmResult> {
   const recipe = armRecipe(options.base, arm, seed);
   const runId = `${options.compareId}-${arm}-s${seed}`;
-  const trainerEnv = createEnvironment(recipe.environment.name, recipe.environment.options);
-  const team = recipeTeam(trainerEnv, recipe.team);
+  const { trainerEnv, team } = recipeEnvironment(recipe);
   const runStore = new RunStore(options.store, runId);
   await runStore.writeConfig(recipe);
   const engine = await createEngine(recipe, teamPolicies(team));

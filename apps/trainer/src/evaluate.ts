@@ -3,9 +3,15 @@
  * success rate with a 95% Wilson interval. Test tasks depend only on the environment's options,
  * never on the run seed, so every run and every step is measured on the same tasks.
  */
-import type { PolicySet, SamplingParams, Task, Team } from "@troupe/core";
+import { type PolicySet, type SamplingParams, samplingParams, type Task, type Team } from "@troupe/core";
 import { rolloutParallel } from "@troupe/rl";
 import type { TrainerEnvironment } from "./envs.ts";
+import type { Recipe } from "./recipe.ts";
+
+/** The sampling of held-out evaluation: the recipe's, at `train.evalTemperature`. */
+export function evalSampling(recipe: Recipe): SamplingParams {
+  return samplingParams({ ...recipe.sampling, temperature: recipe.train.evalTemperature });
+}
 
 export interface EvalResult {
   readonly tasks: number;

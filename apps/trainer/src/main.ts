@@ -11,14 +11,14 @@ import { existsSync, readFileSync } from "node:fs";
 import { dirname, join, resolve } from "node:path";
 import { fileURLToPath } from "node:url";
 import { parseArgs } from "node:util";
-import { samplingParams, teamPolicies } from "@troupe/core";
+import { teamPolicies } from "@troupe/core";
 import { TorchWorkerError, TorchWorkerExited } from "@troupe/engine-torch";
 import { IntegrityError, listFolders, ObjectNotFoundError, openStore, RunStore } from "@troupe/storage";
 import { queueRollouts, runRolloutWorker } from "./async-rl.ts";
 import { commandCompare } from "./compare-command.ts";
 import { createEngine } from "./engines.ts";
-import { createEnvironment, recipeTeam } from "./envs.ts";
-import { evaluate } from "./evaluate.ts";
+import { recipeEnvironment } from "./envs.ts";
+import { evalSampling, evaluate } from "./evaluate.ts";
 import { commandPublish } from "./publish.ts";
 import { loadRecipeText, parseRecipe, type Recipe, RecipeError } from "./recipe.ts";
 import { consoleReporter, table } from "./reporter.ts";
@@ -77,11 +77,6 @@ function timestampId(): string {
     .replace("T", "-");
 }
 
-function buildTeam(recipe: Recipe) {
-  const trainerEnv = createEnvironment(recipe.environment.name, recipe.environment.options);
-  return { trainerEnv, team: recipeTeam(trainerEnv, recipe.team) };
-}
-
 /** `sft`: only the supervised warm start of a recipe (cached in the store, resumable). */
 async function commandSft(argv: string[]): Promise<number> {
   const { values } = parseArgs({
@@ -95,7 +90,7 @@ async function commandSft(argv: string[]): Promise<number> {
   const recipe = loadRecipeText(readFileSync(resolveRecipePath(values.recipe), "utf8"), values.set);
   if (!recipe.sft || recipe.sft.steps === 0)
     throw new RecipeError("recipe has no sft section (or sft.steps is 0)");
-  const { trainerEnv, team } = buildTeam(recipe);
+  const { trainerEnv, team } = recipeEnvironment(recipe);
   const engine = await createEngine(recipe, teamPolicies(team));
   const reporter = consoleReporter();
   const result = await warmStart(recipe, trainerEnv, team, engine, storeFor(recipe), reporter);
@@ -104,7 +99,7 @@ async function commandSft(argv: string[]): Promise<number> {
     team,
     policySet(engine, team, 0),
     evalTasks(trainerEnv, recipe),
-    samplingParams({ ...recipe.sampling, temperature: recipe.train.evalTemperature }),
+    evalSampling(recipe),
     recipe.seed,
   );
   reporter.eval(0, evalResult);
@@ -137,7 +132,7 @@ async function commandEval(argv: string[]): Promise<number> {
   if (step === undefined || !Number.isInteger(step) || step < 0) {
     throw new RecipeError(`eval: run ${runId} has no committed step${values.step ? ` ${values.step}` : ""}`);
   }
-  const { trainerEnv, team } = buildTeam(recipe);
+  const { trainerEnv, team } = recipeEnvironment(recipe);
   const engine = await createEngine(recipe, teamPolicies(team));
   await restoreStep(engine, runStore, team, step);
   const count = values.tasks !== undefined ? Number(values.tasks) : recipe.train.evalTasks;
@@ -146,7 +141,7 @@ async function commandEval(argv: string[]): Promise<number> {
     team,
     policySet(engine, team, step + 1),
     evalTasks(trainerEnv, recipe, count),
-    samplingParams({ ...recipe.sampling, temperature: recipe.train.evalTemperature }),
+    evalSampling(recipe),
     recipe.seed,
   );
   await engine.close();
@@ -211,7 +206,7 @@ async function commandTrain(argv: string[]): Promise<number> {
   }
   await runStore.writeConfig(recipe);
 
-  const { trainerEnv, team: fullTeam } = buildTeam(recipe);
+  const { trainerEnv, team: fullTeam } = recipeEnvironment(recipe);
   const engine = await createEngine(recipe, teamPolicies(fullTeam));
   const reporter = consoleReporter();
   let stop = false;

@@ -11,7 +11,7 @@
  */
 import { readFileSync } from "node:fs";
 import { parseArgs } from "node:util";
-import { samplingParams, teamPolicies } from "@troupe/core";
+import { teamPolicies } from "@troupe/core";
 import { type ObjectStore, openStore, RunStore } from "@troupe/storage";
 import {
   checkpointSummary,
@@ -24,8 +24,8 @@ import {
 } from "@troupe/teams";
 import { exportDecodeGraph } from "@troupe/teams/onnx";
 import { createEngine } from "./engines.ts";
-import { createEnvironment, recipeTeam } from "./envs.ts";
-import { evaluate } from "./evaluate.ts";
+import { recipeEnvironment } from "./envs.ts";
+import { evalSampling, evaluate } from "./evaluate.ts";
 import { loadRecipeText, parseRecipe, type Recipe, RecipeError } from "./recipe.ts";
 import { evalTasks, policySet, restoreStep } from "./train.ts";
 
@@ -69,7 +69,7 @@ export async function stepEvalMetrics(runStore: RunStore, step: number): Promise
 
 /** The sampling the team was evaluated with (the recipe's, at the evaluation temperature). */
 export function servedSampling(recipe: Recipe): ServedSampling {
-  const s = samplingParams({ ...recipe.sampling, temperature: recipe.train.evalTemperature });
+  const s = evalSampling(recipe);
   return {
     temperature: s.temperature,
     topP: s.topP,
@@ -84,8 +84,7 @@ export async function publishRun(options: PublishRunOptions): Promise<PublishRun
   const { store, runId } = options;
   const runStore = new RunStore(store, runId);
   const recipe = parseRecipe(await runStore.readConfig(), `run ${runId} config`);
-  const trainerEnv = createEnvironment(recipe.environment.name, recipe.environment.options);
-  const team = recipeTeam(trainerEnv, recipe.team);
+  const { trainerEnv, team } = recipeEnvironment(recipe);
   // Publishable steps: committed, with a checkpoint of every policy (train keeps only every
   // train.checkpointEvery-th step's checkpoints, and the newest).
   let publishable = await runStore.committedSteps();
@@ -127,7 +126,7 @@ export async function publishRun(options: PublishRunOptions): Promise<PublishRun
         team,
         policySet(engine, team, step + 1),
         evalTasks(trainerEnv, recipe, options.evalTasks ?? recipe.train.evalTasks),
-        samplingParams({ ...recipe.sampling, temperature: recipe.train.evalTemperature }),
+        evalSampling(recipe),
         recipe.seed,
       );
       evalSummary = {

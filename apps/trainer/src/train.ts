@@ -22,7 +22,7 @@ import {
 import { type Engine, enginePolicy, type OptimizerConfig } from "@troupe/engine";
 import type { MetricValue, RunStore } from "@troupe/storage";
 import type { TrainerEnvironment } from "./envs.ts";
-import { type EvalResult, evaluate } from "./evaluate.ts";
+import { type EvalResult, evalSampling, evaluate } from "./evaluate.ts";
 import { faultPoint } from "./faults.ts";
 import { learnerStep } from "./learner.ts";
 import type { Recipe } from "./recipe.ts";
@@ -167,7 +167,7 @@ export async function train(options: TrainOptions): Promise<TrainSummary> {
   const rollouts = options.rollouts ?? localRollouts(options);
   const overlap = options.overlapStorage ?? true;
   const keepEvery = recipe.train.checkpointEvery;
-  const evalSampling = samplingParams({ ...recipe.sampling, temperature: recipe.train.evalTemperature });
+  const heldOutSampling = evalSampling(recipe);
   const testTasks = evalTasks(trainerEnv, recipe);
   const latest = await runStore.latestCommittedStep();
   const firstStep = latest === undefined ? 0 : latest + 1;
@@ -182,7 +182,7 @@ export async function train(options: TrainOptions): Promise<TrainSummary> {
       team,
       policySet(engine, team, step),
       testTasks,
-      evalSampling,
+      heldOutSampling,
       recipe.seed,
     );
     evals.push({ step, result });
