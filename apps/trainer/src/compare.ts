@@ -54,8 +54,7 @@ export function armRecipe(base: Recipe, arm: Arm, seed: number): Recipe {
   const agents = team.roles.length;
   const turns = team.maxTurns;
   const k = base.strategy.candidates;
-  const raw = structuredClone(base) as Record<string, unknown> & Recipe;
-  const out: Record<string, unknown> = { ...raw, name: `${base.name}-${arm}`, seed };
+  const out: Record<string, unknown> = { ...structuredClone(base), name: `${base.name}-${arm}`, seed };
   switch (arm) {
     case "grpo": {
       // The planner alone gets the team's N·T plans per episode; GRPO groups K whole episodes.
