@@ -39,6 +39,11 @@ import { warmStart, warmStartId } from "./warm-start.ts";
 export const DEFAULT_LEASE_MS = 60_000;
 /** How often workers and the learner look at the store while waiting. */
 export const DEFAULT_POLL_MS = 200;
+/**
+ * A worker with nothing to sample gives up after this long without the learner committing a step
+ * (a learner that died or was never started), instead of polling forever.
+ */
+export const DEFAULT_IDLE_MS = 10 * 60_000;
 /** The learner's consumer group in the queue's claim markers. */
 export const LEARNER_CONSUMER = "learner";
 
@@ -153,6 +158,8 @@ export interface RolloutWorkerOptions {
   readonly reporter: TrainReporter;
   readonly leaseMs?: number;
   readonly pollMs?: number;
+  /** Give up after this long with nothing to sample and no new committed step (DEFAULT_IDLE_MS). */
+  readonly idleMs?: number;
 }
 
 export interface RolloutWorkerSummary {
@@ -165,15 +172,22 @@ export async function rolloutWorker(options: RolloutWorkerOptions): Promise<Roll
   const { recipe, trainerEnv, team, engine, runStore, workerId, reporter } = options;
   const leaseMs = options.leaseMs ?? DEFAULT_LEASE_MS;
   const pollMs = options.pollMs ?? DEFAULT_POLL_MS;
+  const idleMs = options.idleMs ?? DEFAULT_IDLE_MS;
   const queue = new RolloutQueue(runStore.store, runStore.runId, { shardFormat: runStore.shardFormat });
   const sampling = samplingParams(recipe.sampling);
   const lastStep = recipe.train.steps - 1;
   const committed: string[] = [];
   let version = 0;
   let leases = 0;
+  let seenLatest: number | undefined;
+  let progressAt = Date.now();
   for (;;) {
     const latest = await runStore.latestCommittedStep();
     if (latest !== undefined && latest >= lastStep) return { committed };
+    if (latest !== seenLatest) {
+      seenLatest = latest;
+      progressAt = Date.now();
+    }
     const newest = latest === undefined ? 0 : latest + 1;
     if (newest > version) {
       try {
@@ -195,18 +209,20 @@ export async function rolloutWorker(options: RolloutWorkerOptions): Promise<Roll
         if ((await queue.leaseWork(unitName(step, task), workerId, leaseMs)) === "busy") continue;
         killPoint("rollout-leased", leases++);
         const unitTask = trainTasks(trainerEnv, recipe, step)[task]!;
-        const rollout = await runStrategy(
-          {
-            runId: runStore.runId,
-            step,
-            seed: recipe.seed,
-            env: trainerEnv.env,
-            team,
-            policies: policySet(engine, team, version),
-            sampling,
-          },
-          [unitTask],
-          recipe.strategy,
+        const rollout = await withLeaseRenewal(queue, unitName(step, task), workerId, leaseMs, reporter, () =>
+          runStrategy(
+            {
+              runId: runStore.runId,
+              step,
+              seed: recipe.seed,
+              env: trainerEnv.env,
+              team,
+              policies: policySet(engine, team, version),
+              sampling,
+            },
+            [unitTask],
+            recipe.strategy,
+          ),
         );
         const result = await queue.commitShard({
           policyVersion: version,
@@ -217,9 +233,57 @@ export async function rolloutWorker(options: RolloutWorkerOptions): Promise<Roll
         });
         if (result.committed) committed.push(RolloutQueue.shardName(result.ref));
         worked = true;
+        progressAt = Date.now();
       }
     }
-    if (!worked) await sleep(pollMs);
+    if (worked) continue;
+    if (Date.now() - progressAt > idleMs) throw idleError(workerId, runStore.runId, latest, idleMs);
+    await sleep(pollMs);
+  }
+}
+
+function idleError(workerId: string, runId: string, latest: number | undefined, idleMs: number): Error {
+  return new Error(
+    `worker ${workerId}: nothing to sample and no step of run ${runId} committed for ${Math.round(idleMs / 1000)} s ` +
+      `(newest committed step: ${latest ?? "none"}). Is the learner running? Start it ` +
+      `(train --mode learner --run ${runId}), then restart this worker: it carries on where the run is.`,
+  );
+}
+
+/**
+ * Runs one unit's rollout while re-extending the worker's lease every leaseMs/3, so a rollout
+ * longer than one lease (a big model, a slow sandbox) is not taken over by an idle worker.
+ * A failed or lost renewal is reported, not fatal: the learner keeps one copy of a unit anyway.
+ */
+async function withLeaseRenewal<T>(
+  queue: RolloutQueue,
+  unit: string,
+  workerId: string,
+  leaseMs: number,
+  reporter: TrainReporter,
+  work: () => Promise<T>,
+): Promise<T> {
+  let renewing = Promise.resolve();
+  const timer = setInterval(
+    () => {
+      renewing = renewing.then(async () => {
+        try {
+          if ((await queue.renewLease(unit, workerId, leaseMs)) === "lost")
+            reporter.note(`worker ${workerId}: lease on ${unit} lost to another worker; finishing it anyway`);
+        } catch (error) {
+          reporter.note(
+            `worker ${workerId}: renewing the lease on ${unit} failed (${(error as Error).message})`,
+          );
+        }
+      });
+    },
+    Math.max(1, Math.floor(leaseMs / 3)),
+  );
+  try {
+    return await work();
+  } finally {
+    clearInterval(timer);
+    await renewing;
   }
 }
 
@@ -236,12 +300,27 @@ export async function loadInitialWeights(
   store: ObjectStore,
   reporter: TrainReporter,
   pollMs = DEFAULT_POLL_MS,
+  idleMs = DEFAULT_IDLE_MS,
 ): Promise<void> {
   const sft = recipe.sft;
   if (!sft || sft.steps === 0) return;
   const cache = new RunStore(store, warmStartId(recipe, team));
   let noted = false;
-  while ((await cache.latestCommittedStep()) !== sft.steps - 1) {
+  let seen: number | undefined;
+  let progressAt = Date.now();
+  for (;;) {
+    const latest = await cache.latestCommittedStep();
+    if (latest === sft.steps - 1) break;
+    if (latest !== seen) {
+      seen = latest;
+      progressAt = Date.now();
+    }
+    if (Date.now() - progressAt > idleMs) {
+      throw new Error(
+        `worker: the learner's warm start ${cache.runId} made no progress for ${Math.round(idleMs / 1000)} s ` +
+          `(newest committed step: ${latest ?? "none"} of ${sft.steps}). Is the learner running?`,
+      );
+    }
     if (!noted) reporter.note(`worker: waiting for the learner's warm start ${cache.runId}`);
     noted = true;
     await sleep(pollMs);
@@ -255,13 +334,23 @@ export async function runRolloutWorker(
   runStore: RunStore,
   workerId: string,
   leaseMs: number,
+  idleMs: number = DEFAULT_IDLE_MS,
 ): Promise<number> {
   const { trainerEnv, team } = recipeEnvironment(recipe);
   await runStore.writeConfig(recipe);
   const engine = await createEngine(recipe, teamPolicies(team));
   const reporter = consoleReporter();
   try {
-    await loadInitialWeights(recipe, trainerEnv, team, engine, runStore.store, reporter);
+    await loadInitialWeights(
+      recipe,
+      trainerEnv,
+      team,
+      engine,
+      runStore.store,
+      reporter,
+      DEFAULT_POLL_MS,
+      idleMs,
+    );
     const worker = await rolloutWorker({
       recipe,
       trainerEnv,
@@ -271,6 +360,7 @@ export async function runRolloutWorker(
       workerId,
       reporter,
       leaseMs,
+      idleMs,
     });
     reporter.finish();
     process.stdout.write(`worker ${workerId}: committed ${worker.committed.length} rollout shards\n`);

@@ -40,7 +40,9 @@ const USAGE = `usage: trainer train [--recipe <name|path>] [--set key=value]... 
   --resume  continue a run from its newest committed step (the newest run of the recipe without --run)
   --mode    all (default: the recipe's mode) | learner | rollout: asynchronous RL through the store;
             the learner and its rollout workers share --run, each worker has its own --worker <id>
-  --lease-seconds  a rollout worker's hold on a task before another worker may take it over (60)`;
+  --lease-seconds  a rollout worker's hold on a task before another worker may take it over (60)
+  --idle-seconds   a rollout worker exits with an error after this long with nothing to sample and
+                   no new committed step, e.g. when the learner died (600)`;
 
 export function resolveRecipePath(name: string): string {
   const candidates = [
@@ -171,6 +173,7 @@ async function commandTrain(argv: string[]): Promise<number> {
       mode: { type: "string" },
       worker: { type: "string" },
       "lease-seconds": { type: "string", default: "60" },
+      "idle-seconds": { type: "string", default: "600" },
     },
     strict: true,
   });
@@ -200,7 +203,10 @@ async function commandTrain(argv: string[]): Promise<number> {
   if (!(leaseSeconds > 0)) throw new RecipeError(`--lease-seconds: expected a positive number`);
   runId ??= `${recipe.name}-${timestampId()}`;
   const runStore = new RunStore(storeFor(recipe), runId);
-  if (mode === "rollout") return runRolloutWorker(recipe, runStore, values.worker!, leaseSeconds * 1000);
+  const idleSeconds = Number(values["idle-seconds"]);
+  if (!(idleSeconds > 0)) throw new RecipeError(`--idle-seconds: expected a positive number`);
+  if (mode === "rollout")
+    return runRolloutWorker(recipe, runStore, values.worker!, leaseSeconds * 1000, idleSeconds * 1000);
   if (!values.resume && (await runStore.latestCommittedStep()) !== undefined) {
     throw new RecipeError(`run ${runId} already has committed steps: pass --resume to continue it`);
   }

@@ -209,4 +209,46 @@ describe("asynchronous RL: rollout workers and a learner through the store", () 
     expect(workers.flatMap((w) => w.committed).length).toBeGreaterThanOrEqual(9);
     for (const engine of engines) await engine.close();
   }, 120_000);
+
+  it("a worker renews its lease while it samples and gives up, naming the run, when no learner commits", async () => {
+    const store = new FileStore(join(root, "idle"));
+    const recipe = loadRecipeText(recipeYaml(join(root, "idle"), 0));
+    const trainerEnv = createEnvironment(recipe.environment.name, recipe.environment.options);
+    const team = recipeTeam(trainerEnv, recipe.team);
+    const run = new RunStore(store, "idle-1");
+    await run.writeConfig(recipe);
+    const engine = await createEngine(recipe, teamPolicies(team));
+    const notes: string[] = [];
+    const started = Date.now();
+    // No learner: the worker samples step 0's three units with version 0, then has nothing to do.
+    const worker = rolloutWorker({
+      recipe,
+      trainerEnv,
+      team,
+      engine,
+      runStore: run,
+      workerId: "a",
+      reporter: { ...quiet, note: (line) => notes.push(line) },
+      pollMs: 20,
+      leaseMs: 15,
+      idleMs: 1_000,
+    });
+    await expect(worker).rejects.toThrow(
+      /worker a: nothing to sample and no step of run idle-1 committed for 1 s \(newest committed step: none\)\. Is the learner running\?/,
+    );
+    expect(Date.now() - started).toBeGreaterThanOrEqual(1_000);
+    const queue = new RolloutQueue(store, "idle-1");
+    expect((await queue.listCommitted()).map(RolloutQueue.shardName)).toEqual(
+      [0, 1, 2].map((task) => `00000000/${stepStream(0)}-${String(task).padStart(8, "0")}`),
+    );
+    // Each unit's lease files: the first lease, then renewals, all by worker a (15 ms leases
+    // outlive no rollout, so without renewal every unit would have exactly one file).
+    const leaseFiles = await store.list(`runs/idle-1/work/${stepStream(0)}-00000000/`);
+    expect(leaseFiles.length).toBeGreaterThan(1);
+    for (const { key } of leaseFiles) {
+      expect(JSON.parse(new TextDecoder().decode(await store.get(key))).workerId).toBe("a");
+    }
+    expect(notes.filter((n) => /lost/.test(n))).toEqual([]);
+    await engine.close();
+  }, 60_000);
 });

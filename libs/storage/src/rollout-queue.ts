@@ -237,23 +237,52 @@ export class RolloutQueue {
     leaseMs: number,
     now: number = Date.now(),
   ): Promise<"leased" | "mine" | "busy"> {
-    const folder = `${workFolder(this.runId)}${checkId("work unit", unit)}/`;
-    const generations = (await this.store.list(folder))
-      .map(({ key }) => /^(\d{8})\.json$/.exec(key.slice(folder.length))?.[1])
-      .filter((g): g is string => g !== undefined)
-      .map(Number)
-      .sort((a, b) => a - b);
-    const newest = generations.at(-1);
-    if (newest !== undefined) {
-      const key = `${folder}${pad(newest)}.json`;
-      const lease = JSON.parse(new TextDecoder().decode(await this.store.get(key))) as WorkLease;
-      if (lease.expiresAt > now) return lease.workerId === workerId ? "mine" : "busy";
-    }
+    const { folder, newest, lease: current } = await this.newestLease(unit);
+    if (current && current.expiresAt > now) return current.workerId === workerId ? "mine" : "busy";
     const lease: WorkLease = { workerId: checkId("workerId", workerId), expiresAt: now + leaseMs };
     const key = `${folder}${pad(newest === undefined ? 0 : newest + 1)}.json`;
     return (await this.store.putIfAbsent(key, encoder.encode(`${JSON.stringify(lease)}\n`)))
       ? "leased"
       : "busy";
+  }
+
+  /**
+   * Extends `workerId`'s lease on `unit` to `now + leaseMs`, for work that outlasts one lease (a
+   * long rollout on a big model). The extension is a new generation written with putIfAbsent, so
+   * it races exactly like a takeover: "lost" when the lease has expired and another worker took
+   * the unit (or is taking it) — the holder may still finish and commit; the learner keeps one copy.
+   */
+  async renewLease(
+    unit: string,
+    workerId: string,
+    leaseMs: number,
+    now: number = Date.now(),
+  ): Promise<"renewed" | "lost"> {
+    const { folder, newest, lease: current } = await this.newestLease(unit);
+    if (newest === undefined || current?.workerId !== workerId) return "lost";
+    const lease: WorkLease = { workerId, expiresAt: now + leaseMs };
+    return (await this.store.putIfAbsent(
+      `${folder}${pad(newest + 1)}.json`,
+      encoder.encode(`${JSON.stringify(lease)}\n`),
+    ))
+      ? "renewed"
+      : "lost";
+  }
+
+  /** The newest lease generation of a unit (leases are numbered files; the highest one holds). */
+  private async newestLease(
+    unit: string,
+  ): Promise<{ folder: string; newest: number | undefined; lease: WorkLease | undefined }> {
+    const folder = `${workFolder(this.runId)}${checkId("work unit", unit)}/`;
+    const newest = (await this.store.list(folder))
+      .map(({ key }) => /^(\d{8})\.json$/.exec(key.slice(folder.length))?.[1])
+      .filter((g): g is string => g !== undefined)
+      .map(Number)
+      .sort((a, b) => a - b)
+      .at(-1);
+    if (newest === undefined) return { folder, newest, lease: undefined };
+    const bytes = await this.store.get(`${folder}${pad(newest)}.json`);
+    return { folder, newest, lease: JSON.parse(new TextDecoder().decode(bytes)) as WorkLease };
   }
 
   /** Key-safe name of a shard, for recording in a learner step's manifest meta. */

@@ -229,4 +229,22 @@ describe.each(storeKinds)("RunStore: $name", ({ make }) => {
     // Other units are independent.
     expect(await queue.leaseWork("s-0-t-2", other, 500, t0 + 700)).toBe("leased");
   });
+
+  it("renewLease extends the holder's lease past its first expiry; a taken-over or foreign lease is lost", async () => {
+    const queue = new RolloutQueue(await make(), "run-renew");
+    const t0 = 2_000_000;
+    expect(await queue.renewLease("u", "w1", 500, t0)).toBe("lost"); // never leased
+    expect(await queue.leaseWork("u", "w1", 500, t0)).toBe("leased");
+    expect(await queue.renewLease("u", "w2", 500, t0 + 100)).toBe("lost"); // not w2's
+    expect(await queue.renewLease("u", "w1", 500, t0 + 400)).toBe("renewed"); // now until t0 + 900
+    expect(await queue.leaseWork("u", "w2", 500, t0 + 600)).toBe("busy"); // the first lease alone would have expired
+    expect(await queue.leaseWork("u", "w1", 500, t0 + 600)).toBe("mine");
+    expect(await queue.leaseWork("u", "w2", 500, t0 + 900)).toBe("leased"); // expired: taken over
+    expect(await queue.renewLease("u", "w1", 500, t0 + 950)).toBe("lost");
+    expect((await queue.store.list("runs/run-renew/work/u/")).map((o) => o.key)).toEqual([
+      "runs/run-renew/work/u/00000000.json",
+      "runs/run-renew/work/u/00000001.json",
+      "runs/run-renew/work/u/00000002.json",
+    ]);
+  });
 });
