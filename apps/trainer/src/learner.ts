@@ -29,11 +29,16 @@ export interface LearnerConfig {
   readonly loss: PolicyLossConfig;
   readonly optimizer: OptimizerConfig;
   readonly microBatchSize: number;
+  /** Optimizer updates over the same samples (PPO epochs); 1 = one on-policy update. */
+  readonly epochs?: number;
 }
 
 /**
- * One update per policy that has samples. Sequences with zero advantage carry no gradient under
- * the PPO loss but still count in token-mean normalisation, exactly as in the reference loss.
+ * `epochs` updates per policy that has samples (PPO: the same batch, old log-probs fixed to the
+ * sampling policy's, so the clipped ratio bounds how far later epochs move). Sequences with zero
+ * advantage carry no gradient under the PPO loss but still count in token-mean normalisation,
+ * exactly as in the reference loss. Returns the last epoch's metrics (its clip fraction and
+ * approx-KL show how far the epochs moved the policy).
  */
 export async function learnerStep(
   engine: Engine,
@@ -48,7 +53,8 @@ export async function learnerStep(
   };
   for (const [policyId, batch] of batchesByPolicy(samples)) {
     if (batch.every((s) => s.advantage === 0)) continue; // no signal: skip the update (and the optimizer step)
-    metrics.set(policyId, await engine.trainStep(policyId, batch, stepConfig));
+    for (let epoch = 0; epoch < (config.epochs ?? 1); epoch++)
+      metrics.set(policyId, await engine.trainStep(policyId, batch, stepConfig));
   }
   return metrics;
 }

@@ -211,6 +211,12 @@ export const RecipeSchema = z.strictObject({
       steps: z.number().int().min(0).default(50),
       tasksPerStep: z.number().int().min(1).default(8),
       microBatchSize: z.number().int().min(1).default(16),
+      /**
+       * PPO epochs: optimizer updates per step over the same samples (PPO's K epochs; CleanRL's
+       * `update_epochs`). Epoch 1 is on-policy (ratio 1); later epochs are kept near the sampling
+       * policy by the clipped ratio. More epochs learn more per rollout, which is the costly part.
+       */
+      epochs: z.number().int().min(1).max(32).default(1),
       /** Evaluate every this many steps (0: only at start and end). */
       evalEvery: z.number().int().min(0).default(10),
       evalTasks: z.number().int().min(1).default(64),
@@ -222,6 +228,7 @@ export const RecipeSchema = z.strictObject({
       steps: 50,
       tasksPerStep: 8,
       microBatchSize: 16,
+      epochs: 1,
       evalEvery: 10,
       evalTasks: 64,
       evalTemperature: 0,

@@ -74,7 +74,8 @@ export interface TrainSummary {
 }
 
 export function optimizerConfig(recipe: Recipe): OptimizerConfig {
-  return { ...recipe.optimizer, totalSteps: Math.max(1, recipe.train.steps) };
+  // The LR schedule runs over optimizer updates: epochs of them per training step.
+  return { ...recipe.optimizer, totalSteps: Math.max(1, recipe.train.steps * recipe.train.epochs) };
 }
 
 /** Test tasks depend on the environment alone (seed 0 of the test stream), never on the run. */
@@ -244,6 +245,7 @@ export async function train(options: TrainOptions): Promise<TrainSummary> {
         loss: recipe.loss,
         optimizer: optimizerConfig(recipe),
         microBatchSize: recipe.train.microBatchSize,
+        epochs: recipe.train.epochs,
       });
       faultPoint("after-learner", step);
       const checkpoints: [string, Record<string, Uint8Array>][] = [];
