@@ -217,7 +217,14 @@ export function createApp(options: AppOptions): TroupeApp {
   app.openapi(healthRoute, (c) => c.json({ ok: true as const }, 200));
 
   app.openapi(listTeamsRoute, async (c) => {
-    const summaries = await options.registry.list();
+    // One corrupt team is logged and left out instead of failing the whole list.
+    const summaries = await options.registry.list({
+      onUnreadable: (team, error) =>
+        log("error", "team left out of /v1/teams: unreadable", {
+          team,
+          error: { name: error.name, message: error.message, stack: error.stack },
+        }),
+    });
     return c.json(
       {
         teams: summaries.map((s) => ({

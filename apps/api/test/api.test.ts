@@ -351,6 +351,20 @@ describe("hostile requests", () => {
     expect(String((entry?.fields?.error as { stack?: string } | undefined)?.stack)).toMatch(/manifest/);
   });
 
+  it("GET /v1/teams with one corrupt manifest: the other teams listed, the bad one logged by name", async () => {
+    const before = logged.length;
+    const key = "teams/broken/versions/00000001/manifest.json";
+    await tmp.store.put(key, new TextEncoder().encode("{ not json"));
+    const res = await call("/v1/teams").finally(() => tmp.store.delete(key));
+    expect(res.status).toBe(200);
+    const names = res.json().teams.map((t: { name: string }) => t.name);
+    expect(names).not.toContain("broken");
+    expect(names.length).toBeGreaterThan(0);
+    const entry = logged.slice(before).find((l) => l.level === "error");
+    expect(entry?.message).toBe("team left out of /v1/teams: unreadable");
+    expect(entry?.fields).toMatchObject({ team: "broken", error: { name: "ManifestError" } });
+  });
+
   it("1,000 requests over a key's limit: exactly its rate served, the rest 429 with Retry-After, none 5xx", async () => {
     const before = app.stats.rateLimited;
     const statuses: number[] = [];

@@ -84,7 +84,12 @@ export interface AliasHistoryEntry {
 export interface TeamRegistry {
   readonly store: ObjectStore;
   publish(input: PublishInput): Promise<TeamManifest>;
-  list(): Promise<TeamSummary[]>;
+  /**
+   * Every team with a readable newest manifest, by name. A team whose manifest or aliases cannot
+   * be read (corrupt, truncated, wrong schema) is left out and passed to `onUnreadable`, so one
+   * bad object does not hide every other team.
+   */
+  list(options?: { readonly onUnreadable?: (name: string, error: Error) => void }): Promise<TeamSummary[]>;
   /** ref: "latest" (default, highest version), any alias, "v3" or "3". Unknown → TeamNotFoundError naming it. */
   resolve(name: string, ref?: string): Promise<TeamManifest>;
   setAlias(name: string, alias: string, version: number): Promise<void>;
@@ -372,7 +377,7 @@ export function createTeamRegistry(store: ObjectStore): TeamRegistry {
       return manifest;
     },
 
-    async list(): Promise<TeamSummary[]> {
+    async list(options = {}): Promise<TeamSummary[]> {
       const names = new Set<string>();
       for (const { key } of await store.list(TEAMS_PREFIX)) {
         const parsed = parseVersionKey(key);
@@ -380,13 +385,23 @@ export function createTeamRegistry(store: ObjectStore): TeamRegistry {
       }
       const out: TeamSummary[] = [];
       for (const name of [...names].sort()) {
-        const { published } = await versionsOf(name);
-        const aliases: Record<string, number> = {};
-        for (const alias of await aliasNames(name)) {
-          const doc = await readAlias(name, alias);
-          if (doc !== undefined) aliases[alias] = doc.version;
+        try {
+          const { published } = await versionsOf(name);
+          const aliases: Record<string, number> = {};
+          for (const alias of await aliasNames(name)) {
+            const doc = await readAlias(name, alias);
+            if (doc !== undefined) aliases[alias] = doc.version;
+          }
+          out.push({
+            name,
+            versions: published,
+            aliases,
+            latest: await readManifest(name, published.at(-1)!),
+          });
+        } catch (error) {
+          if (!options.onUnreadable) throw error;
+          options.onUnreadable(name, error as Error);
         }
-        out.push({ name, versions: published, aliases, latest: await readManifest(name, published.at(-1)!) });
       }
       return out;
     },

@@ -146,6 +146,21 @@ describe("team registry on a FileStore", () => {
     );
   });
 
+  it("list(): a team with a corrupt manifest is left out and reported; without a handler it throws", async () => {
+    const registry = createTeamRegistry(tmp.store);
+    await registry.publish({ ...input, name: "listed" });
+    await tmp.store.put(manifestKey("garbled", 1), new TextEncoder().encode("{ not json"));
+    const unreadable: [string, string][] = [];
+    const names = (await registry.list({ onUnreadable: (name, e) => unreadable.push([name, e.name]) })).map(
+      (t) => t.name,
+    );
+    expect(names).toContain("listed");
+    expect(names).not.toContain("garbled");
+    expect(unreadable).toEqual([["garbled", "ManifestError"]]);
+    await expect(registry.list()).rejects.toThrow(ManifestError);
+    await tmp.store.delete(manifestKey("garbled", 1));
+  });
+
   it("refuses an invalid manifest, naming the field", async () => {
     const registry = createTeamRegistry(tmp.store);
     const good = await registry.publish({ ...input, name: "strict" });
