@@ -78,6 +78,8 @@ interface PolicyState {
   /** Optimizer state loaded from a checkpoint, applied when the optimizer is (re)built. */
   pendingOptimizerState: AdamWState | undefined;
   optimizerStep: number;
+  /** Changes whenever the weights change (updates, loads): the decode session bakes them in per version. */
+  weightsVersion: number;
   queue: Promise<unknown>;
 }
 
@@ -121,11 +123,14 @@ export class OnnxEngine implements Engine {
       config,
       weights,
       tokenizer,
-      runner: new ModelRunner(config, "float32", `policy "${spec.id}"`),
+      runner: new ModelRunner(config, "float32", `policy "${spec.id}"`, {
+        vocab: Math.min(tokenizer.vocabSize, config.vocab_size),
+      }),
       optimizer: undefined,
       optimizerKey: undefined,
       pendingOptimizerState: optimizerState,
       optimizerStep,
+      weightsVersion: 0,
       queue: Promise.resolve(),
     });
   }
@@ -189,7 +194,10 @@ export class OnnxEngine implements Engine {
       const completions = await this.exclusive(s, () => {
         const prompts = indices.map((i) => s.tokenizer.encodeChat(requests[i]!.observation.messages));
         const seeds = indices.map((i) => requests[i]!.seed);
-        return generateBatch(s.runner, s.weights, s.tokenizer, prompts, seeds, params, options);
+        return generateBatch(s.runner, s.weights, s.tokenizer, prompts, seeds, params, {
+          weightsVersion: s.weightsVersion,
+          ...options,
+        });
       });
       indices.forEach((i, k) => {
         results[i] = completions[k]!;
@@ -304,6 +312,7 @@ export class OnnxEngine implements Engine {
     // AdamW skips the update when the gradient norm is not finite; only then is it worth a scan
     // for the first bad entry (a finite norm means every entry is finite).
     const step = optimizer.step(grads);
+    s.weightsVersion++;
     if (!Number.isFinite(step.gradNorm)) {
       const bad = firstNonFinite(grads);
       throw new Error(
@@ -357,12 +366,19 @@ export class OnnxEngine implements Engine {
     const s = this.state(policyId);
     await this.exclusive(s, async () => {
       const ckpt = decodeCheckpoint(files);
-      if (canonicalJson(ckpt.config) !== canonicalJson(s.config)) {
+      // The graphs depend on the config and on the tokenizer's vocabulary size (the scored ids).
+      if (
+        canonicalJson(ckpt.config) !== canonicalJson(s.config) ||
+        ckpt.tokenizer.vocabSize !== s.tokenizer.vocabSize
+      ) {
         await s.runner.release();
-        s.runner = new ModelRunner(ckpt.config, "float32", `policy "${s.id}"`);
+        s.runner = new ModelRunner(ckpt.config, "float32", `policy "${s.id}"`, {
+          vocab: Math.min(ckpt.tokenizer.vocabSize, ckpt.config.vocab_size),
+        });
         s.config = ckpt.config;
       }
       s.weights = packWeights(ckpt.config, ckpt.weights);
+      s.weightsVersion++;
       s.tokenizer = ckpt.tokenizer;
       s.optimizer = undefined;
       s.optimizerKey = undefined;

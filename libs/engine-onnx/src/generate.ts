@@ -1,10 +1,11 @@
 /**
  * Batched sampling with a KV cache. Prompts are left-padded so every row's next token sits in the
- * last column; one prefill run fills the cache, then each step feeds one token per row and the
- * cache tensors of the previous step, which ORT wrote into pre-allocated buffers (two per cache
- * tensor, used in turn; nothing is allocated or copied through JS per step). Every row samples with its own
- * `Rng(deriveSeed(seed))`, drawing exactly one number per token, so a completion does not depend on what else
- * is in the batch.
+ * last column; one prefill run fills a cache allocated once for prompt + maxTokens columns, then
+ * each step feeds one token per row through the single-token step graph, which returns only that
+ * token's keys/values (written into the cache by the runner; nothing copies the whole cache). With
+ * a `weightsVersion` the step session has the weights baked in (pre-packed by ORT). Every row
+ * samples with its own `Rng(deriveSeed(seed))`, drawing exactly one number per token, so a
+ * completion does not depend on what else is in the batch.
  *
  * Rows whose ids the tokenizer cannot produce (a model vocabulary padded past the tokenizer's) are
  * never sampled: their logits are set to −∞ before warping.
@@ -18,6 +19,13 @@ import type { FloatArray, HostWeights, ModelRunner } from "./model/runner.ts";
 export interface GenerateOptions {
   /** Use the KV cache (default); false recomputes the whole sequence every step (for benchmarks). */
   readonly kvCache?: boolean;
+  /**
+   * A number that changes whenever the weights change (the engine passes its count of weight
+   * updates). With it the cached decode session bakes the weights in as constants, which ORT
+   * pre-packs once (≈ 2× faster steps for small models), rebuilt when the version changes.
+   * Without it the weights are session inputs, always current.
+   */
+  readonly weightsVersion?: number;
 }
 
 export async function generateBatch(
@@ -42,25 +50,26 @@ export async function generateBatch(
   const tokens: number[][] = prompts.map(() => []);
   const logprobs: number[][] = prompts.map(() => []);
   const finish: ("stop" | "length" | undefined)[] = prompts.map(() => undefined);
-  const feeds: Record<string, ort.Tensor> = runner.weightFeeds(weights, "decode");
   const kvCache = options.kvCache ?? true;
+  // Full recomputation (no cache) feeds the same weight tensors to every step.
+  const feeds: Record<string, ort.Tensor> = kvCache ? {} : runner.weightFeeds(weights, "decode");
 
   const padded = padBatch(prompts, "left", tokenizer.padTokenId);
-  let keyValid = padded.valid;
-  const capacity = kvCache ? padded.time + sampling.maxTokens : undefined;
-  let step = await runner.decodeStep(
-    feeds,
-    padded.ids,
-    padded.positions,
-    keyValid,
-    runner.emptyCache(B, capacity),
-    B,
-  );
+  // With the cache: a prefill of the left-padded prompts, then one column per step, all written
+  // into a cache allocated once for prompt + maxTokens columns.
+  const cache = kvCache ? runner.fixedCache(B, padded.time + sampling.maxTokens) : undefined;
+  const versioned = { weightsVersion: options.weightsVersion };
+  let logits =
+    cache === undefined
+      ? (await runner.decodeStep(feeds, padded.ids, padded.positions, padded.valid, runner.emptyCache(B), B))
+          .logits
+      : await runner.cachedDecodeStep(weights, padded.ids, padded.positions, padded.valid, cache, versioned);
   const row = new Float64Array(V);
+  const allValid = new Uint8Array(B).fill(1);
   for (let n = 0; n < sampling.maxTokens; n++) {
     for (let b = 0; b < B; b++) {
       if (finish[b] !== undefined) continue;
-      sampleInto(row, step.logits, b, V, usable);
+      sampleInto(row, logits, b, V, usable);
       const { tokenId, logprob } = sampleToken(row, sampling, rngs[b]!);
       tokens[b]!.push(tokenId);
       logprobs[b]!.push(logprob);
@@ -70,25 +79,19 @@ export async function generateBatch(
       else if (tokens[b]!.length >= sampling.maxTokens) finish[b] = "length";
     }
     if (finish.every((f) => f !== undefined)) break;
-    if (kvCache) {
+    if (cache !== undefined) {
       // One new column: each row's last token (a finished row repeats its last one; it is ignored).
       const ids = BigInt64Array.from(tokens.map((t) => BigInt(t[t.length - 1]!)));
       const positions = Int32Array.from(prompts.map((p, b) => p.length + tokens[b]!.length - 1));
-      const S = step.cache.length + 1;
-      const next = new Uint8Array(B * S);
-      for (let b = 0; b < B; b++) {
-        next.set(keyValid.subarray(b * (S - 1), (b + 1) * (S - 1)), b * S);
-        next[b * S + S - 1] = 1;
-      }
-      keyValid = next;
-      step = await runner.decodeStep(feeds, ids, positions, keyValid, step.cache, B);
+      logits = await runner.cachedDecodeStep(weights, ids, positions, allValid, cache, versioned);
     } else {
       const full = padBatch(
         prompts.map((p, b) => [...p, ...tokens[b]!]),
         "left",
         tokenizer.padTokenId,
       );
-      step = await runner.decodeStep(feeds, full.ids, full.positions, full.valid, runner.emptyCache(B), B);
+      logits = (await runner.decodeStep(feeds, full.ids, full.positions, full.valid, runner.emptyCache(B), B))
+        .logits;
     }
   }
   return prompts.map((p, b) => {

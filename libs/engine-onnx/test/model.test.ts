@@ -14,7 +14,7 @@ describe.each(Object.entries(TINY_CONFIGS))("%s", (_, config) => {
 
   it("logits equal the plain-TS float64 reference within 1e-4 (right-padded batch)", async () => {
     const sequences = [randomTokens(9, V, rand), randomTokens(5, V, rand), randomTokens(7, V, rand)];
-    const session = await GraphSession.create(buildScoringGraph(config, "float32", true));
+    const session = await GraphSession.create(buildScoringGraph(config, "float32", { withLogits: true }));
     const runner = new ModelRunner(config);
     const padded = padBatch(sequences, "right");
     const { batch, time } = padded;
@@ -61,38 +61,67 @@ describe.each(Object.entries(TINY_CONFIGS))("%s", (_, config) => {
       const ref = qwenReferenceLogprobs(config, weights, p, completions[b]!);
       scored.logprobs[b]!.forEach((lp, j) => expect(Math.abs(lp - ref[j]!)).toBeLessThan(1e-4));
     });
-    // Left-padded prefill, then one token per step through the cache: ORT-allocated cache tensors,
-    // pre-allocated ping-pong buffers, and buffers too short for the last step (falls back).
+    // Left-padded prefill, then one token per step through the growing (Concat) cache of
+    // `decodeStep`, and through the pre-allocated cache of `cachedDecodeStep` with the weights as
+    // inputs and baked in as constants.
     const padded = padBatch(prompts, "left");
     const B = prompts.length;
-    for (const capacity of [undefined, padded.time + 4, padded.time + 2]) {
-      let keyValid = padded.valid;
-      let step = await runner.decodeStep(
+    const expectScored = (logits: Float32Array | Float64Array, j: number) => {
+      for (let b = 0; b < B; b++) {
+        const row = logSoftmax(logits.subarray(b * V, (b + 1) * V));
+        expect(Math.abs(row[completions[b]![j]!]! - scored.logprobs[b]![j]!)).toBeLessThan(1e-5);
+      }
+    };
+    const stepIds = (j: number) => BigInt64Array.from(completions.map((c) => BigInt(c[j]!)));
+    const stepPositions = (j: number) => Int32Array.from(prompts.map((p) => p.length + j));
+
+    let keyValid = padded.valid;
+    let step = await runner.decodeStep(
+      weights,
+      padded.ids,
+      padded.positions,
+      keyValid,
+      runner.emptyCache(B),
+      B,
+    );
+    for (let j = 0; j < 4; j++) {
+      expectScored(step.logits, j);
+      const S = step.cache.length + 1;
+      const next = new Uint8Array(B * S);
+      for (let b = 0; b < B; b++) {
+        next.set(keyValid.subarray(b * (S - 1), (b + 1) * (S - 1)), b * S);
+        next[b * S + S - 1] = 1;
+      }
+      keyValid = next;
+      step = await runner.decodeStep(weights, stepIds(j), stepPositions(j), keyValid, step.cache, B);
+    }
+
+    for (const weightsVersion of [undefined, 0]) {
+      // Capacity beyond what is used: the unwritten columns must stay masked.
+      const cache = runner.fixedCache(B, padded.time + 6);
+      const options = { weightsVersion };
+      let logits = await runner.cachedDecodeStep(
         weights,
         padded.ids,
         padded.positions,
-        keyValid,
-        runner.emptyCache(B, capacity),
-        B,
+        padded.valid,
+        cache,
+        options,
       );
       for (let j = 0; j < 4; j++) {
-        for (let b = 0; b < B; b++) {
-          const row = logSoftmax(step.logits.subarray(b * V, (b + 1) * V));
-          expect(Math.abs(row[completions[b]![j]!]! - scored.logprobs[b]![j]!)).toBeLessThan(1e-5);
-        }
-        const ids = BigInt64Array.from(completions.map((c) => BigInt(c[j]!)));
-        const positions = Int32Array.from(prompts.map((p) => p.length + j));
-        const S = step.cache.length + 1;
-        const next = new Uint8Array(B * S);
-        for (let b = 0; b < B; b++) {
-          next.set(keyValid.subarray(b * (S - 1), (b + 1) * (S - 1)), b * S);
-          next[b * S + S - 1] = 1;
-        }
-        keyValid = next;
-        step = await runner.decodeStep(weights, ids, positions, keyValid, step.cache, B);
-        expect(step.cache.storage !== undefined).toBe(capacity !== undefined && S <= capacity);
+        expectScored(logits, j);
+        logits = await runner.cachedDecodeStep(
+          weights,
+          stepIds(j),
+          stepPositions(j),
+          new Uint8Array(B).fill(1),
+          cache,
+          options,
+        );
+        expect(cache.length).toBe(padded.time + j + 1);
       }
     }
+    expect(runner.bakedSessionsBuilt).toBe(1);
     await runner.release();
   });
 });

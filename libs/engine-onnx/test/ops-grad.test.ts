@@ -34,6 +34,11 @@ const cases: Case[] = [
   },
   { name: "Linear without bias", inputs: [s([2, 3]), s([4, 3])], f: (x, w) => op.linear(x!, w!) },
   {
+    name: "Linear over the leading rows of the weight (Slice, gradient padded with zeros)",
+    inputs: [s([2, 3]), s([5, 3])],
+    f: (x, w) => op.linear(x!, op.leadingRows(w!, 3)),
+  },
+  {
     name: "Reshape",
     inputs: [s([2, 6])],
     f: (x) => op.reshape(x!, x!.graph.ints([3, 2, 2]), [3, 2, 2]),

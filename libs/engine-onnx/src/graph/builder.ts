@@ -263,6 +263,17 @@ function attribute(name: string, value: AttrValue): onnxProto.onnx.IAttributePro
 
 function tensorProto(init: Initializer): onnxProto.onnx.ITensorProto {
   const base = { name: init.name, dims: [...init.dims], dataType: ONNX_DTYPE[init.dtype] };
+  // Float arrays (baked-in weights: millions of values) go in as raw little-endian bytes, a view of
+  // the array: no per-number boxing into a JS array and protobuf varint field (≈ 100× faster to encode).
+  if (init.data instanceof Float32Array || init.data instanceof Float64Array) {
+    const want = init.dtype === "float32" ? Float32Array : Float64Array;
+    if (init.data instanceof want) {
+      return {
+        ...base,
+        rawData: new Uint8Array(init.data.buffer, init.data.byteOffset, init.data.byteLength),
+      };
+    }
+  }
   switch (init.dtype) {
     case "float32":
       return { ...base, floatData: Array.from(init.data) };

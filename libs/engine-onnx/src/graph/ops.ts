@@ -527,6 +527,33 @@ export function slice(x: Value, axis: number, start: number, end: number, static
   );
 }
 
+/**
+ * The first `rows` rows of x (axis 0), e.g. the output-head rows of the token ids a tokenizer can
+ * produce. Gradient: g padded back to x's rows with zeros (Pad), so the rows left out get none.
+ */
+export function leadingRows(x: Value, rows: number): Value {
+  const gr = x.graph;
+  const total = x.shape[0];
+  if (typeof total !== "number" || !Number.isInteger(rows) || rows < 1 || rows > total)
+    throw new Error(`leadingRows: ${rows} rows of ${x.name} ${shapeToString(x.shape)}`);
+  const rank = x.shape.length;
+  const rule: GradRule = ([g]) => {
+    if (!g || rows === total) return [g];
+    // pads = [begin of each axis..., end of each axis...]: only axis 0 grows at its end.
+    const pads = [...new Array<number>(rank).fill(0), total - rows, ...new Array<number>(rank - 1).fill(0)];
+    return [one(gr.op("Pad", [g, gr.ints(pads)], [{ dtype: g.dtype, shape: x.shape }]))];
+  };
+  return one(
+    gr.op(
+      "Slice",
+      [x, gr.ints([0]), gr.ints([rows]), gr.ints([0])],
+      [{ dtype: x.dtype, shape: [rows, ...x.shape.slice(1)] }],
+      {},
+      rule,
+    ),
+  );
+}
+
 export function identity(x: Value): Value {
   return one(x.graph.op("Identity", [x], [{ dtype: x.dtype, shape: x.shape }], {}, ([g]) => [g]));
 }

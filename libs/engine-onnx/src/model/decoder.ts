@@ -6,7 +6,8 @@
  *               q, k, v = h W_qᵀ (+b), h W_kᵀ (+b), h W_vᵀ (+b)        one fused Gemm, split into heads
  *               qwen3: q, k = RMSNorm_head(q), RMSNorm_head(k)           (over head_dim)
  *               q, k = RoPE(q), RoPE(k)                                   (rotate_half convention)
- *               k, v = concat(past, new)                                   (KV cache, decode only)
+ *               k, v = concat(past, new)                                   (KV cache, decode only;
+ *                                                                         or attention over a pre-allocated cache)
  *               a = softmax(q kᵀ / √d_head + bias) v                       (GQA: G = H / KV query heads per KV head)
  *               x = x + a W_oᵀ (+b)
  *               x = x + W_down (SiLU(W_gate h') ⊙ W_up h'),  h' = RMSNorm(x)
@@ -36,14 +37,21 @@ export interface DecoderInputs {
   readonly sin: Value;
   /** Additive attention bias [B, 1, 1, T, S]: 0 where query t may see key s, a large negative otherwise. */
   readonly attnBias: Value;
-  /** Per layer cached keys/values [B, KV, P, d_head] (decode graphs only). */
+  /** Per layer cached keys/values [B, KV, P, d_head] (decode graphs only), extended by Concat. */
   readonly past?: readonly { readonly k: Value; readonly v: Value }[];
+  /**
+   * Per layer pre-allocated cache [B, KV, C, d_head] (cached decode graphs only), read as it is:
+   * attention runs over the C cache columns and then the T new ones, `attnBias` is then
+   * [B, 1, 1, T, C + T], and `present` holds only the new tokens' keys/values [B, KV, T, d_head]
+   * (the caller writes them into the cache). No Concat copies the cache.
+   */
+  readonly cache?: readonly { readonly k: Value; readonly v: Value }[];
 }
 
 export interface DecoderOutputs {
   /** Final-normed hidden states, rows [N, d]. */
   readonly hidden: Value;
-  /** Per layer keys/values including the new tokens, [B, KV, S, d_head]. */
+  /** Per layer keys/values including the new tokens, [B, KV, S, d_head] (only the new ones with `cache`). */
   readonly present: { readonly k: Value; readonly v: Value }[];
 }
 
@@ -110,7 +118,20 @@ export function decoderForward(
   let x = op.reshape(embedded, rowsShape, [N, d]);
   // Scale q once instead of the scores: (q/√D) kᵀ.
   const scale = op.scalarLike(x, 1 / Math.sqrt(D));
-  const headsShape = (heads: number) => shapeVector(graph, [[ids, 0], [ids, 1], heads, D]);
+  // One new token per row over a pre-allocated cache (the decode step): every shape is known up to
+  // B, so reshapes take constant targets (no Shape/Slice/Concat kernels at run time) and attention
+  // needs no transposes (see singleTokenAttention).
+  const single = inputs.cache !== undefined && ids.shape[1] === 1;
+  const headsShape = (heads: number) =>
+    single ? graph.ints([-1, 1, heads, D]) : shapeVector(graph, [[ids, 0], [ids, 1], heads, D]);
+  // The step's bias [B, 1, 1, 1, C + 1] as [B, 1, 1, C + 1], once for all layers.
+  const stepBias = single
+    ? op.reshape(inputs.attnBias, graph.ints([0, 1, 1, -1]), [B, 1, 1, "C+1"])
+    : undefined;
+  // The bias [B, 1, 1, T, S] repeated for the G stacked query heads: [B, 1, G·T, S], once for all layers.
+  const rowsBias = single ? undefined : biasForStackedHeads(inputs.attnBias, G);
+  const rope = (x: Value) =>
+    single ? applyRopeByMatMul(x, inputs.cos, inputs.sin, D) : applyRope(x, inputs.cos, inputs.sin, D);
   const present: { k: Value; v: Value }[] = [];
 
   for (let i = 0; i < config.num_hidden_layers; i++) {
@@ -123,6 +144,13 @@ export function decoderForward(
     const has = (name: string) => weights.has(`${p}.${name}`);
     const proj = (name: string) =>
       op.linear(h, w(`self_attn.${name}.weight`), bias.qkv ? w(`self_attn.${name}.bias`) : undefined);
+    const mlp = (x: Value) => {
+      const h2 = rmsNorm(x, w("post_attention_layernorm.weight"), eps);
+      const [gate, up] = has("mlp.gate_up_proj.weight")
+        ? (op.split(op.linear(h2, w("mlp.gate_up_proj.weight")), [I, I], 1) as [Value, Value])
+        : [op.linear(h2, w("mlp.gate_proj.weight")), op.linear(h2, w("mlp.up_proj.weight"))];
+      return op.add(x, op.linear(swiGlu(gate, up), w("mlp.down_proj.weight")));
+    };
     let [q, k, v] = has("self_attn.qkv_proj.weight")
       ? (op.split(proj("qkv_proj"), [H * D, KV * D, KV * D], 1) as [Value, Value, Value])
       : [proj("q_proj"), proj("k_proj"), proj("v_proj")];
@@ -132,14 +160,25 @@ export function decoderForward(
       q = rmsNorm(q, w("self_attn.q_norm.weight"), eps);
       k = rmsNorm(k, w("self_attn.k_norm.weight"), eps);
     }
-    q = applyRope(q, inputs.cos, inputs.sin, D);
-    k = applyRope(k, inputs.cos, inputs.sin, D);
-    // q: [B, T, H, D] → [B, H, T, D] → [B, KV, G, T, D] (head h = kv·G + g, as HF's repeat_kv).
-    const qHeads = op.reshape(op.transpose(op.mul(q, scale), [0, 2, 1, 3]), graph.ints([0, KV, G, -1, D]), [
+    q = rope(q);
+    k = rope(k);
+    if (single) {
+      const step = singleTokenAttention(op.mul(q, scale), k, v, inputs.cache![i]!, stepBias!, { KV, G, D });
+      present.push(step.present);
+      x = op.add(
+        x,
+        op.linear(step.merged, w("self_attn.o_proj.weight"), bias.o ? w("self_attn.o_proj.bias") : undefined),
+      );
+      x = mlp(x);
+      continue;
+    }
+    // q: [B, T, H, D] → [B, H, T, D] → [B, KV, G·T, D] (head h = kv·G + g, as HF's repeat_kv): the
+    // G query heads of a KV head are stacked as rows of one matrix, so q kᵀ and p v are plain
+    // batched products over B·KV (no broadcast over G, and no ReduceSum over G in the gradient).
+    const qHeads = op.reshape(op.transpose(op.mul(q, scale), [0, 2, 1, 3]), graph.ints([0, KV, -1, D]), [
       B,
       KV,
-      G,
-      T,
+      `${G}*${T}`,
       D,
     ]);
     let kHeads = op.transpose(k, [0, 2, 1, 3]); // [B, KV, T, D]
@@ -150,12 +189,11 @@ export function decoderForward(
       vHeads = op.concat([past.v, vHeads], 2);
     }
     present.push({ k: kHeads, v: vHeads });
-    const S = kHeads.shape[2]!;
-    const k5 = op.reshape(kHeads, graph.ints([0, 0, 1, -1, D]), [B, KV, 1, S, D]);
-    const v5 = op.reshape(vHeads, graph.ints([0, 0, 1, -1, D]), [B, KV, 1, S, D]);
-    const scores = op.add(op.matmul(qHeads, op.transpose(k5, [0, 1, 2, 4, 3])), inputs.attnBias); // [B,KV,G,T,S]
-    const probs = op.softmax(scores, -1);
-    const context = op.matmul(probs, v5); // [B, KV, G, T, D]
+    const cache = inputs.cache?.[i];
+    const context =
+      cache === undefined
+        ? attention(qHeads, kHeads, vHeads, rowsBias!)
+        : cachedAttention(qHeads, kHeads, vHeads, cache, rowsBias!);
     const merged = op.reshape(
       op.transpose(op.reshape(context, graph.ints([0, H, -1, D]), [B, H, T, D]), [0, 2, 1, 3]),
       graph.ints([-1, H * D]),
@@ -167,13 +205,121 @@ export function decoderForward(
       bias.o ? w("self_attn.o_proj.bias") : undefined,
     );
     x = op.add(x, attnOut);
-    const h2 = rmsNorm(x, w("post_attention_layernorm.weight"), eps);
-    const [gate, up] = has("mlp.gate_up_proj.weight")
-      ? (op.split(op.linear(h2, w("mlp.gate_up_proj.weight")), [I, I], 1) as [Value, Value])
-      : [op.linear(h2, w("mlp.gate_proj.weight")), op.linear(h2, w("mlp.up_proj.weight"))];
-    x = op.add(x, op.linear(swiGlu(gate, up), w("mlp.down_proj.weight")));
+    x = mlp(x);
   }
   return { hidden: rmsNorm(x, weight(weights, "model.norm.weight"), eps), present };
+}
+
+/**
+ * RoPE with rotate_half as one MatMul by a constant signed permutation R [D, D] (x R = concat(−x₂, x₁),
+ * exact: each output is ±1 times one input plus zeros) instead of Split + Neg + Concat: one kernel
+ * instead of three, which matters in the decode step where every kernel is tiny. No gradient rule
+ * is needed there (decode graphs are not differentiated).
+ */
+export function applyRopeByMatMul(x: Value, cos: Value, sin: Value, headDim: number): Value {
+  const half = headDim / 2;
+  const R = new Array<number>(headDim * headDim).fill(0);
+  for (let j = 0; j < half; j++) {
+    R[(j + half) * headDim + j] = -1; // out[j] = −x[j + D/2]
+    R[j * headDim + j + half] = 1; // out[j + D/2] = x[j]
+  }
+  const rotation = x.graph.constant(R, x.dtype, [headDim, headDim]);
+  return op.add(op.mul(x, cos), op.mul(op.matmul(x, rotation), sin));
+}
+
+/**
+ * Attention of one new token per row over a pre-allocated cache [B, KV, C, d_head]. With T = 1 the
+ * heads need no transposes: q [B, 1, H, D] is [B, KV, G, D] (head h = kv·G + g) and the new k, v
+ * are [B, KV, 1, D] by reshapes alone. Scores of the cache columns and of the token itself are
+ * concatenated, normalised by one softmax with the bias [B, 1, 1, C + 1], and split again by
+ * static slices (the last column is the token's own).
+ * Returns the merged heads [B, H·D] and the token's key/value [B, KV, 1, D] for the cache.
+ */
+function singleTokenAttention(
+  q: Value,
+  k: Value,
+  v: Value,
+  cache: { readonly k: Value; readonly v: Value },
+  bias: Value,
+  dims: { readonly KV: number; readonly G: number; readonly D: number },
+): { merged: Value; present: { k: Value; v: Value } } {
+  const graph = q.graph;
+  const { KV, G, D } = dims;
+  return graph.untaped(() => {
+    const B = DIM.batch;
+    const q4 = op.reshape(q, graph.ints([-1, KV, G, D]), [B, KV, G, D]);
+    const k4 = op.reshape(k, graph.ints([-1, KV, 1, D]), [B, KV, 1, D]);
+    const v4 = op.reshape(v, graph.ints([-1, KV, 1, D]), [B, KV, 1, D]);
+    const C = cache.k.shape[2]!;
+    const scores = op.add(
+      op.concat(
+        [op.matmul(q4, op.transpose(cache.k, [0, 1, 3, 2])), op.matmul(q4, op.transpose(k4, [0, 1, 3, 2]))],
+        -1,
+      ), // [B, KV, G, C + 1]
+      bias,
+    );
+    const probs = op.softmax(scores, -1);
+    const fromCache = op.slice(probs, 3, 0, -1, [B, KV, G, C]);
+    const fromSelf = op.slice(probs, 3, -1, Number.MAX_SAFE_INTEGER, [B, KV, G, 1]);
+    const context = op.add(op.matmul(fromCache, cache.v), op.mul(fromSelf, v4)); // [B, KV, G, D]
+    return {
+      merged: op.reshape(context, graph.ints([-1, KV * G * D]), [B, KV * G * D]),
+      present: { k: k4, v: v4 },
+    };
+  });
+}
+
+/** Attention bias [B, 1, 1, T, S] → [B, 1, G·T, S] (copied G times), matching q's stacked heads. */
+function biasForStackedHeads(bias: Value, G: number): Value {
+  const graph = bias.graph;
+  return graph.untaped(() => {
+    const [B, , , T, S] = bias.shape;
+    const repeated = op.expand(bias, graph.ints([1, 1, G, 1, 1]), [B!, 1, G, T!, S!]);
+    return op.reshape(repeated, shapeVector(graph, [[bias, 0], 1, -1, [bias, 4]]), [B!, 1, `${G}*${T}`, S!]);
+  });
+}
+
+/** softmax(q kᵀ + bias) v with q [B, KV, G·T, D] (already scaled), k, v [B, KV, S, D] → [B, KV, G·T, D]. */
+function attention(q: Value, k: Value, v: Value, bias: Value): Value {
+  const scores = op.add(op.matmul(q, op.transpose(k, [0, 1, 3, 2])), bias); // [B, KV, G·T, S]
+  return op.matmul(op.softmax(scores, -1), v);
+}
+
+/**
+ * Attention over a pre-allocated cache [B, KV, C, D] followed by the T new keys/values, without
+ * joining them: the scores of both blocks are concatenated (a [B, KV, G·T, C + T] tensor, small
+ * next to the cache), one softmax normalises over both, and the probabilities are split again to
+ * weight each block's values. Prefill of the cached decode (no gradient rules needed).
+ */
+function cachedAttention(
+  q: Value,
+  k: Value,
+  v: Value,
+  cache: { readonly k: Value; readonly v: Value },
+  bias: Value,
+): Value {
+  const graph = q.graph;
+  return graph.untaped(() => {
+    const kT = (x: Value) => op.transpose(x, [0, 1, 3, 2]);
+    const scores = op.add(op.concat([op.matmul(q, kT(cache.k)), op.matmul(q, kT(k))], -1), bias);
+    const probs = op.softmax(scores, -1); // [B, KV, G·T, C + T]
+    // Split at run time: C and T are dynamic, so the split sizes come from the shapes.
+    const sizes = op.concat(
+      [op.slice(op.shapeOf(cache.k), 0, 2, 3, [1]), op.slice(op.shapeOf(k), 0, 2, 3, [1])],
+      0,
+    );
+    const [B, KV, GT] = q.shape;
+    const [fromCache, fromNew] = graph.op(
+      "Split",
+      [probs, sizes],
+      [
+        { dtype: probs.dtype, shape: [B!, KV!, GT!, cache.k.shape[2]!] },
+        { dtype: probs.dtype, shape: [B!, KV!, GT!, k.shape[2]!] },
+      ],
+      { axis: 3 },
+    );
+    return op.add(op.matmul(fromCache!, cache.v), op.matmul(fromNew!, v));
+  });
 }
 
 /**
@@ -202,8 +348,18 @@ export function swiGlu(a: Value, b: Value): Value {
   return y!;
 }
 
-/** logits = hidden W_lmᵀ, [N, V]. */
-export function lmHead(config: QwenConfig, weights: WeightValues, hidden: Value): Value {
+/**
+ * logits = hidden W_lmᵀ, [N, V]; with `vocab` < V only the first `vocab` rows of the head are used
+ * ([N, vocab]): ids a tokenizer cannot produce (a vocabulary padded past the tokenizer's) are left
+ * out of the softmax, so scoring and sampling use the same distribution.
+ */
+export function lmHead(
+  config: QwenConfig,
+  weights: WeightValues,
+  hidden: Value,
+  vocab = config.vocab_size,
+): Value {
   const name = config.tie_word_embeddings ? "model.embed_tokens.weight" : "lm_head.weight";
-  return op.linear(hidden, weight(weights, name));
+  const w = weight(weights, name);
+  return op.linear(hidden, vocab === config.vocab_size ? w : op.leadingRows(w, vocab));
 }

@@ -1,18 +1,26 @@
 /**
- * The three graphs an engine runs per policy, all with the weights as graph inputs (an update
- * needs no session rebuild) and dynamic batch/time axes:
+ * The graphs an engine runs per policy, with dynamic batch/time axes and the weights as graph
+ * inputs (an update needs no session rebuild), except a decode step built with constant weights:
  *
- *   scoring  ids, targets → per-token log p(target) and entropy (right-padded sequences)
- *   decode   ids, KV cache → last-position logits and the extended cache (prefill is P = 0)
- *   train    scoring + the PPO-clip loss of libs/rl + ∂loss/∂w for every weight
+ *   scoring        ids, targets → per-token log p(target) and entropy (right-padded sequences)
+ *   decode         ids, growing KV cache → last-position logits and the extended cache (Concat)
+ *   cached decode  ids, pre-allocated KV cache → last-position logits and the new tokens' keys/values
+ *                  (prefill with any T; the single-token step with T = 1, optionally baked weights)
+ *   train          scoring + the PPO-clip loss of libs/rl + ∂loss/∂w for every weight
  */
 import type { QwenConfig } from "@troupe/engine";
 import { gradients } from "../graph/autodiff.ts";
 import { type FloatDType, Graph, type Value } from "../graph/builder.ts";
 import * as op from "../graph/ops.ts";
 import { DIM, decoderForward, lmHead, weightInputs } from "./decoder.ts";
-import { graphWeightSpecs } from "./fused-weights.ts";
+import { fusedData, type GraphWeightSpec, graphWeightSpecs } from "./fused-weights.ts";
 import { ppoLoss } from "./ppo-loss.ts";
+
+/** Weight arrays under the graph's input names (HF names; fused groups resolved by `fusedData`). */
+export type WeightData = ReadonlyMap<
+  string,
+  { readonly shape: readonly number[]; readonly data: Float32Array | Float64Array }
+>;
 
 export interface ModelGraphInputs {
   readonly graph: Graph;
@@ -23,17 +31,31 @@ export interface ModelGraphInputs {
   readonly attnBias: Value;
 }
 
+/**
+ * The inputs every model graph has. `keys` names the key axis of the attention bias (T without a
+ * cache); decode graphs (`fused`) take the fused q/k/v and gate/up weights.
+ */
 function modelInputs(
   config: QwenConfig,
   dtype: FloatDType,
   name: string,
-  withPast: boolean,
+  options: {
+    readonly fused: boolean;
+    readonly keys: string;
+    /** The new-token axis: symbolic, or 1 for the single-token decode step. */
+    readonly time?: string | 1;
+    readonly constantWeights?: WeightData;
+  },
 ): ModelGraphInputs {
   const graph = new Graph(name);
-  // Decode graphs (withPast) take the fused q/k/v and gate/up weights.
-  const weights = weightInputs(graph, graphWeightSpecs(config, withPast), dtype);
-  const { batch: B, time: T } = DIM;
-  const S = withPast ? DIM.total : T;
+  const specs = graphWeightSpecs(config, options.fused);
+  const weights =
+    options.constantWeights === undefined
+      ? weightInputs(graph, specs, dtype)
+      : weightConstants(graph, specs, options.constantWeights, dtype);
+  const B = DIM.batch;
+  const T = options.time ?? DIM.time;
+  const S = options.keys;
   return {
     graph,
     weights,
@@ -70,16 +92,29 @@ export function tokenLogprobs(
   };
 }
 
-/** Scoring graph: outputs `logprobs` and `entropy` [B, T] (and `logits` [N, V] when asked). */
-export function buildScoringGraph(config: QwenConfig, dtype: FloatDType, withLogits = false): Graph {
-  const m = modelInputs(config, dtype, "scoring", false);
+export interface ScoringOptions {
+  /**
+   * Ids the policy can produce (its tokenizer's vocabulary size, default vocab_size): the softmax
+   * runs over these only, as the sampler's does. Every target must be below it.
+   */
+  readonly vocab?: number;
+}
+
+/** Scoring graph: outputs `logprobs` and `entropy` [B, T] (and `logits` [N, vocab] when asked). */
+export function buildScoringGraph(
+  config: QwenConfig,
+  dtype: FloatDType,
+  options: ScoringOptions & { readonly withLogits?: boolean } = {},
+): Graph {
+  const vocab = options.vocab ?? config.vocab_size;
+  const m = modelInputs(config, dtype, "scoring", { fused: false, keys: DIM.time });
   const targets = m.graph.input("targets", "int64", [DIM.batch, DIM.time]);
   const { hidden } = decoderForward(config, m.weights, m);
-  const logits = lmHead(config, m.weights, hidden);
-  const { logprobs, entropy } = tokenLogprobs(logits, targets, config.vocab_size);
+  const logits = lmHead(config, m.weights, hidden, vocab);
+  const { logprobs, entropy } = tokenLogprobs(logits, targets, vocab);
   m.graph.output(logprobs, "logprobs");
   m.graph.output(entropy, "entropy");
-  if (withLogits) m.graph.output(logits, "logits");
+  if (options.withLogits) m.graph.output(logits, "logits");
   return m.graph;
 }
 
@@ -94,7 +129,7 @@ export const presentValueName = (layer: number) => `present_value.${layer}`;
  * next step's `past_*` (ORT tensors, no copy through JS arrays).
  */
 export function buildDecodeGraph(config: QwenConfig, dtype: FloatDType): Graph {
-  const m = modelInputs(config, dtype, "decode", true);
+  const m = modelInputs(config, dtype, "decode", { fused: true, keys: DIM.total });
   const { graph } = m;
   const kvShape = [DIM.batch, config.num_key_value_heads, DIM.past, config.head_dim];
   const past = Array.from({ length: config.num_hidden_layers }, (_, i) => ({
@@ -102,24 +137,98 @@ export function buildDecodeGraph(config: QwenConfig, dtype: FloatDType): Graph {
     v: graph.input(pastValueName(i), dtype, kvShape),
   }));
   const { hidden, present } = decoderForward(config, m.weights, { ...m, past });
-  const d = config.hidden_size;
-  // Last column of every row: hidden [B·T, d] → [B, T, d] → [B, 1, d] → [B, d].
-  const last = graph.untaped(() => {
-    const batchDim = op.slice(op.shapeOf(m.inputIds), 0, 0, 1, [1]);
-    const byBatch = op.reshape(hidden, op.concat([batchDim, graph.ints([-1, d])], 0), [
-      DIM.batch,
-      DIM.time,
-      d,
-    ]);
-    const lastColumn = op.slice(byBatch, 1, -1, Number.MAX_SAFE_INTEGER, [DIM.batch, 1, d]);
-    return op.reshape(lastColumn, graph.ints([-1, d]), [DIM.batch, d]);
-  });
-  graph.output(lmHead(config, m.weights, last), "logits");
+  graph.output(lmHead(config, m.weights, lastColumn(m.inputIds, hidden, config.hidden_size)), "logits");
   present.forEach((p, i) => {
     graph.output(p.k, presentKeyName(i));
     graph.output(p.v, presentValueName(i));
   });
   return graph;
+}
+
+export const cacheKeyName = (layer: number) => `cache_key.${layer}`;
+export const cacheValueName = (layer: number) => `cache_value.${layer}`;
+export const newKeyName = (layer: number) => `new_key.${layer}`;
+export const newValueName = (layer: number) => `new_value.${layer}`;
+
+/**
+ * Weights baked into a graph as initializers. ORT pre-packs constant Gemm weights once at session
+ * creation (MLAS re-packs a weight *input* on every call, ≈ 2× the cost of a decode-sized Gemm), so
+ * a session built this way must be rebuilt whenever the weights change.
+ */
+function weightConstants(
+  graph: Graph,
+  specs: readonly GraphWeightSpec[],
+  data: WeightData,
+  dtype: FloatDType,
+): Map<string, Value> {
+  const weights = new Map<string, Value>();
+  for (const spec of specs) {
+    const array = spec.group !== undefined ? fusedData(spec.group, data) : data.get(spec.name)?.data;
+    if (array === undefined) throw new Error(`graph ${graph.name}: missing weight ${spec.name}`);
+    if (array instanceof Float32Array !== (dtype === "float32"))
+      throw new Error(`graph ${graph.name}: weight ${spec.name} is not ${dtype}`);
+    weights.set(spec.name, graph.constant(array, dtype, spec.shape));
+  }
+  return weights;
+}
+
+/**
+ * Cached decode graph: new tokens [B, T] after the first P columns of a pre-allocated cache
+ * `cache_key.i`/`cache_value.i` [B, KV, C, d_head] (C ≥ P, any columns past P masked by
+ * `attn_bias` [B, 1, 1, T, C + T], whose last T columns are the new tokens). Outputs `logits`
+ * [B, V] of the last column and only the new tokens' `new_key.i`/`new_value.i` [B, KV, T, d_head],
+ * which the caller writes into the cache at column P. Nothing copies the cache per step (the
+ * Concat of `buildDecodeGraph` copies all of it). With `constantWeights` the weights are
+ * initializers (pre-packed by ORT) instead of inputs.
+ */
+export function buildCachedDecodeGraph(
+  config: QwenConfig,
+  dtype: FloatDType,
+  options: {
+    /** Bake these weights in as initializers instead of declaring them as inputs. */
+    readonly constantWeights?: WeightData | undefined;
+    /** Exactly one new token per row (T = 1): the decode step, with constant-shaped reshapes. */
+    readonly singleToken?: boolean;
+  } = {},
+): Graph {
+  const C = "C";
+  const time = options.singleToken ? 1 : DIM.time;
+  const m = modelInputs(config, dtype, options.singleToken ? "decode_step" : "cached_decode", {
+    fused: true,
+    keys: `${C}+${time}`,
+    time,
+    ...(options.constantWeights === undefined ? {} : { constantWeights: options.constantWeights }),
+  });
+  const { graph } = m;
+  const kvShape = [DIM.batch, config.num_key_value_heads, C, config.head_dim];
+  const cache = Array.from({ length: config.num_hidden_layers }, (_, i) => ({
+    k: graph.input(cacheKeyName(i), dtype, kvShape),
+    v: graph.input(cacheValueName(i), dtype, kvShape),
+  }));
+  const { hidden, present } = decoderForward(config, m.weights, { ...m, cache });
+  // With one token per row the hidden rows are already the last column.
+  const last = options.singleToken ? hidden : lastColumn(m.inputIds, hidden, config.hidden_size);
+  graph.output(lmHead(config, m.weights, last), "logits");
+  present.forEach((p, i) => {
+    graph.output(p.k, newKeyName(i));
+    graph.output(p.v, newValueName(i));
+  });
+  return graph;
+}
+
+/** Last column of every row: hidden [B·T, d] → [B, T, d] → [B, 1, d] → [B, d]. */
+function lastColumn(ids: Value, hidden: Value, d: number): Value {
+  const graph = ids.graph;
+  return graph.untaped(() => {
+    const batchDim = op.slice(op.shapeOf(ids), 0, 0, 1, [1]);
+    const byBatch = op.reshape(hidden, op.concat([batchDim, graph.ints([-1, d])], 0), [
+      DIM.batch,
+      DIM.time,
+      d,
+    ]);
+    const last = op.slice(byBatch, 1, -1, Number.MAX_SAFE_INTEGER, [DIM.batch, 1, d]);
+    return op.reshape(last, graph.ints([-1, d]), [DIM.batch, d]);
+  });
 }
 
 /** The loss inputs of the training graph, all [B, T] except the scalar coefficients. */
@@ -146,8 +255,9 @@ export const gradName = (weight: string) => `grad.${weight}`;
  * Outputs: loss, pg_loss, kl, entropy_sum (aggregated like the loss), clipped (count of clipped
  * tokens), old_minus_new (Σ over masked tokens of ℓ_old − ℓ), logprobs, entropy, grad.<weight>.
  */
-export function buildTrainGraph(config: QwenConfig, dtype: FloatDType): Graph {
-  const m = modelInputs(config, dtype, "train", false);
+export function buildTrainGraph(config: QwenConfig, dtype: FloatDType, options: ScoringOptions = {}): Graph {
+  const vocab = options.vocab ?? config.vocab_size;
+  const m = modelInputs(config, dtype, "train", { fused: false, keys: DIM.time });
   const { graph } = m;
   const bt = [DIM.batch, DIM.time];
   const targets = graph.input("targets", "int64", bt);
@@ -167,8 +277,8 @@ export function buildTrainGraph(config: QwenConfig, dtype: FloatDType): Graph {
     entropyCoef: scalar(TRAIN_INPUTS.entropyCoef),
   };
   const { hidden } = decoderForward(config, m.weights, m);
-  const logits = lmHead(config, m.weights, hidden);
-  const { logprobs, entropy } = tokenLogprobs(logits, targets, config.vocab_size);
+  const logits = lmHead(config, m.weights, hidden, vocab);
+  const { logprobs, entropy } = tokenLogprobs(logits, targets, vocab);
   const loss = ppoLoss({ ...lossInputs, logprobs, entropy });
   graph.output(loss.loss, "loss");
   graph.output(loss.pgLoss, "pg_loss");

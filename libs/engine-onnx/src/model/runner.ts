@@ -3,24 +3,35 @@
  * weights fed as ORT tensors that wrap the host arrays (no copy; an in-place optimizer update is
  * seen by the next run), and the host-side batching of sequences into padded tensors.
  */
-import type { QwenConfig } from "@troupe/engine";
+import { type QwenConfig, qwenParameterCount } from "@troupe/engine";
 import type { FloatDType } from "../graph/builder.ts";
 import { GraphSession, int64Tensor, type ort, tensor } from "../graph/session.ts";
 import { fusedData, type GraphWeightSpec, graphWeightSpecs } from "./fused-weights.ts";
 import {
+  buildCachedDecodeGraph,
   buildDecodeGraph,
   buildScoringGraph,
   buildTrainGraph,
+  cacheKeyName,
+  cacheValueName,
   gradName,
+  newKeyName,
+  newValueName,
   pastKeyName,
   pastValueName,
   presentKeyName,
   presentValueName,
   TRAIN_INPUTS,
 } from "./graphs.ts";
-import { attentionBias, padBatch, ropeTables } from "./host-inputs.ts";
+import { attentionBias, MASKED_BIAS, padBatch, ropeTables } from "./host-inputs.ts";
 
 export type FloatArray = Float32Array | Float64Array;
+
+/**
+ * Models up to this many parameters decode with the weights baked into the session (pre-packed by
+ * ORT, rebuilt after each update). 64 M float32 parameters = 256 MB held a second time by ORT.
+ */
+export const DEFAULT_MAX_CONSTANT_PARAMETERS = 64_000_000;
 
 export interface HostTensor {
   readonly shape: readonly number[];
@@ -78,19 +89,37 @@ export class ModelRunner {
   /** Weight inputs of the scoring/training graphs (HF tensors) and of the decode graph (fused). */
   private readonly weightSpecs: readonly GraphWeightSpec[];
   private readonly decodeWeightSpecs: readonly GraphWeightSpec[];
+  private cachedPrefill?: Promise<GraphSession>;
+  private stepWithInputs?: Promise<GraphSession>;
+  private bakedStep?: { weights: HostWeights; version: number; session: Promise<GraphSession> } | undefined;
   private gradientBuffers?: Record<string, ort.Tensor> | undefined;
+
+  /** Largest model (parameters) whose decode step session gets the weights baked in as constants. */
+  readonly maxConstantParameters: number;
+  /**
+   * Ids the policy can produce (its tokenizer's vocabulary size; default vocab_size). Scoring and
+   * training take the softmax over these only, as the sampler does, and reject other token ids.
+   */
+  readonly vocab: number;
 
   constructor(
     readonly config: QwenConfig,
     readonly dtype: FloatDType = "float32",
     readonly label = "model",
+    options: { readonly maxConstantParameters?: number; readonly vocab?: number } = {},
   ) {
+    this.maxConstantParameters = options.maxConstantParameters ?? DEFAULT_MAX_CONSTANT_PARAMETERS;
+    this.vocab = options.vocab ?? config.vocab_size;
+    if (!Number.isInteger(this.vocab) || this.vocab < 1 || this.vocab > config.vocab_size)
+      throw new Error(
+        `${label}: vocab ${this.vocab} must be an integer in [1, vocab_size ${config.vocab_size}]`,
+      );
     this.weightSpecs = graphWeightSpecs(config, false);
     this.decodeWeightSpecs = graphWeightSpecs(config, true);
   }
 
   private scoringSession(): Promise<GraphSession> {
-    this.scoring ??= GraphSession.create(buildScoringGraph(this.config, this.dtype));
+    this.scoring ??= GraphSession.create(buildScoringGraph(this.config, this.dtype, { vocab: this.vocab }));
     return this.scoring;
   }
   private decodeSession(): Promise<GraphSession> {
@@ -98,7 +127,7 @@ export class ModelRunner {
     return this.decode;
   }
   private trainSession(): Promise<GraphSession> {
-    this.train ??= GraphSession.create(buildTrainGraph(this.config, this.dtype));
+    this.train ??= GraphSession.create(buildTrainGraph(this.config, this.dtype, { vocab: this.vocab }));
     return this.train;
   }
 
@@ -128,7 +157,11 @@ export class ModelRunner {
 
   /** Throws naming the sequence, the position and the id of the first token outside the vocabulary. */
   checkTokens(sequences: readonly ScoredSequence[]): void {
-    const V = this.config.vocab_size;
+    const V = this.vocab;
+    const vocabulary =
+      V === this.config.vocab_size
+        ? `the vocabulary (vocab_size ${V})`
+        : `the tokenizer's vocabulary (${V} ids; vocab_size ${this.config.vocab_size})`;
     sequences.forEach((s, b) => {
       if (s.promptTokenIds.length === 0) throw new Error(`${this.label}: sequence ${b}: the prompt is empty`);
       const all = [...s.promptTokenIds, ...s.completionTokenIds];
@@ -139,7 +172,7 @@ export class ModelRunner {
               ? `prompt position ${i}`
               : `completion position ${i - s.promptTokenIds.length}`;
           throw new Error(
-            `${this.label}: sequence ${b}: token id ${tok} at ${where} is outside the vocabulary (vocab_size ${V})`,
+            `${this.label}: sequence ${b}: token id ${tok} at ${where} is outside ${vocabulary}`,
           );
         }
       });
@@ -276,42 +309,28 @@ export class ModelRunner {
   }
 
   /**
-   * An empty KV cache for a batch: [B, KV, 0, d_head] per layer. With a `capacity` (the longest
-   * sequence the caller will decode), two buffers per cache tensor are allocated once and used in
-   * turn: each step's `present_*` outputs are written by ORT straight into the buffer that does
-   * not hold the step's `past_*` input, so no step allocates a cache or copies it through JS.
+   * An empty growing KV cache for a batch, [B, KV, 0, d_head] per layer, for `decodeStep` (whose
+   * graph appends each step's columns with a Concat). Generation uses `fixedCache` instead.
    */
-  emptyCache(batch: number, capacity?: number): KvCache {
+  emptyCache(batch: number): KvCache {
     const KV = this.config.num_key_value_heads;
     const D = this.config.head_dim;
     const L = this.config.num_hidden_layers;
-    const alloc = (n: number) => (this.dtype === "float32" ? new Float32Array(n) : new Float64Array(n));
-    const empty = () => tensor(this.dtype, alloc(0), [batch, KV, 0, D]);
-    const buffers = () => ({
-      keys: Array.from({ length: L }, () => alloc(batch * KV * capacity! * D)),
-      values: Array.from({ length: L }, () => alloc(batch * KV * capacity! * D)),
-    });
-    return {
-      length: 0,
-      keys: Array.from({ length: L }, empty),
-      values: Array.from({ length: L }, empty),
-      storage:
-        capacity === undefined
-          ? undefined
-          : {
-              capacity,
-              buffers: [buffers(), buffers()],
-              current: 0,
-              logits: alloc(batch * this.config.vocab_size),
-            },
-    };
+    const empty = () =>
+      tensor(this.dtype, this.dtype === "float32" ? new Float32Array(0) : new Float64Array(0), [
+        batch,
+        KV,
+        0,
+        D,
+      ]);
+    return { length: 0, keys: Array.from({ length: L }, empty), values: Array.from({ length: L }, empty) };
   }
 
   /**
    * One decode step: T new tokens per row after the cached ones. `positions` [B·T] are the RoPE
    * positions of the new tokens, `keyValid` [B·(P + T)] marks real (non-pad) key columns.
-   * Returns last-column logits [B, V] and the extended cache (ORT tensors fed back as-is). With
-   * cache storage the logits array is reused by the next step.
+   * Returns last-column logits [B, V] and the extended cache (ORT tensors fed back as-is; the
+   * graph's Concat copies the whole cache every step, so generation uses `cachedDecodeStep`).
    */
   async decodeStep(
     weights: HostWeights | Record<string, ort.Tensor>,
@@ -324,7 +343,6 @@ export class ModelRunner {
     const session = await this.decodeSession();
     const time = ids.length / batch;
     const D = this.config.head_dim;
-    const KV = this.config.num_key_value_heads;
     const L = this.config.num_hidden_layers;
     const rope = ropeTables(positions, D, this.config.rope_theta, this.dtype);
     const S = cache.length + time;
@@ -347,60 +365,200 @@ export class ModelRunner {
       feeds[pastKeyName(i)] = cache.keys[i]!;
       feeds[pastValueName(i)] = cache.values[i]!;
     }
-    const storage = cache.storage !== undefined && S <= cache.storage.capacity ? cache.storage : undefined;
-    let into: Record<string, ort.Tensor> | undefined;
-    if (storage !== undefined) {
-      const target = storage.buffers[1 - storage.current]!;
-      const dims = [batch, KV, S, D];
-      const size = batch * KV * S * D;
-      into = { logits: tensor(this.dtype, storage.logits, [batch, this.config.vocab_size]) };
-      for (let i = 0; i < L; i++) {
-        into[presentKeyName(i)] = tensor(this.dtype, target.keys[i]!.subarray(0, size), dims);
-        into[presentValueName(i)] = tensor(this.dtype, target.values[i]!.subarray(0, size), dims);
-      }
-    }
-    const out = await session.run(feeds, into);
+    const out = await session.run(feeds);
     return {
       logits: out.logits!.data as FloatArray,
       cache: {
         length: S,
         keys: Array.from({ length: L }, (_, i) => out[presentKeyName(i)]!),
         values: Array.from({ length: L }, (_, i) => out[presentValueName(i)]!),
-        storage: storage === undefined ? undefined : { ...storage, current: 1 - storage.current },
       },
     };
   }
 
+  /**
+   * The session of a cached decode run. Several new tokens per row (the prefill) run the general
+   * graph with the weights as inputs: its Gemms have a row per prompt token, so packing the
+   * weights per call costs little. One new token per row (a step) runs the single-token graph;
+   * with a `weightsVersion` (a number the owner of the weights changes whenever it updates them)
+   * the step graph bakes the weights in as constants, which ORT pre-packs once, and is rebuilt
+   * when the weights object or the version changes, so at most once per optimizer step. Models
+   * above `maxConstantParameters` keep the weights as inputs: a baked session holds its own copy
+   * of them (and a pre-packed one), and rebuilding costs more.
+   */
+  private async cachedDecodeSession(
+    weights: HostWeights,
+    singleToken: boolean,
+    weightsVersion: number | undefined,
+  ): Promise<{ session: GraphSession; baked: boolean }> {
+    if (!singleToken) {
+      this.cachedPrefill ??= GraphSession.create(buildCachedDecodeGraph(this.config, this.dtype));
+      return { session: await this.cachedPrefill, baked: false };
+    }
+    const bake =
+      weightsVersion !== undefined && qwenParameterCount(this.config) <= this.maxConstantParameters;
+    if (!bake) {
+      this.stepWithInputs ??= GraphSession.create(
+        buildCachedDecodeGraph(this.config, this.dtype, { singleToken: true }),
+      );
+      return { session: await this.stepWithInputs, baked: false };
+    }
+    const previous = this.bakedStep;
+    if (previous === undefined || previous.weights !== weights || previous.version !== weightsVersion) {
+      // The replaced session has no run in flight: calls on one model are serialised by the engine.
+      if (previous !== undefined) await (await previous.session).release();
+      const session = GraphSession.create(
+        buildCachedDecodeGraph(this.config, this.dtype, { singleToken: true, constantWeights: weights }),
+      );
+      this.bakedStep = { weights, version: weightsVersion, session };
+      this.bakedSessionsBuilt++;
+    }
+    return { session: await this.bakedStep!.session, baked: true };
+  }
+
+  /** How many baked-weights decode sessions were built (tests check that a rebuild happens only on change). */
+  bakedSessionsBuilt = 0;
+
+  /**
+   * An empty pre-allocated KV cache for `batch` rows of up to `capacity` columns (prompt + new
+   * tokens): per layer [B, KV, capacity, d_head] key and value arrays, filled column by column.
+   */
+  fixedCache(batch: number, capacity: number): FixedKvCache {
+    const KV = this.config.num_key_value_heads;
+    const D = this.config.head_dim;
+    const L = this.config.num_hidden_layers;
+    const alloc = (n: number) => (this.dtype === "float32" ? new Float32Array(n) : new Float64Array(n));
+    return {
+      batch,
+      capacity,
+      length: 0,
+      keys: Array.from({ length: L }, () => alloc(batch * KV * capacity * D)),
+      values: Array.from({ length: L }, () => alloc(batch * KV * capacity * D)),
+      valid: new Uint8Array(batch * capacity),
+      logits: alloc(batch * this.config.vocab_size),
+    };
+  }
+
+  /**
+   * One decode step over a pre-allocated cache: T new tokens per row (`ids` [B·T], RoPE `positions`
+   * [B·T], `valid` [B·T] 1 for a real token) after the cache's `length` columns. The graph returns
+   * the new tokens' keys/values, which are written into the cache at column `length` (a copy of
+   * B·KV·T·d_head values per layer, instead of the whole cache); the cache's length grows by T.
+   * Returns the last column's logits [B·V] (the cache's logits array, overwritten by the next step).
+   */
+  async cachedDecodeStep(
+    weights: HostWeights,
+    ids: BigInt64Array,
+    positions: Int32Array,
+    valid: Uint8Array,
+    cache: FixedKvCache,
+    options: { readonly weightsVersion?: number | undefined } = {},
+  ): Promise<FloatArray> {
+    const B = cache.batch;
+    const T = ids.length / B;
+    const C = cache.capacity;
+    const P = cache.length;
+    if (!Number.isInteger(T) || T < 1 || positions.length !== B * T || valid.length !== B * T)
+      throw new Error(`${this.label}: cachedDecodeStep: ids, positions and valid must all be [${B}, T]`);
+    if (P + T > C)
+      throw new Error(`${this.label}: cachedDecodeStep: ${P} cached + ${T} new columns exceed capacity ${C}`);
+    const { session, baked } = await this.cachedDecodeSession(weights, T === 1, options.weightsVersion);
+    const D = this.config.head_dim;
+    const KV = this.config.num_key_value_heads;
+    const L = this.config.num_hidden_layers;
+    const V = this.config.vocab_size;
+    const rope = ropeTables(positions, D, this.config.rope_theta, this.dtype);
+    const feeds: Record<string, ort.Tensor> = {
+      ...(baked ? {} : this.weightFeeds(weights, "decode")),
+      input_ids: tensor("int64", ids, [B, T]),
+      rope_cos: tensor(this.dtype, rope.cos, [B, T, 1, D]),
+      rope_sin: tensor(this.dtype, rope.sin, [B, T, 1, D]),
+      attn_bias: tensor(this.dtype, cachedAttentionBias(cache, valid, T, this.dtype), [B, 1, 1, T, C + T]),
+    };
+    const kvDims = [B, KV, C, D];
+    for (let i = 0; i < L; i++) {
+      feeds[cacheKeyName(i)] = tensor(this.dtype, cache.keys[i]!, kvDims);
+      feeds[cacheValueName(i)] = tensor(this.dtype, cache.values[i]!, kvDims);
+    }
+    const newDims = [B, KV, T, D];
+    const alloc = (n: number) => (this.dtype === "float32" ? new Float32Array(n) : new Float64Array(n));
+    const into: Record<string, ort.Tensor> = { logits: tensor(this.dtype, cache.logits, [B, V]) };
+    for (let i = 0; i < L; i++) {
+      into[newKeyName(i)] = tensor(this.dtype, alloc(B * KV * T * D), newDims);
+      into[newValueName(i)] = tensor(this.dtype, alloc(B * KV * T * D), newDims);
+    }
+    const out = await session.run(feeds, into);
+    // Write the new columns: row (b, kv) of the cache holds C columns of D values.
+    for (let i = 0; i < L; i++) {
+      for (const [news, store] of [
+        [out[newKeyName(i)]!.data as FloatArray, cache.keys[i]!],
+        [out[newValueName(i)]!.data as FloatArray, cache.values[i]!],
+      ] as const) {
+        for (let r = 0; r < B * KV; r++)
+          store.set(news.subarray(r * T * D, (r + 1) * T * D), (r * C + P) * D);
+      }
+    }
+    for (let b = 0; b < B; b++) cache.valid.set(valid.subarray(b * T, (b + 1) * T), b * C + P);
+    cache.length = P + T;
+    return cache.logits;
+  }
+
   async release(): Promise<void> {
-    for (const s of [this.scoring, this.decode, this.train]) if (s) await (await s).release();
-    this.scoring = this.decode = this.train = undefined;
+    const sessions = [this.scoring, this.decode, this.cachedPrefill, this.stepWithInputs, this.train];
+    for (const s of [...sessions, this.bakedStep?.session]) if (s) await (await s).release();
+    this.scoring = this.decode = this.cachedPrefill = this.stepWithInputs = this.train = undefined;
+    this.bakedStep = undefined;
     this.gradientBuffers = undefined;
   }
 }
 
+/**
+ * Attention bias [B, 1, 1, T, C + T] of a cached step: query t of row b sees cache column s < P
+ * iff that column holds a real token, no cache column ≥ P (not written yet), and new column j ≤ t
+ * iff token j is real (causal among the new tokens).
+ */
+export function cachedAttentionBias(
+  cache: Pick<FixedKvCache, "batch" | "capacity" | "length" | "valid">,
+  valid: Uint8Array,
+  time: number,
+  dtype: FloatDType,
+): FloatArray {
+  const { batch: B, capacity: C, length: P } = cache;
+  const S = C + time;
+  const out = dtype === "float32" ? new Float32Array(B * time * S) : new Float64Array(B * time * S);
+  out.fill(MASKED_BIAS);
+  for (let b = 0; b < B; b++) {
+    for (let t = 0; t < time; t++) {
+      const row = (b * time + t) * S;
+      for (let s = 0; s < P; s++) if (cache.valid[b * C + s] === 1) out[row + s] = 0;
+      for (let j = 0; j <= t; j++) if (valid[b * time + j] === 1) out[row + C + j] = 0;
+    }
+  }
+  return out;
+}
+
+/** A pre-allocated KV cache (see `ModelRunner.fixedCache`); `cachedDecodeStep` fills it in place. */
+export interface FixedKvCache {
+  readonly batch: number;
+  /** Columns the arrays hold. */
+  readonly capacity: number;
+  /** Columns filled so far. */
+  length: number;
+  /** Per layer [B, KV, capacity, d_head]. */
+  readonly keys: readonly FloatArray[];
+  readonly values: readonly FloatArray[];
+  /** [B, capacity]: 1 where the column holds a real (non-pad) token. */
+  readonly valid: Uint8Array;
+  /** [B·V] logits of the last step. */
+  readonly logits: FloatArray;
+}
+
+/** A growing KV cache of `decodeStep`: the ORT tensors of the previous step's `present_*` outputs. */
 export interface KvCache {
   /** Cached columns P. */
   readonly length: number;
   readonly keys: readonly ort.Tensor[];
   readonly values: readonly ort.Tensor[];
-  /** Pre-allocated cache buffers (see `emptyCache`); without them ORT allocates every step. */
-  readonly storage?: KvCacheStorage | undefined;
-}
-
-export interface KvCacheStorage {
-  /** Longest sequence (cached + new columns) the buffers hold. */
-  readonly capacity: number;
-  /** Two sets of per-layer key/value buffers, [B·KV·capacity·d_head] each. */
-  readonly buffers: readonly [KvBuffers, KvBuffers];
-  /** Which set holds the current cache; the next step writes into the other. */
-  readonly current: number;
-  /** [B·V] logits of the last step (overwritten by the next). */
-  readonly logits: FloatArray;
-}
-
-interface KvBuffers {
-  readonly keys: readonly FloatArray[];
-  readonly values: readonly FloatArray[];
 }
 
 export { int64Tensor };

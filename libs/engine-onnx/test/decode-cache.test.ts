@@ -1,0 +1,142 @@
+/**
+ * The pre-allocated KV cache of generation: its attention bias, capacity errors, the baked-weights
+ * decode session (rebuilt exactly when the weights version changes), and engine sampling that
+ * follows the weights across a training step.
+ */
+import { samplingParams, userObservation } from "@troupe/core";
+import { ByteTokenizer, defaultOptimizerConfig, tinyQwenConfig } from "@troupe/engine";
+import { defaultPolicyLossConfig } from "@troupe/rl";
+import { describe, expect, it } from "vitest";
+import { createOnnxEngine } from "../src/engine.ts";
+import { generateBatch } from "../src/generate.ts";
+import { MASKED_BIAS } from "../src/model/host-inputs.ts";
+import { cachedAttentionBias, ModelRunner } from "../src/model/runner.ts";
+import { randomTokens, TINY_CONFIGS, tinyWeights } from "./fixtures.ts";
+import { uniformStream } from "./gradcheck.ts";
+
+describe("pre-allocated KV cache", () => {
+  it("bias: written real cache columns and causal real new tokens are visible, the rest masked", () => {
+    // Row 0: cache columns [pad, a, b] of capacity 4 (P = 3); two new tokens, both real.
+    // Row 1: cache [a, b, c]; new tokens [pad, d] (a padded new column stays masked).
+    const cache = { batch: 2, capacity: 4, length: 3, valid: Uint8Array.of(0, 1, 1, 0, 1, 1, 1, 0) };
+    const bias = cachedAttentionBias(cache, Uint8Array.of(1, 1, 0, 1), 2, "float64");
+    const M = MASKED_BIAS;
+    // [B, T, C + T] = [2, 2, 6]: 4 cache columns then 2 new ones.
+    expect(Array.from(bias)).toEqual([
+      ...[M, 0, 0, M, 0, M],
+      ...[M, 0, 0, M, 0, 0],
+      ...[0, 0, 0, M, M, M],
+      ...[0, 0, 0, M, M, 0],
+    ]);
+  });
+
+  it("a step past the capacity or with mis-sized inputs throws", async () => {
+    const config = TINY_CONFIGS["qwen2 tied, one KV head"]!;
+    const runner = new ModelRunner(config);
+    const weights = tinyWeights(config, 2);
+    const cache = runner.fixedCache(1, 3);
+    await expect(
+      runner.cachedDecodeStep(
+        weights,
+        BigInt64Array.of(1n, 2n, 3n, 4n),
+        Int32Array.of(0, 1, 2, 3),
+        new Uint8Array(4).fill(1),
+        cache,
+      ),
+    ).rejects.toThrow("0 cached + 4 new columns exceed capacity 3");
+    await expect(
+      runner.cachedDecodeStep(
+        weights,
+        BigInt64Array.of(1n, 2n),
+        Int32Array.of(0),
+        new Uint8Array(2).fill(1),
+        cache,
+      ),
+    ).rejects.toThrow("ids, positions and valid must all be [1, T]");
+    await runner.release();
+  });
+
+  it("the baked-weights step session is rebuilt exactly when the weights version changes", async () => {
+    const config = TINY_CONFIGS["qwen3 tied, q/k-norm, GQA"]!;
+    const V = config.vocab_size;
+    const rand = uniformStream(3);
+    const weights = tinyWeights(config, 4);
+    const runner = new ModelRunner(config);
+    const prompt = randomTokens(5, V, rand);
+    /** Logits of the first decode step after the prompt, with or without a weights version. */
+    const firstStep = async (weightsVersion?: number) => {
+      const cache = runner.fixedCache(1, 6);
+      await runner.cachedDecodeStep(
+        weights,
+        BigInt64Array.from(prompt, BigInt),
+        Int32Array.from(prompt, (_, i) => i),
+        new Uint8Array(5).fill(1),
+        cache,
+      );
+      const logits = await runner.cachedDecodeStep(
+        weights,
+        BigInt64Array.of(7n),
+        Int32Array.of(5),
+        Uint8Array.of(1),
+        cache,
+        { weightsVersion },
+      );
+      return Float32Array.from(logits);
+    };
+    const maxDiff = (a: Float32Array, b: Float32Array) => Math.max(...a.map((x, i) => Math.abs(x - b[i]!)));
+    const baked0 = await firstStep(0);
+    expect(maxDiff(baked0, await firstStep())).toBeLessThan(1e-5);
+    expect(runner.bakedSessionsBuilt).toBe(1);
+    await firstStep(0);
+    expect(runner.bakedSessionsBuilt).toBe(1);
+    // An in-place update (as AdamW does) under a new version: the baked session follows it.
+    const embed = weights.get("model.embed_tokens.weight")!.data;
+    for (let i = 0; i < embed.length; i++) embed[i] = embed[i]! * 1.5;
+    const baked1 = await firstStep(1);
+    expect(runner.bakedSessionsBuilt).toBe(2);
+    expect(maxDiff(baked1, await firstStep())).toBeLessThan(1e-5);
+    expect(maxDiff(baked1, baked0)).toBeGreaterThan(1e-2);
+    await runner.release();
+  });
+
+  it("engine sampling follows the weights across a training step (baked session vs weights as inputs)", async () => {
+    const config = tinyQwenConfig({
+      hidden_size: 32,
+      intermediate_size: 64,
+      num_hidden_layers: 2,
+      num_attention_heads: 4,
+      num_key_value_heads: 2,
+      head_dim: 8,
+    });
+    const e = await createOnnxEngine({ policies: [{ id: "p", config, seed: 1 }] });
+    const obs = userObservation("hi there");
+    const sampling = samplingParams({ maxTokens: 10 });
+    const tokenizer = new ByteTokenizer();
+    /** The engine's completion (baked step session) and the same request with the weights as inputs. */
+    const both = async () => {
+      const [viaEngine] = await e.generate([{ policyId: "p", observation: obs, seed: 5 }], sampling);
+      const [viaInputs] = await generateBatch(
+        e.runnerOf("p"),
+        e.weightsOf("p"),
+        tokenizer,
+        [viaEngine!.promptTokenIds],
+        [5],
+        sampling,
+      );
+      expect(viaEngine!.tokenIds).toEqual(viaInputs!.tokenIds);
+      viaEngine!.logprobs.forEach((lp, i) => expect(lp).toBeCloseTo(viaInputs!.logprobs[i]!, 4));
+      return viaEngine!;
+    };
+    const before = await both();
+    const seq = e.encode("p", obs, "hello");
+    const [old] = await e.logprobs("p", [seq]);
+    await e.trainStep("p", [{ ...seq, oldLogprobs: old!, advantage: 1 }], {
+      loss: defaultPolicyLossConfig,
+      optimizer: { ...defaultOptimizerConfig, lr: 5e-2, weightDecay: 0 },
+      microBatchSize: 1,
+    });
+    const after = await both();
+    expect(after.logprobs).not.toEqual(before.logprobs);
+    await e.close();
+  });
+});
