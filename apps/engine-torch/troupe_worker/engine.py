@@ -242,21 +242,28 @@ class Engine:
                  "logprobs": torch.tensor(logprobs, dtype=torch.float32)})
 
     # ---- log-probs --------------------------------------------------------------------------
-    def forward_logprobs(self, policy: Policy, seqs: list[list[int]], entropy: bool) -> tuple[torch.Tensor, Optional[torch.Tensor]]:
+    def forward_logprobs(self, policy: Policy, seqs: list[list[int]], entropy: bool,
+                         usable_vocab: int = 0) -> tuple[torch.Tensor, Optional[torch.Tensor]]:
         """Right-padded forward: logprob[b, t] = log p(seqs[b][t+1] | seqs[b][≤t]) and the entropy of
         that next-token distribution, [B, T−1] float32. Right padding needs no attention mask: under
-        the causal mask real tokens never read the padding after them."""
-        vocab = policy.model.config.vocab_size
+        the causal mask real tokens never read the padding after them.
+
+        With 0 < usable_vocab < vocab_size the softmax runs over ids [0, usable_vocab) only — the ids
+        the tokenizer has and the sampler may draw (sampling.py masks the rest) — so scoring and
+        training see exactly the distribution that sampled the tokens (PPO ratio 1 on-policy)."""
+        vocab, what = policy.model.config.vocab_size, ""
+        if 0 < usable_vocab < vocab:
+            vocab, what = usable_vocab, "the tokenizer's ids "
         T = max(len(s) for s in seqs)
         ids = torch.zeros((len(seqs), T), dtype=torch.long)
         for b, s in enumerate(seqs):
             ids[b, : len(s)] = torch.tensor(s, dtype=torch.long)
         if int(ids.max()) >= vocab or int(ids.min()) < 0:
             b = next(b for b, s in enumerate(seqs) if any(not 0 <= t < vocab for t in s))
-            raise ValueError(f"sequence {b}: a token id is outside [0, {vocab})")
+            raise ValueError(f"sequence {b}: a token id is outside {what}[0, {vocab})")
         ids = ids.to(self.device)
         with policy.active(), self.autocast():
-            logits = policy.module(ids[:, :-1]).logits.float()
+            logits = policy.module(ids[:, :-1]).logits[..., :vocab].float()
         logp = torch.log_softmax(logits, dim=-1)
         chosen = logp.gather(-1, ids[:, 1:, None]).squeeze(-1)
         ent = -(logp.exp() * logp).sum(-1) if entropy else None
@@ -271,7 +278,8 @@ class Engine:
         with torch.no_grad():
             for start in range(0, len(batch.tokens), size):
                 rows = range(start, min(start + size, len(batch.tokens)))
-                lp, _ = self.forward_logprobs(policy, [batch.tokens[b] for b in rows], entropy=False)
+                lp, _ = self.forward_logprobs(policy, [batch.tokens[b] for b in rows], entropy=False,
+                                              usable_vocab=int(args.get("usableVocab", 0)))
                 for i, b in enumerate(rows):
                     P, C = batch.prompt_lengths[b], batch.completion_lengths[b]
                     out.append(lp[i, P - 1 : P - 1 + C].cpu())
@@ -334,7 +342,8 @@ class Engine:
         need_entropy = loss_cfg.entropy_coef != 0
         for start in range(0, len(mine), micro):
             rows = mine[start : start + micro]
-            lp, ent = self.forward_logprobs(policy, [batch.tokens[b] for b in rows], entropy=True)
+            lp, ent = self.forward_logprobs(policy, [batch.tokens[b] for b in rows], entropy=True,
+                                            usable_vocab=int(args.get("usableVocab", 0)))
             Tm = lp.shape[1]
             shape = (len(rows), Tm)
             old_t = torch.zeros(shape, dtype=torch.float32)

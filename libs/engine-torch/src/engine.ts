@@ -388,11 +388,12 @@ export class TorchEngine implements Engine {
   }
 
   async logprobs(policyId: PolicyId, sequences: readonly TokenSequence[]): Promise<number[][]> {
-    this.state(policyId);
+    const { tokenizer } = this.state(policyId);
     if (sequences.length === 0) return [];
     const reply = await this.worker.request(
       "logprobs",
-      { policy: policyId },
+      // Scored over the tokenizer's ids only: the distribution generate() samples from.
+      { policy: policyId, usableVocab: tokenizer.vocabSize },
       this.sequencePayloads(sequences),
     );
     const flat = payload(reply, "logprobs", Float32Array);
@@ -437,6 +438,7 @@ export class TorchEngine implements Engine {
         loss: config.loss,
         optimizer: config.optimizer,
         microBatchSize: config.microBatchSize,
+        usableVocab: state.tokenizer.vocabSize,
       },
       payloads,
     );
