@@ -52,6 +52,25 @@ const unitName = (step: number, task: number) => `${stepStream(step)}-${pad(task
 
 const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
 
+/**
+ * The clock of a wait that must see progress: it restarts when the observed value (the newest
+ * committed step) changes or on `progress()`, and `expired()` once `idleMs` passed without either.
+ */
+function idleClock(idleMs: number) {
+  let seen: number | undefined;
+  let since = Date.now();
+  return {
+    observe(value: number | undefined) {
+      if (value !== seen) this.progress();
+      seen = value;
+    },
+    progress() {
+      since = Date.now();
+    },
+    expired: () => Date.now() - since > idleMs,
+  };
+}
+
 /** Committed shards of step `step`'s units, by task index (any policy version ≥ minVersion). */
 async function shardsOfStep(
   queue: RolloutQueue,
@@ -179,15 +198,11 @@ export async function rolloutWorker(options: RolloutWorkerOptions): Promise<Roll
   const committed: string[] = [];
   let version = 0;
   let leases = 0;
-  let seenLatest: number | undefined;
-  let progressAt = Date.now();
+  const idle = idleClock(idleMs);
   for (;;) {
     const latest = await runStore.latestCommittedStep();
     if (latest !== undefined && latest >= lastStep) return { committed };
-    if (latest !== seenLatest) {
-      seenLatest = latest;
-      progressAt = Date.now();
-    }
+    idle.observe(latest);
     const newest = latest === undefined ? 0 : latest + 1;
     if (newest > version) {
       try {
@@ -233,11 +248,11 @@ export async function rolloutWorker(options: RolloutWorkerOptions): Promise<Roll
         });
         if (result.committed) committed.push(RolloutQueue.shardName(result.ref));
         worked = true;
-        progressAt = Date.now();
+        idle.progress();
       }
     }
     if (worked) continue;
-    if (Date.now() - progressAt > idleMs) throw idleError(workerId, runStore.runId, latest, idleMs);
+    if (idle.expired()) throw idleError(workerId, runStore.runId, latest, idleMs);
     await sleep(pollMs);
   }
 }
@@ -306,16 +321,12 @@ export async function loadInitialWeights(
   if (!sft || sft.steps === 0) return;
   const cache = new RunStore(store, warmStartId(recipe, team));
   let noted = false;
-  let seen: number | undefined;
-  let progressAt = Date.now();
+  const idle = idleClock(idleMs);
   for (;;) {
     const latest = await cache.latestCommittedStep();
     if (latest === sft.steps - 1) break;
-    if (latest !== seen) {
-      seen = latest;
-      progressAt = Date.now();
-    }
-    if (Date.now() - progressAt > idleMs) {
+    idle.observe(latest);
+    if (idle.expired()) {
       throw new Error(
         `worker: the learner's warm start ${cache.runId} made no progress for ${Math.round(idleMs / 1000)} s ` +
           `(newest committed step: ${latest ?? "none"} of ${sft.steps}). Is the learner running?`,
