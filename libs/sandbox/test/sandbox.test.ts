@@ -126,7 +126,8 @@ describe("the concurrency pool", () => {
 
   test("runs in parallel up to the pool size", async () => {
     const double = await createSandbox({ concurrency: 2 });
-    const code = "import time\nstart = time.time()\ntime.sleep(0.8)\nprint(start, time.time())";
+    // 3 s: the second program's start-up on a loaded machine stays well inside the first one's sleep.
+    const code = "import time\nstart = time.time()\ntime.sleep(3)\nprint(start, time.time())";
     const [a, b] = await Promise.all([0, 1].map(() => double.run({ language: "python", code })));
     const [startA, endA] = a!.stdout.trim().split(" ").map(Number) as [number, number];
     const [startB, endB] = b!.stdout.trim().split(" ").map(Number) as [number, number];

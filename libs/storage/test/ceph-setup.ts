@@ -1,7 +1,10 @@
 /**
- * Vitest globalSetup: a real S3 server for the suite — Ceph's RADOS gateway on 127.0.0.1, started
- * by tools/ceph/start-rgw.sh (≈15 s cold) — or the one already running on that port, which is
- * then left running. Tests get the endpoint and keys with `inject("s3")`.
+ * Vitest globalSetup: a real S3 server for the suite — Ceph's RADOS gateway on 127.0.0.1 — from
+ * tools/ceph/start-rgw.sh. There is one per machine, shared by every suite and checkout that runs
+ * at the same time: the script starts it under a lock (or reuses it when it is up and healthy) and
+ * records this vitest process as a user; at the end `stop-rgw.sh --user <pid>` stops it only when
+ * no other live user is left. Tests get the endpoint and keys with `inject("s3")`, and keep to their
+ * own key prefixes, since another suite may share the bucket.
  */
 import { execFile } from "node:child_process";
 import { fileURLToPath } from "node:url";
@@ -24,21 +27,13 @@ declare module "vitest" {
 
 const run = promisify(execFile);
 const tools = fileURLToPath(new URL("../../../tools/ceph/", import.meta.url));
-const port = process.env.TROUPE_RGW_PORT ?? "7481";
-
-async function answers(endpoint: string): Promise<boolean> {
-  try {
-    return (await fetch(endpoint, { signal: AbortSignal.timeout(1000) })).status === 200;
-  } catch {
-    return false;
-  }
-}
+const user = String(process.pid);
 
 export default async function setup(project: TestProject) {
-  const alreadyRunning = await answers(`http://127.0.0.1:${port}`);
   let stdout: string;
   try {
-    ({ stdout } = await run("bash", [`${tools}start-rgw.sh`], { timeout: 120_000 }));
+    // Up to 300 s waiting for another suite's cold start (the lock), then ≈15 s for our own.
+    ({ stdout } = await run("bash", [`${tools}start-rgw.sh`, "--user", user], { timeout: 420_000 }));
   } catch (error) {
     const e = error as { stderr?: string; message: string };
     throw new Error(`could not start Ceph RGW for the S3 tests: ${e.stderr?.trim() || e.message}`);
@@ -46,6 +41,6 @@ export default async function setup(project: TestProject) {
   const server = JSON.parse(stdout.trim().split("\n").at(-1)!) as S3TestServer;
   project.provide("s3", server);
   return async () => {
-    if (!alreadyRunning) await run("bash", [`${tools}stop-rgw.sh`]).catch(() => {});
+    await run("bash", [`${tools}stop-rgw.sh`, "--user", user]).catch(() => {});
   };
 }
