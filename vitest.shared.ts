@@ -11,5 +11,12 @@ const conditions = ["@troupe/source", "node", "import", "default"];
 export const sharedConfig = defineConfig({
   resolve: { conditions },
   ssr: { resolve: { conditions } },
-  test: { include: ["src/**/*.test.ts", "test/**/*.test.ts"] },
+  test: {
+    include: ["src/**/*.test.ts", "test/**/*.test.ts"],
+    // Vitest's 5 s default fails tests that take 2 s on a quiet machine once two suites, a second
+    // checkout or a training job share its 2 cores. A timeout here only catches a hang; the
+    // tests' own expectations never depend on wall time.
+    testTimeout: 60_000,
+    hookTimeout: 60_000,
+  },
 });

@@ -79,7 +79,7 @@ interface ApiAnswer {
   turns: { agent: string; completion: string }[];
 }
 
-describe("the playground page in Chromium", { timeout: 45_000 }, () => {
+describe("the playground page in Chromium", { timeout: 90_000 }, () => {
   it("says which key is wrong, then lists the teams with the right one", async () => {
     const { page, errors } = await openPlayground();
     await page.fill("#api-key", "not-a-key");

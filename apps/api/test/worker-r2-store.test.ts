@@ -21,7 +21,7 @@ const fresh = () => new R2Store(bucket, { prefix: `case-${++folder}`, bucketName
 beforeAll(async () => {
   proxy = await getPlatformProxy<{ TEAMS: R2BucketBinding }>({ configPath: CONFIG, persist: false });
   bucket = proxy.env.TEAMS;
-}, 30_000);
+}, 60_000);
 afterAll(async () => {
   await proxy?.dispose();
 });

@@ -87,7 +87,7 @@ afterAll(async () => {
   if (persist) rmSync(persist, { recursive: true, force: true });
 });
 
-describe("the API on Cloudflare Workers (workerd, local R2)", { timeout: 20_000 }, () => {
+describe("the API on Cloudflare Workers (workerd, local R2)", { timeout: 60_000 }, () => {
   it("listens on 127.0.0.1 and answers /healthz without a key", async () => {
     expect(openaiUrl.hostname).toBe("127.0.0.1");
     const response = await fetch(new URL("/healthz", openaiUrl));
