@@ -33,8 +33,8 @@ export function processesWith(mark: string): number[] {
 /** Polls until no process carries `mark`, for at most `ms`. */
 // The kernel tears a killed PID namespace down asynchronously: on a loaded 2-core machine (the full
 // suite next to a training job) 16 forked processes took longer than 500 ms to go. The property is
-// that they all die, so allow a few seconds for it.
-export async function survivorsAfter(mark: string, ms = 3_000): Promise<number[]> {
+// that they all die, so allow seconds for it (the poll returns as soon as they are gone).
+export async function survivorsAfter(mark: string, ms = 15_000): Promise<number[]> {
   const until = Date.now() + ms;
   for (;;) {
     const left = processesWith(mark);
