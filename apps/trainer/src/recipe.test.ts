@@ -207,3 +207,28 @@ describe("recipe loss", () => {
     ).toThrow(/loss\.klCoef: a KL penalty needs reference log-probs/);
   });
 });
+
+describe("recipe advantage", () => {
+  const base = "name: a\nenvironment: { name: plan-path }\nstrategy: { name: atgrpo }\n";
+  it("refuses eps ≤ 0, naming the key and why", () => {
+    for (const eps of ["0", "-0.001"])
+      expect(() =>
+        loadRecipeText(base, [
+          "strategy.advantage.baseline=raw",
+          "strategy.advantage.normalizeStd=true",
+          `strategy.advantage.eps=${eps}`,
+        ]),
+      ).toThrow(/strategy\.advantage\.eps: eps must be > 0: it is the ε in \(R − baseline\) \/ \(std \+ ε\)/);
+  });
+  it("takes std: sample (verl's unbiased std); population is the default", () => {
+    const r = loadRecipeText(base, [
+      "strategy.advantage.baseline=mean",
+      "strategy.advantage.normalizeStd=true",
+      "strategy.advantage.eps=0.000001",
+      "strategy.advantage.std=sample",
+    ]);
+    expect(r.strategy.advantage).toEqual({ baseline: "mean", normalizeStd: true, eps: 1e-6, std: "sample" });
+    expect(loadRecipeText(base).strategy.advantage.std).toBeUndefined();
+    expect(() => loadRecipeText(base, ["strategy.advantage.std=biased"])).toThrow(/strategy\.advantage\.std/);
+  });
+});

@@ -17,7 +17,12 @@ import { z } from "zod";
 const AdvantageSchema = z.strictObject({
   baseline: z.enum(["mean", "rloo", "max", "raw"]),
   normalizeStd: z.boolean(),
-  eps: z.number().min(0),
+  // (R − b) / (σ + ε): with ε = 0 a group whose spread underflows to 0 gives 0/0 = NaN advantages.
+  eps: z.number().gt(0, {
+    message: "eps must be > 0: it is the ε in (R − baseline) / (std + ε), and ε = 0 divides by zero",
+  }),
+  /** Which std divides when normalizeStd: population (÷G, default) or sample (÷(G−1), as verl). */
+  std: z.enum(["population", "sample"]).optional(),
 });
 
 const FiltersSchema = z.strictObject({

@@ -15,7 +15,7 @@ import { spawnSync } from "node:child_process";
 import { mkdtempSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
-import { canonicalJson, sha256Hex, teamPolicies } from "@troupe/core";
+import { canonicalJson, type SamplingParams, samplingParams, sha256Hex, teamPolicies } from "@troupe/core";
 import { decodeCheckpoint, type Engine } from "@troupe/engine";
 import { createOnnxEngine } from "@troupe/engine-onnx";
 import { TorchEngine } from "@troupe/engine-torch";
@@ -23,8 +23,10 @@ import { FileStore, RunStore } from "@troupe/storage";
 import { afterAll, describe, expect, it } from "vitest";
 import { createEngine, scratchCheckpoint } from "../src/engines.ts";
 import { createEnvironment, recipeTeam } from "../src/envs.ts";
+import { batchesByPolicy, learnerStep } from "../src/learner.ts";
 import { loadRecipeText, parseRecipe, type Recipe } from "../src/recipe.ts";
-import { type TrainReporter, train } from "../src/train.ts";
+import { runStrategy } from "../src/strategies.ts";
+import { optimizerConfig, policySet, type TrainReporter, train, trainTasks } from "../src/train.ts";
 import { warmStart } from "../src/warm-start.ts";
 
 const PYTHON = process.env.TROUPE_PYTHON ?? "/usr/bin/python3";
@@ -49,9 +51,8 @@ model: { hidden_size: 32, intermediate_size: 64, num_hidden_layers: 1, num_atten
 strategy: { name: atgrpo, candidates: 2, advantage: { baseline: raw, normalizeStd: false, eps: 0.000001 } }
 sampling: { temperature: 1, topP: 1, topK: 0, maxTokens: 6 }
 optimizer: { lr: 0.003 }
-# Sampling log-probs are renormalised over the tokenizer's 259 ids, training's over all 512 rows: at
-# init the PPO ratio is ≈ 0.5, which the default clip (0.8) would clip to zero gradient for every
-# negative advantage. A wide clip keeps real policy gradients in these few steps.
+# A wide clip, from when the PPO ratio was not 1 on-policy (the learner now scores ℓ_old itself);
+# kept so that the runs below stay the runs they were.
 loss: { clipLow: 0.9, clipHigh: 1 }
 sft: { steps: 2, batchSize: 8, lr: 0.01, mistakeRate: 0.3 }
 train: { steps: 3, tasksPerStep: 1, evalEvery: 0, evalTasks: 2, checkpointEvery: 1 }
@@ -286,6 +287,59 @@ describe.skipIf(!torchAvailable)("trainer with the torch engine", () => {
       for (const name of ["adapter_model.safetensors", "optimizer.safetensors"]) {
         expect(sha256Hex(files[name]!), `${id} ${name}`).toBe(sha256Hex(adapters[i]![name]!));
       }
+    }
+  }, 90_000);
+
+  it("the learner's first epoch is on-policy at T = 0.7 and top-p 0.9 (scored ℓ_old, not the sampler's)", async () => {
+    const torch = await createEngine(recipe, policyIds);
+    try {
+      const id = policyIds[0]!;
+      const config = { loss: recipe.loss, optimizer: optimizerConfig(recipe), microBatchSize: 4 };
+      const rolloutAt = async (sampling: Partial<SamplingParams>) =>
+        (
+          await runStrategy(
+            {
+              runId: "ratio",
+              step: 0,
+              seed: recipe.seed,
+              env: trainerEnv.env,
+              team,
+              policies: policySet(torch, team, 0),
+              sampling: samplingParams({ ...recipe.sampling, maxTokens: 6, ...sampling }),
+            },
+            trainTasks(trainerEnv, { ...recipe, train: { ...recipe.train, tasksPerStep: 3 } }, 0),
+            recipe.strategy,
+          )
+        ).samples
+          .filter((s) => s.provenance.policyId === id)
+          .map((s, i) => ({ ...s, advantage: i % 2 === 0 ? 1 : -1 }));
+      // Sharpen the untrained model (its own greedy plans pushed up) so temperature and top-p
+      // change the distribution materially, as after a warm start.
+      const greedy = batchesByPolicy(await rolloutAt({ temperature: 0 })).get(id)!;
+      for (let i = 0; i < 5; i++) {
+        const old = await torch.logprobs(id, greedy);
+        await torch.trainStep(
+          id,
+          greedy.map((s, b) => ({ ...s, advantage: 1, oldLogprobs: old[b]! })),
+          { ...config, optimizer: { ...config.optimizer, lr: 0.01 } },
+        );
+      }
+      for (const sampling of [{ temperature: 0.7 }, { topP: 0.9 }]) {
+        const samples = await rolloutAt(sampling);
+        const sequences = batchesByPolicy(samples).get(id)!;
+        const scored = await torch.logprobs(id, sequences);
+        const gap = Math.max(
+          ...samples
+            .filter((s) => s.completionTokenIds.length > 0)
+            .flatMap((s, i) => s.samplingLogprobs.map((q, t) => Math.abs(q - scored[i]![t]!))),
+        );
+        expect(gap, JSON.stringify(sampling)).toBeGreaterThan(0.05); // the sampler's ℓ would be off-policy
+        const m = (await learnerStep(torch, samples, config)).get(id)!;
+        expect(m.clipFraction, JSON.stringify(sampling)).toBe(0);
+        expect(Math.abs(m.approxKl), JSON.stringify(sampling)).toBeLessThan(1e-6);
+      }
+    } finally {
+      await torch.close();
     }
   }, 90_000);
 });

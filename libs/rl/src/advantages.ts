@@ -7,7 +7,18 @@
  *   rloo  (leave-one-out) A_i = R_i − mean_{j≠i} R_j = G/(G−1) · (R_i − mean(R))
  *   max                   A_i = R_i − max(R)          (≤ 0: only the best is not pushed down)
  *   raw   (no baseline)   A_i = R_i                   (REINFORCE)
- *   std-normalised:       A_i ← A_i / (std(R) + ε)    (population std, as in GRPO)
+ *   std-normalised:       A_i ← A_i / (σ(R) + ε),  ε > 0
+ *     σ = population std  √(Σ(R_j − R̄)² / G)      (`std: "population"`, the default)
+ *     σ = sample std      √(Σ(R_j − R̄)² / (G−1))  (`std: "sample"`: torch.std, as verl and
+ *                                                   PettingLLMs normalise GRPO advantages)
+ *   A group whose returns are all equal gets A_i = 0 when std-normalised, whatever the baseline.
+ *
+ * Why the constant-group rule: σ = 0 there, so the division leaves A_i / ε. That is 0 for the
+ * centred baselines (mean, rloo, max: A_i = 0 already), but `raw` is not centred and gave R_i / ε
+ * (R = 0.5, ε = 1e-6 → 500000), and ε = 0 gave 0/0 = NaN for every baseline. Normalising by the
+ * group's spread says "only differences within the group matter"; a group without differences
+ * therefore carries no signal. Equality is tested exactly, not as σ = 0: the mean of equal
+ * floating-point returns can differ from them in the last bit, leaving σ ≈ 1e-17 instead of 0.
  *
  * With the `mean` baseline the advantages of a group sum to zero; with `rloo` too.
  */
@@ -18,9 +29,13 @@ export interface AdvantageConfig {
   readonly baseline: Baseline;
   /** Divide by the group's standard deviation (+ε). GRPO: true; Dr. GRPO: false. */
   readonly normalizeStd: boolean;
-  /** ε in the std normalisation. */
+  /** ε in the std normalisation, > 0 when `normalizeStd` (unused otherwise). */
   readonly eps: number;
+  /** Which std divides (default "population", ÷G; "sample" is ÷(G−1), verl's torch.std). */
+  readonly std?: StdKind;
 }
+
+export type StdKind = "population" | "sample";
 
 export const defaultAdvantageConfig: AdvantageConfig = { baseline: "mean", normalizeStd: true, eps: 1e-6 };
 
@@ -31,12 +46,22 @@ export function mean(xs: readonly number[]): number {
   return s / xs.length;
 }
 
-/** Population standard deviation. */
+/** Population standard deviation √(Σ(x − x̄)² / n). */
 export function std(xs: readonly number[]): number {
+  return Math.sqrt(sumOfSquares(xs) / xs.length);
+}
+
+/** Sample (unbiased-variance) standard deviation √(Σ(x − x̄)² / (n − 1)), n ≥ 2 (torch.std). */
+export function sampleStd(xs: readonly number[]): number {
+  if (xs.length < 2) throw new Error(`sample std needs at least 2 values, got ${xs.length}`);
+  return Math.sqrt(sumOfSquares(xs) / (xs.length - 1));
+}
+
+function sumOfSquares(xs: readonly number[]): number {
   const m = mean(xs);
   let s = 0;
   for (const x of xs) s += (x - m) * (x - m);
-  return Math.sqrt(s / xs.length);
+  return s;
 }
 
 /** Advantages of one group's returns, in the same order. */
@@ -68,6 +93,12 @@ export function groupAdvantages(
       break;
   }
   if (!config.normalizeStd) return centred;
-  const s = std(returns);
+  // ε > 0 bounds |A_i| ≤ |A_i (centred)| / ε even where σ is 0 for distinct returns (their squared
+  // deviations underflow, e.g. [1e-200, 2e-200]); with ε = 0 that was 0/0 = NaN.
+  if (!(config.eps > 0))
+    throw new Error(`groupAdvantages: eps must be > 0 when normalizeStd is true, got ${config.eps}`);
+  // A constant group (this includes a group of one) has no within-group signal: A = 0 (see above).
+  if (returns.every((r) => r === returns[0])) return returns.map(() => 0);
+  const s = config.std === "sample" ? sampleStd(returns) : std(returns);
   return centred.map((a) => a / (s + config.eps));
 }

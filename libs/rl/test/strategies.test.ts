@@ -177,16 +177,17 @@ describe("AT-GRPO", () => {
       localWeight: 1,
       selection: "argmax",
       selectionTemperature: 1,
-      advantage: { baseline: "mean", normalizeStd: true, eps: 0 },
+      advantage: { baseline: "mean", normalizeStd: true, eps: 1e-6 },
       filters: { dropZeroVariance: false, dropLowestMeanFraction: 0 },
     });
     expect(out.samples).toHaveLength(4); // the episode ends after b's turn-0 action
     const [a0, a1, b0, b1] = out.samples;
     expect([a0!.reward.total, a1!.reward.total]).toEqual([0, -0.5]);
-    expect([a0!.advantage, a1!.advantage]).toEqual([1, -1]);
+    // (r − mean) / (σ + ε): mean −0.25, population σ 0.25 (ε = 0 is refused).
+    expect([a0!.advantage, a1!.advantage]).toEqual([0.25 / (0.25 + 1e-6), -0.25 / (0.25 + 1e-6)]);
     expect(a1!.reward).toEqual({ team: 0, local: -0.5, total: -0.5 });
     expect([b0!.reward.total, b1!.reward.total]).toEqual([1, -1]);
-    expect([b0!.advantage, b1!.advantage]).toEqual([1, -1]);
+    expect([b0!.advantage, b1!.advantage]).toEqual([1 / (1 + 1e-6), -1 / (1 + 1e-6)]);
     // b saw a's chosen candidate: the total is 1.
     expect(b0!.observation.at(-1)!.content).toContain("Total 1.");
     expect(b0!.groupKey).toBe("sum-to-target/t3/turn=0/agent=b");
