@@ -72,8 +72,10 @@ export interface SandboxedCommand {
   readonly limits: SandboxLimits;
   /** Size of the /work tmpfs in bytes. */
   readonly tmpfsBytes: number;
-  /** Files to create in /work, in order; file i is read from fd `3 + i`. */
+  /** Files to create in /work, in order; file i is read from fd `firstFileFd + i`. */
   readonly files: readonly string[];
+  /** Default 3; 4 when fd 3 is a channel that bwrap passes through to the program untouched. */
+  readonly firstFileFd?: number;
   readonly env: Readonly<Record<string, string>>;
   readonly argv: readonly string[];
 }
@@ -134,7 +136,13 @@ export function bubblewrapCommand(spec: SandboxedCommand): string[] {
       if (!made.has(dir)) bwrap.push("--dir", dir);
       made.add(dir);
     }
-    bwrap.push("--perms", "0644", "--file", String(3 + i), `${SANDBOX_WORKDIR}/${name}`);
+    bwrap.push(
+      "--perms",
+      "0644",
+      "--file",
+      String((spec.firstFileFd ?? 3) + i),
+      `${SANDBOX_WORKDIR}/${name}`,
+    );
   });
   bwrap.push("--remount-ro", "/", "--chdir", SANDBOX_WORKDIR, "--clearenv");
   for (const [key, value] of Object.entries(spec.env)) bwrap.push("--setenv", key, value);

@@ -9,6 +9,7 @@
  */
 import { spawn } from "node:child_process";
 import { openSync, readdirSync, readFileSync } from "node:fs";
+import type { Duplex } from "node:stream";
 import type { KillReason } from "./status.ts";
 
 export interface ProcessPlan {
@@ -21,6 +22,20 @@ export interface ProcessPlan {
   readonly fdInputs: readonly Buffer[];
   readonly wallMs: number;
   readonly outputBytes: number;
+  /**
+   * Open a two-way channel on the child's fd 3 (a socket pair; the input pipes then start at fd 4).
+   * Unlike stdin/stdout it stays open for the whole run, so a caller can hold a conversation.
+   */
+  readonly channel?: boolean;
+}
+
+/** A started process: its outcome, and (with `channel`) the parent's end of fd 3. */
+export interface StartedProcess {
+  readonly outcome: Promise<ProcessOutcome>;
+  /** The parent's end of the child's fd 3; null without `channel`. */
+  readonly channel: Duplex | null;
+  /** SIGKILLs the whole process group now (reported as killed by a signal, not as a timeout). */
+  kill(): void;
 }
 
 export interface ProcessOutcome {
@@ -102,6 +117,7 @@ let devNull: number | undefined;
  * others stay `ignore`: they are close-on-exec and vanish at exec.
  */
 function childStdio(inputs: number): ("pipe" | "ignore" | number)[] {
+  // `inputs` counts the channel too: it is a "pipe" (a socket pair) like the input pipes.
   const stdio: ("pipe" | "ignore" | number)[] = Array.from({ length: 3 + inputs }, () => "pipe");
   const leaks = leakableFds().filter((fd) => fd >= stdio.length);
   if (leaks.length === 0) return stdio;
@@ -113,14 +129,22 @@ function childStdio(inputs: number): ("pipe" | "ignore" | number)[] {
 }
 
 export function runProcess(plan: ProcessPlan): Promise<ProcessOutcome> {
-  return new Promise((resolve, reject) => {
-    const started = performance.now();
-    const child = spawn(plan.command, [...plan.args], {
-      cwd: plan.cwd,
-      env: { ...plan.env },
-      detached: true, // own process group, so one kill(-pgid) reaches everything in it
-      stdio: childStdio(plan.fdInputs.length),
-    });
+  return startProcess(plan).outcome;
+}
+
+export function startProcess(plan: ProcessPlan): StartedProcess {
+  const firstInput = plan.channel === true ? 4 : 3;
+  const started = performance.now();
+  const child = spawn(plan.command, [...plan.args], {
+    cwd: plan.cwd,
+    env: { ...plan.env },
+    detached: true, // own process group, so one kill(-pgid) reaches everything in it
+    stdio: childStdio(firstInput - 3 + plan.fdInputs.length),
+  });
+  const channel = plan.channel === true ? (child.stdio[3] as Duplex) : null;
+  // A peer that vanishes mid-write (EPIPE, ECONNRESET) is not an error of ours: the outcome says how it ended.
+  channel?.on("error", () => {});
+  const outcome = new Promise<ProcessOutcome>((resolve, reject) => {
     const stdout = new CappedBuffer(plan.outputBytes);
     const stderr = new CappedBuffer(plan.outputBytes);
     // stdio[1] and [2] are always "pipe" (see childStdio), so these streams exist.
@@ -144,6 +168,7 @@ export function runProcess(plan: ProcessPlan): Promise<ProcessOutcome> {
       clearTimeout(drainTimer);
       childStdout.destroy();
       childStderr.destroy();
+      channel?.destroy();
       resolve({
         exitCode: exit.code,
         signal: exit.signal,
@@ -185,7 +210,8 @@ export function runProcess(plan: ProcessPlan): Promise<ProcessOutcome> {
     };
     feed(child.stdin, plan.stdin);
     plan.fdInputs.forEach((data, i) => {
-      feed(child.stdio[3 + i] as NodeJS.WritableStream | null, data);
+      feed(child.stdio[firstInput + i] as NodeJS.WritableStream | null, data);
     });
   });
+  return { outcome, channel, kill: () => killGroup(child.pid) };
 }

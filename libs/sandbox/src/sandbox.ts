@@ -15,9 +15,9 @@ import { z } from "zod";
 import { type BubblewrapTools, bubblewrapCommand, SANDBOX_WORKDIR } from "./bubblewrap.ts";
 import { findPython, type PythonInstall, which } from "./host.ts";
 import { defaultLimits, PROGRAM_FILE, resolveRequest, SandboxLimitsSchema } from "./limits.ts";
-import { type ProcessOutcome, runProcess } from "./run-process.ts";
+import { type ProcessOutcome, type StartedProcess, startProcess } from "./run-process.ts";
 import { classifyRun, decodeShellStyleExit } from "./status.ts";
-import type { CodeRunner, RunRequest, RunResult, SandboxLimits } from "./types.ts";
+import type { ConnectedRunner, LiveRun, RunRequest, RunResult, SandboxLimits } from "./types.ts";
 import { launcherArgs } from "./unsafe.ts";
 
 export const SandboxOptionsSchema = z.object({
@@ -63,7 +63,7 @@ type Backend =
   | { readonly kind: "bubblewrap"; readonly tools: BubblewrapTools }
   | { readonly kind: "unsafe-rlimits"; readonly reason: string };
 
-export class Sandbox implements CodeRunner {
+export class Sandbox implements ConnectedRunner {
   private readonly pool: LimitFunction;
   readonly isolation: RunResult["isolation"];
 
@@ -92,7 +92,30 @@ export class Sandbox implements CodeRunner {
     return await this.pool(() => this.runNow(resolved));
   }
 
-  private async runNow(request: RunRequest & { readonly limits: SandboxLimits }): Promise<RunResult> {
+  async runConnected<T>(
+    requests: readonly RunRequest[],
+    talk: (runs: readonly LiveRun[]) => Promise<T>,
+  ): Promise<{ readonly value: T; readonly results: readonly RunResult[] }> {
+    const resolved = requests.map((r) => resolveRequest(r, this.limits));
+    return await this.pool(async () => {
+      const started = await Promise.all(resolved.map((r) => this.start(r, true)));
+      const runs = started.map(liveRun);
+      try {
+        const value = await talk(runs);
+        return { value, results: await Promise.all(runs.map(finishConnected)) };
+      } finally {
+        for (const run of runs) run.kill(); // no-op for runs that have ended
+        await Promise.allSettled(runs.map((r) => r.done));
+      }
+    });
+  }
+
+  private async runNow(request: ResolvedRequest): Promise<RunResult> {
+    return await (await this.start(request, false)).result;
+  }
+
+  /** Starts one run; with `channel`, fd 3 of the program is a socket whose other end we hold. */
+  private async start(request: ResolvedRequest, channel: boolean): Promise<Started> {
     const files: [string, Buffer][] = Object.entries(request.files ?? {}).map(([n, c]) => [
       n,
       Buffer.from(c),
@@ -100,10 +123,17 @@ export class Sandbox implements CodeRunner {
     if (request.language === "python") files.unshift([PROGRAM_FILE, Buffer.from(request.code!)]);
     const argv =
       request.language === "python" ? [this.python.executable, "-B", "-u", PROGRAM_FILE] : [...request.argv!];
-    const outcome =
+    const { process, cleanup } =
       this.backend.kind === "bubblewrap"
-        ? await this.runBubblewrap(this.backend.tools, request, files, argv)
-        : await this.runUnsafe(request, files, argv);
+        ? { process: this.startBubblewrap(this.backend.tools, request, files, argv, channel), cleanup: null }
+        : await this.startUnsafe(request, files, argv, channel);
+    const result = process.outcome
+      .then((outcome) => this.toResult(request, outcome))
+      .finally(() => cleanup?.());
+    return { process, result };
+  }
+
+  private toResult(request: ResolvedRequest, outcome: ProcessOutcome): RunResult {
     const { exitCode, signal } = decodeShellStyleExit(outcome.exitCode, outcome.signal);
     const stderr = outcome.stderr.toString("utf8");
     const status = classifyRun({
@@ -127,22 +157,24 @@ export class Sandbox implements CodeRunner {
     };
   }
 
-  private runBubblewrap(
+  private startBubblewrap(
     tools: BubblewrapTools,
-    request: RunRequest & { readonly limits: SandboxLimits },
+    request: ResolvedRequest,
     files: readonly [string, Buffer][],
     argv: readonly string[],
-  ): Promise<ProcessOutcome> {
+    channel: boolean,
+  ): StartedProcess {
     const inputBytes = files.reduce((sum, [, content]) => sum + content.length + PAGE_BYTES, 0);
     const [command, ...args] = bubblewrapCommand({
       tools,
       limits: request.limits,
       tmpfsBytes: request.limits.fileBytes + inputBytes,
       files: files.map(([name]) => name),
+      firstFileFd: channel ? 4 : 3,
       env: programEnv(SANDBOX_WORKDIR),
       argv,
     });
-    return runProcess({
+    return startProcess({
       command: command!,
       args,
       env: { PATH: "/usr/bin:/bin" },
@@ -150,15 +182,18 @@ export class Sandbox implements CodeRunner {
       fdInputs: files.map(([, content]) => content),
       wallMs: request.limits.wallMs,
       outputBytes: request.limits.outputBytes,
+      channel,
     });
   }
 
-  private async runUnsafe(
-    request: RunRequest & { readonly limits: SandboxLimits },
+  private async startUnsafe(
+    request: ResolvedRequest,
     files: readonly [string, Buffer][],
     argv: readonly string[],
-  ): Promise<ProcessOutcome> {
+    channel: boolean,
+  ): Promise<{ process: StartedProcess; cleanup: () => Promise<void> }> {
     const dir = await mkdtemp(join(tmpdir(), "troupe-sandbox-"));
+    const cleanup = () => rm(dir, { recursive: true, force: true });
     try {
       for (const [name, content] of files) {
         await mkdir(dirname(join(dir, name)), { recursive: true });
@@ -172,7 +207,7 @@ export class Sandbox implements CodeRunner {
         ...launcherArgs(this.python.executable, request.limits),
         ...argv,
       ];
-      return await runProcess({
+      const process = startProcess({
         command: command!,
         args,
         cwd: dir,
@@ -181,12 +216,65 @@ export class Sandbox implements CodeRunner {
         fdInputs: [],
         wallMs: request.limits.wallMs,
         outputBytes: request.limits.outputBytes,
+        channel,
       });
-    } finally {
-      await rm(dir, { recursive: true, force: true });
+      return { process, cleanup };
+    } catch (error) {
+      await cleanup();
+      throw error;
     }
   }
 }
+
+type ResolvedRequest = RunRequest & { readonly limits: SandboxLimits };
+
+interface Started {
+  readonly process: StartedProcess;
+  readonly result: Promise<RunResult>;
+}
+
+/** Our end of a started run's channel, as the `LiveRun` that `runConnected` hands out. */
+function liveRun({ process, result }: Started): LiveRun & { readonly ended: () => boolean } {
+  const channel = process.channel!;
+  const early: Buffer[] = [];
+  let listener: ((chunk: Buffer) => void) | null = null;
+  let ended = false;
+  void result.then(() => {
+    ended = true;
+  });
+  channel.on("data", (chunk: Buffer) => (listener === null ? early.push(chunk) : listener(chunk)));
+  return {
+    send: (data) => {
+      if (!ended && channel.writable) channel.write(data);
+    },
+    onData: (next) => {
+      listener = next;
+      for (const chunk of early.splice(0)) next(chunk);
+    },
+    end: () => {
+      if (channel.writable) channel.end();
+    },
+    kill: () => {
+      if (!ended) process.kill();
+    },
+    done: result,
+    ended: () => ended,
+  };
+}
+
+/** Lets a run whose partner is finished end on its own (its channel reads EOF), then kills it. */
+async function finishConnected(run: LiveRun): Promise<RunResult> {
+  run.end();
+  const grace = setTimeout(() => run.kill(), CONNECTED_EXIT_GRACE_MS);
+  try {
+    return await run.done;
+  } finally {
+    clearTimeout(grace);
+  }
+}
+
+/** How long a connected run may take to exit after its channel closed, before it is killed. */
+const CONNECTED_EXIT_GRACE_MS = 300;
 
 /** Why bubblewrap cannot run here, or null when the tools are present (the probe decides the rest). */
 function findBubblewrapTools(

@@ -59,3 +59,38 @@ export interface RunResult {
 export interface CodeRunner {
   run(request: RunRequest): Promise<RunResult>;
 }
+
+/** One process of a connected run (see `ConnectedRunner`), seen from the caller. */
+export interface LiveRun {
+  /** Writes to the process's fd 3. Ignored once the process has gone. */
+  send(data: string): void;
+  /** Receives every chunk the process writes to its fd 3, in order (earlier chunks are replayed). */
+  onData(listener: (chunk: Buffer) => void): void;
+  /** Closes our end of fd 3: the process reads end-of-file. */
+  end(): void;
+  /** SIGKILLs the run now; its status reads `killed`. */
+  kill(): void;
+  /** How the run ended, once it has. */
+  readonly done: Promise<RunResult>;
+}
+
+/**
+ * A runner that can start several runs that talk to each other through us: each gets its own
+ * sandbox (nothing shared: no files, no process namespace, no memory) plus a socket on fd 3 whose
+ * other end the caller holds. `createSandbox` returns one; `runPythonWithTests` needs one.
+ */
+export interface ConnectedRunner extends CodeRunner {
+  /**
+   * Starts every request at once, holding ONE concurrency slot for all of them (they wait on each
+   * other, so queueing one behind another could deadlock). `talk` wires them together; the result
+   * comes once `talk` has settled and every run has ended (runs still going are killed then).
+   */
+  runConnected<T>(
+    requests: readonly RunRequest[],
+    talk: (runs: readonly LiveRun[]) => Promise<T>,
+  ): Promise<{ readonly value: T; readonly results: readonly RunResult[] }>;
+}
+
+export function isConnectedRunner(runner: CodeRunner): runner is ConnectedRunner {
+  return typeof (runner as Partial<ConnectedRunner>).runConnected === "function";
+}

@@ -1,6 +1,9 @@
-/** The per-assert harness: exact pass counts for crafted programs, robust to garbage and exit(). */
+/**
+ * The per-statement harness: exact pass counts for crafted programs, robust to garbage and exit();
+ * what crosses between the program and the checker (plain data only) and what does not.
+ */
 import { beforeAll, describe, expect, test } from "vitest";
-import { createSandbox, parseHarnessOutput, runPythonWithTests, type Sandbox } from "../src/index.ts";
+import { createSandbox, runPythonWithTests, type Sandbox } from "../src/index.ts";
 
 let sandbox: Sandbox;
 beforeAll(async () => {
@@ -63,26 +66,28 @@ describe("runPythonWithTests", () => {
     expect(report.passed).toBe(1);
   });
 
-  test("a program that calls os._exit before the asserts fails all of them", async () => {
+  test("a program that calls os._exit before the asserts fails every one that needs it", async () => {
     const report = await runPythonWithTests(sandbox, {
       code: `${ADD}import os\nos._exit(0)\n`,
       tests: ["assert add(1, 2) == 3", "assert True"],
     });
     expect(report.tests).toEqual([
-      { index: 0, passed: false, reason: "no result (ok)" },
-      { index: 1, passed: false, reason: "no result (ok)" },
+      { index: 0, passed: false, reason: "no result (the program ended: ok)" },
+      { index: 1, passed: true, reason: "" },
     ]);
-    expect(report.fraction).toBe(0);
+    expect(report.fraction).toBe(0.5);
   });
 
-  test("a program that hangs at import time fails every assert with the run's status", async () => {
+  test("a program that hangs at import time fails every statement that needs it at the wall limit", async () => {
     const report = await runPythonWithTests(sandbox, {
-      code: "import time\ntime.sleep(100)",
-      tests: ["assert True"],
+      code: `${ADD}import time\ntime.sleep(100)`,
+      tests: ["assert True", "assert add(1, 2) == 3"],
       timeoutMs: 600,
     });
     expect(report.run.status).toBe("timeout");
-    expect(report.tests[0]).toEqual({ index: 0, passed: false, reason: "no result (timeout)" });
+    expect(report.tests[0]).toEqual({ index: 0, passed: true, reason: "" });
+    // Both sandboxes hit the same wall limit; whichever is killed first names it.
+    expect(report.tests[1]!.reason).toMatch(/^no result \((the program ended: )?timeout\)$/);
   });
 
   test("a syntax error fails every assert with NameError, asserts that need nothing still pass", async () => {
@@ -107,21 +112,166 @@ describe("runPythonWithTests", () => {
   });
 });
 
-describe("parseHarnessOutput", () => {
-  test("keeps only lines with the nonce, in range, first one wins", () => {
-    const nonce = "troupe-abc";
-    const stdout = [
-      "troupe-abc 0 PASS ",
-      "junk troupe-abc 1 PASS",
-      "troupe-abd 1 PASS",
-      "troupe-abc 1 FAIL AssertionError boom",
-      "troupe-abc 1 PASS ",
-      "troupe-abc 7 PASS ",
-      "troupe-abc x PASS",
+describe("program and checker in separate sandboxes", () => {
+  test("every plain-data type crosses exactly, with its own type", async () => {
+    const code = [
+      "def f():",
+      "    return (None, True, 3, -2**100, 1.5, -0.0, float('inf'), 'é\\ud800', b'\\x00\\xff', bytearray(b'ab'),",
+      "            [1, [2]], (2,), {1: 'a', (1, 2): frozenset({3})}, {3}, frozenset())",
+      "def nan():",
+      "    return float('nan')",
     ].join("\n");
-    expect([...parseHarnessOutput(stdout, nonce, 3).values()]).toEqual([
-      { index: 0, passed: true, reason: "" },
-      { index: 1, passed: false, reason: "AssertionError boom" },
+    const report = await runPythonWithTests(sandbox, {
+      code,
+      tests: [
+        "v = f()",
+        "assert v == (None, True, 3, -2**100, 1.5, -0.0, float('inf'), 'é\\ud800', b'\\x00\\xff', b'ab', [1, [2]], (2,), {1: 'a', (1, 2): frozenset({3})}, {3}, frozenset())",
+        "assert [type(x).__name__ for x in v] == ['NoneType', 'bool', 'int', 'int', 'float', 'float', 'float', 'str', 'bytes', 'bytes', 'list', 'tuple', 'dict', 'set', 'frozenset']",
+        "import math; assert math.copysign(1, v[5]) == -1 and math.isnan(nan())",
+      ],
+    });
+    expect(report.tests.map((t) => t.reason)).toEqual(["", "", "", ""]);
+  });
+
+  test("complex numbers cross; a module the program imported is the checker's own stdlib copy", async () => {
+    const code = "import sys, os.path as osp\ndef c(z):\n    return z * 1j\ndef pair():\n    return (1, 2)\n";
+    const report = await runPythonWithTests(sandbox, {
+      code,
+      tests: [
+        "assert c(1 - 2j) == 2 + 1j",
+        "assert sys.getsizeof(pair()) == sys.getsizeof((1, 2))",
+        "assert osp.__name__ == 'posixpath'",
+      ],
+    });
+    expect(report.tests.map((t) => t.reason)).toEqual(["", "", ""]);
+  });
+
+  test("subclasses cross as their base type; anything else fails with the type named", async () => {
+    const code = [
+      "import collections",
+      "class Anything:",
+      "    def __eq__(self, other): return True",
+      "def counter(): return collections.Counter('aab')",
+      "def point(): return collections.namedtuple('P', 'x y')(1, 2)",
+      "def anything(): return Anything()",
+      "def gen(): return (x for x in [1])",
+      "def ident(x): return x",
+    ].join("\n");
+    const report = await runPythonWithTests(sandbox, {
+      code,
+      tests: [
+        "assert counter() == {'a': 2, 'b': 1} and type(counter()) is dict",
+        "assert point() == (1, 2) and type(point()) is tuple",
+        "assert anything() == 1",
+        "assert list(gen()) == [1]",
+        "assert ident(lambda: 1) == 1",
+      ],
+    });
+    const plain =
+      "(only None, bool, int, float, str, bytes, list, tuple, dict and set cross from the program)";
+    expect(report.tests.map((t) => t.reason)).toEqual([
+      "",
+      "",
+      `TypeError anything returned a value of type Anything, which is not plain data ${plain}`,
+      `TypeError gen returned a value of type generator, which is not plain data ${plain}`,
+      "TypeError cannot pass a value of type function, which is not plain data to the program's ident",
     ]);
   });
+
+  test("builtin exceptions are re-raised as themselves, others (StopIteration, SystemExit) are not", async () => {
+    const code = [
+      "def bad(): raise ValueError('bad input')",
+      "def stop(): raise StopIteration",
+      "def leave(): raise SystemExit(0)",
+    ].join("\n");
+    const report = await runPythonWithTests(sandbox, {
+      code,
+      tests: [
+        "try:\n    bad()\n    assert False\nexcept ValueError as e:\n    assert str(e) == 'bad input'",
+        "assert list(map(lambda x: stop(), [1])) == []",
+        "leave()",
+      ],
+    });
+    expect(report.tests.map((t) => t.reason)).toEqual([
+      "",
+      "CandidateError StopIteration:",
+      "CandidateError SystemExit: 0",
+    ]);
+  });
+
+  test("the program sees only its own files and a minimal environment, never the tests", async () => {
+    const code = [
+      "import os, sys",
+      "def look():",
+      "    return sorted(os.listdir('.')), sorted(os.environ), sys.stdin.read()",
+    ].join("\n");
+    const report = await runPythonWithTests(sandbox, {
+      code,
+      tests: ["assert look() == (['main.py', 'solution.py'], ['HOME', 'LANG', 'PATH', 'PWD', 'TMPDIR'], '')"],
+    });
+    expect(report.tests[0]).toEqual({ index: 0, passed: true, reason: "" });
+  });
+
+  test("builtins stay the checker's own unless the name is the function under test", async () => {
+    const code = "def abs(x):\n    return 0\ndef sum(xs):\n    return 42\n";
+    const tests = ["assert abs(-3) == 3", "assert sum([1]) == 42"];
+    const plainly = await runPythonWithTests(sandbox, { code, tests });
+    const named = await runPythonWithTests(sandbox, { code, tests, programNames: ["sum"] });
+    expect(plainly.tests.map((t) => t.passed)).toEqual([true, false]);
+    expect(named.tests.map((t) => t.passed)).toEqual([true, true]);
+  });
+
+  test("a program that ignores its time limit is killed; later statements that need it get no result", async () => {
+    const code = [
+      "import signal, time",
+      "def slow():",
+      "    signal.signal(signal.SIGALRM, signal.SIG_IGN)",
+      "    time.sleep(100)",
+      "def fast():",
+      "    return 1",
+    ].join("\n");
+    const report = await runPythonWithTests(sandbox, {
+      code,
+      tests: ["assert fast() == 1", "slow()", "assert fast() == 1", "assert 2 + 2 == 4"],
+      timeoutMs: 8000,
+      perTestTimeoutMs: 300,
+    });
+    expect(report.tests.map((t) => t.reason)).toEqual([
+      "",
+      "timeout",
+      "no result (the program stopped answering)",
+      "",
+    ]);
+    expect(report.run.status).toBe("killed");
+  });
+
+  test("prepare runs in the checker, sets the statements and returns what it prepared", async () => {
+    const report = await runPythonWithTests(sandbox, {
+      code: ADD,
+      prepare:
+        "import json\njob = json.load(open('job.json'))\ntests = job['tests']\nprepared = {'n': len(tests)}",
+      files: { "job.json": JSON.stringify({ tests: ["assert add(1, 2) == 3", "assert add(1, 2) == 4"] }) },
+    });
+    expect(report).toMatchObject({ passed: 1, total: 2, prepared: { n: 2 } });
+  });
+
+  test("bad requests and runners without connected runs are refused with one clear error", async () => {
+    await expect(runPythonWithTests(sandbox, { code: ADD })).rejects.toThrow(
+      "give exactly one of tests and prepare",
+    );
+    const plainRunner = { run: sandbox.run.bind(sandbox) };
+    await expect(runPythonWithTests(plainRunner, { code: ADD, tests: [] })).rejects.toThrow(
+      "runPythonWithTests: the runner cannot start connected runs (runConnected); use createSandbox() from @troupe/sandbox",
+    );
+  });
+});
+
+test("the rlimits-only fallback runs the two connected processes too", async () => {
+  const unsafe = await createSandbox({ bwrap: "/nonexistent", unsafe: true });
+  const report = await runPythonWithTests(unsafe, {
+    code: ADD,
+    tests: ["assert add(1, 2) == 3", "assert add(1, 2) == 4"],
+  });
+  expect(report.tests.map((t) => t.passed)).toEqual([true, false]);
+  expect([report.run.isolation, report.checker.isolation]).toEqual(["unsafe-rlimits", "unsafe-rlimits"]);
 });

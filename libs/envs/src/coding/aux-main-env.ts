@@ -120,6 +120,7 @@ export function auxMainEnv(options: AuxMainEnvOptions): Environment<AuxMainState
           tests: p.test,
           style: "check",
           entryPoint: p.entryPoint,
+          trusted: p.prompt,
           functions: [
             { label: "aux", code: aux, name: "aux" },
             { label: "main", code: main, name: p.entryPoint, callee: "aux" },

@@ -99,8 +99,13 @@ export function coderTesterEnv(options: CoderTesterEnvOptions): Environment<Code
   if (!Number.isInteger(maxTurns) || maxTurns < 1)
     throw new Error(`coderTesterEnv: maxTurns must be >= 1, got ${maxTurns}`);
   const feedback = options.feedback ?? diagnosticsFeedback({ revealTests: true });
-  const run = (program: string, tests: string, style: "check" | "asserts", entryPoint: string) =>
-    runTests(options.runner, { program, tests, style, entryPoint }, options.harness);
+  // The prompt is trusted: its helpers run in the checker, whatever the coder redefines.
+  const run = (program: string, tests: string, style: "check" | "asserts", problem: CodingProblem) =>
+    runTests(
+      options.runner,
+      { program, tests, style, entryPoint: problem.entryPoint, trusted: problem.prompt },
+      options.harness,
+    );
   return {
     name: "humaneval-coder-tester",
     agents: CODER_TESTER_AGENTS,
@@ -139,12 +144,10 @@ export function coderTesterEnv(options: CoderTesterEnvOptions): Environment<Code
       const tests = testerActed ? extractCode(actions.tester!) : state.tests;
 
       const [hiddenReport, generatedReport, canonicalReport, stubReport] = await Promise.all([
-        coderActed && code !== null ? run(coderProgram(p, code), p.test, "check", p.entryPoint) : undefined,
-        code !== null && tests !== null
-          ? run(coderProgram(p, code), tests, "asserts", p.entryPoint)
-          : undefined,
-        testerActed && tests !== null ? run(canonicalProgram(p), tests, "asserts", p.entryPoint) : undefined,
-        testerActed && tests !== null ? run(stubProgram(p), tests, "asserts", p.entryPoint) : undefined,
+        coderActed && code !== null ? run(coderProgram(p, code), p.test, "check", p) : undefined,
+        code !== null && tests !== null ? run(coderProgram(p, code), tests, "asserts", p) : undefined,
+        testerActed && tests !== null ? run(canonicalProgram(p), tests, "asserts", p) : undefined,
+        testerActed && tests !== null ? run(stubProgram(p), tests, "asserts", p) : undefined,
       ]);
       const hidden = hiddenReport ? summary(hiddenReport) : state.hidden;
       const generated = generatedReport ? summary(generatedReport) : null;

@@ -4,12 +4,12 @@
  * ask (is a function defined, does it return, does `main` call `aux`, is it a mere wrapper) with
  * Python's own `ast`, so the answers match what Python itself would parse.
  *
- * Two sandbox runs per call:
- * 1. analysis (no model code executes; only `ast.parse` / `compile`): does the program compile,
- *    the function questions, and the split of the test text into statements;
- * 2. execution, with `runPythonWithTests` from `@troupe/sandbox`: the program, then each
- *    statement in its namespace with its own time limit, results tagged with a per-run nonce
- *    that the program cannot read (see that module for the guarantee and its limit).
+ * One connected run per call, with `runPythonWithTests` from `@troupe/sandbox`: the program loads
+ * in a sandbox of its own and only answers calls; a second sandbox, the checker, first analyses
+ * the job (`ast.parse` / `compile` only: does the program compile, the function questions, the
+ * split of the test text into statements), then runs each statement with its own time limit.
+ * Calls to `candidate` reach the program over a pipe and only plain data comes back, so the
+ * program cannot see the tests or forge a verdict (see that module for what crosses and why).
  *
  * How tests are split. The test text is parsed with `ast`:
  * - `check` style (HumanEval): top-level statements other than `def check(candidate)` are a
@@ -48,6 +48,13 @@ export interface HarnessJob {
   readonly entryPoint: string;
   /** Static questions about individual completions, answered without running them. */
   readonly functions?: readonly FunctionQuery[];
+  /**
+   * Trusted source the tests may rely on: the dataset's prompt. Its top-level statements other
+   * than the entry point's `def` (imports, helpers such as HumanEval/32's `poly` or /38's
+   * `encode_cyclic`) run in the checker before the tests, so a test that calls a helper gets the
+   * prompt's version even when the completion redefines it.
+   */
+  readonly trusted?: string;
 }
 
 export interface HarnessOptions {
@@ -130,7 +137,33 @@ const AnalysisSchema = z.object({
 });
 type Analysis = z.infer<typeof AnalysisSchema>;
 
-const NONCE_LINE = /^troupe-[0-9a-f]{32} \d+ (PASS|FAIL)\b.*$/;
+const HarnessJobSchema = z.object({
+  program: z.string({ error: "program must be a string" }),
+  tests: z.string({ error: "tests must be a string" }),
+  style: z.enum(["check", "asserts"], { error: "style must be 'check' or 'asserts'" }),
+  entryPoint: z.string().regex(/^[A-Za-z_]\w*$/, "entryPoint must be a Python identifier"),
+  trusted: z.string({ error: "trusted must be a string" }).optional(),
+});
+
+/**
+ * Appended to the analysis in the checker: the statements to run — the trusted prelude and the
+ * binding of `candidate` as one statement, then every unit in order — or none when the program
+ * does not compile.
+ */
+const PREPARE_TESTS = `
+def _trusted_prelude(source, entry_point):
+    try:
+        tree = ast.parse(source or "")
+    except (SyntaxError, ValueError):
+        return ""
+    keep = [s for s in tree.body
+            if not (isinstance(s, (ast.FunctionDef, ast.AsyncFunctionDef)) and s.name == entry_point)]
+    return ast.unparse(ast.Module(body=keep, type_ignores=[]))
+
+prepared = out
+_bind = _trusted_prelude(job.get("trusted"), job["entryPoint"]) + "\\ncandidate = " + job["entryPoint"]
+tests = ([_bind] + [u["code"] for u in out["units"]]) if out["syntaxOk"] else []
+`;
 
 /** Runs one harness job in the runner and reports. Never throws for bad model code. */
 export async function runTests(
@@ -138,14 +171,17 @@ export async function runTests(
   job: HarnessJob,
   options: Partial<HarnessOptions> = {},
 ): Promise<TestReport> {
+  const checked = HarnessJobSchema.safeParse(job);
+  if (!checked.success) throw new Error(`runTests: ${checked.error.issues[0]!.message}`);
   const opts = { ...defaultHarnessOptions, ...options };
   const clip = (t: string) => (t.length <= opts.maxTextChars ? t : `${t.slice(0, opts.maxTextChars)}...`);
   const empty = { tests: [], passed: 0, total: 0, setupErrors: [], output: "", functions: [] };
 
-  // 1. Static analysis. Nothing the model wrote is executed here.
-  const analysisRun = await runner.run({
-    language: "python",
-    code: ANALYSIS_SOURCE,
+  // One connected run: the checker first analyses the job with `ast` (nothing the model wrote is
+  // executed there), then runs the statements; the program runs in its own sandbox.
+  const report = await runPythonWithTests(runner, {
+    code: job.program,
+    prepare: ANALYSIS_SOURCE + PREPARE_TESTS,
     files: {
       "job.json": JSON.stringify({
         program: job.program,
@@ -154,22 +190,24 @@ export async function runTests(
         entryPoint: job.entryPoint,
         functions: job.functions ?? [],
         maxTextChars: opts.maxTextChars,
+        trusted: job.trusted ?? null,
       }),
     },
-    limits: { wallMs: opts.wallMs },
+    programNames: [job.entryPoint],
+    timeoutMs: opts.wallMs,
+    perTestTimeoutMs: opts.perTestTimeoutMs,
   });
-  let analysis: Analysis;
-  try {
-    analysis = AnalysisSchema.parse(JSON.parse(analysisRun.stdout.trim().split("\n").at(-1) ?? ""));
-  } catch {
-    const why = clip(analysisRun.stderr.trim() || analysisRun.stdout.trim());
+  const parsed = AnalysisSchema.safeParse(report.prepared);
+  if (!parsed.success) {
+    const why = clip(report.checker.stderr.trim() || report.checker.stdout.trim());
     return {
       ...empty,
       syntaxOk: false,
-      runStatus: analysisRun.status,
-      harnessError: `test analysis failed (${analysisRun.status})${why ? `: ${why}` : ""}`,
+      runStatus: report.checker.status,
+      harnessError: `test analysis failed (${report.checker.status})${why ? `: ${why}` : ""}`,
     };
   }
+  const analysis: Analysis = parsed.data;
   const setupErrors = analysis.testsError ? [analysis.testsError] : [];
   const testUnits = analysis.units.filter((u) => u.test);
   if (!analysis.syntaxOk) {
@@ -190,18 +228,12 @@ export async function runTests(
     };
   }
 
-  // 2. Execution: bind `candidate`, then every statement in order, each with its own time limit.
-  const report = await runPythonWithTests(runner, {
-    code: job.program,
-    tests: [`candidate = ${job.entryPoint}`, ...analysis.units.map((u) => u.code)],
-    timeoutMs: opts.wallMs,
-    perTestTimeoutMs: opts.perTestTimeoutMs,
-  });
   const [bind, ...outcomes] = report.tests;
-  const noResult = report.tests.every((t) => t.reason.startsWith("no result"));
+  // The program never answered (it exited or hung while loading, or the run hit its wall limit).
+  const noResult = bind === undefined || bind.reason.startsWith("no result");
   const tests: TestCaseResult[] = [];
   analysis.units.forEach((unit, i) => {
-    const outcome = outcomes[i]!;
+    const outcome = outcomes[i] ?? { passed: false, reason: "no result" };
     if (!unit.test) {
       if (!outcome.passed && !noResult) setupErrors.push(clip(`${unit.source} -> ${outcome.reason}`));
       return;
@@ -213,12 +245,8 @@ export async function runTests(
       ...(outcome.reason === "timeout" ? { timedOut: true } : {}),
     });
   });
-  const output = report.run.stdout
-    .split("\n")
-    .filter((l) => !NONCE_LINE.test(l))
-    .join("\n")
-    .trim();
   const loadFailed = bind !== undefined && !bind.passed && !noResult;
+  const runStatus = report.checker.status === "ok" ? report.run.status : report.checker.status;
   return {
     syntaxOk: true,
     ...(loadFailed
@@ -230,10 +258,10 @@ export async function runTests(
     passed: tests.filter((t) => t.passed).length,
     total: tests.length,
     setupErrors,
-    output: clip(output),
+    output: clip(report.run.stdout.trim()),
     functions: analysis.functions,
-    runStatus: report.run.status,
-    ...(noResult ? { harnessError: `the run produced no result (run status ${report.run.status})` } : {}),
+    runStatus,
+    ...(noResult ? { harnessError: `the program produced no result (${bind?.reason ?? "no run"})` } : {}),
   };
 }
 
@@ -243,8 +271,8 @@ export function passFraction(report: Pick<TestReport, "passed" | "total">): numb
 }
 
 /**
- * The analysis program. Reads `job.json`, prints one JSON line. It parses and compiles the model's
- * code but never executes it.
+ * The analysis, run in the checker's sandbox before the tests. Reads `job.json` and leaves its
+ * answer in `out`. It parses and compiles the model's code but never executes it.
  */
 export const ANALYSIS_SOURCE = String.raw`
 import ast, json, re
@@ -344,5 +372,4 @@ if tree is not None:
         out["units"].append({"source": clip(source), "code": ast.unparse(stmt),
                              "test": i >= prelude_count and has_assert and mentions})
 
-print(json.dumps(out))
 `;

@@ -124,6 +124,26 @@ describe("test harness", () => {
     expect(r.tests.map((t) => t.passed)).toEqual([true, false]);
   });
 
+  it("runs the prompt's helpers from `trusted` in the checker, not the completion's redefinitions", async () => {
+    const p = problems.get("HumanEval/38")!;
+    // decode_cyclic as the identity, and encode_cyclic (a prompt helper the test calls) redefined to match.
+    const program = `${p.prompt}    return s\n\ndef encode_cyclic(s):\n    return s\n`;
+    const job = { program, tests: p.test, style: "check", entryPoint: p.entryPoint } as const;
+    const [untrusted, trusted] = await Promise.all([
+      runTests(runner, job),
+      runTests(runner, { ...job, trusted: p.prompt }),
+    ]);
+    expect([untrusted.passed, untrusted.total]).toEqual([1, 1]);
+    expect([trusted.passed, trusted.total]).toEqual([0, 1]);
+    expect(trusted.tests[0]!.error).toBe("AssertionError");
+  });
+
+  it("refuses a job whose entry point is not an identifier, with one clear line", async () => {
+    await expect(
+      runTests(runner, { program: "", tests: "", style: "asserts", entryPoint: "f; import os" }),
+    ).rejects.toThrow("runTests: entryPoint must be a Python identifier");
+  });
+
   it("answers the static questions with ast", async () => {
     const main = "def double_sum(xs):\n    '''doc'''\n    aux(xs)\n    v = aux(xs)\n    return v\n";
     const r = await runTests(runner, {

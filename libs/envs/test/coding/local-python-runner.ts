@@ -86,8 +86,10 @@ function execute(argv: readonly string[], cwd: string, request: RunRequest): Pro
 }
 
 /**
- * The runner the tests use: `createSandbox` from `@troupe/sandbox` when that package exports it
- * and it can run Python here, otherwise the test-only `LocalPythonRunner`.
+ * The runner the tests use: `createSandbox` from `@troupe/sandbox` when it can run Python here;
+ * else the same sandbox in its explicit rlimits-only mode (still a `ConnectedRunner`, which the
+ * coding harness needs: the program and the checker run as two connected processes); only when
+ * neither works, the test-only `LocalPythonRunner` (enough for environments that use `run`).
  */
 export async function testRunner(): Promise<{ runner: CodeRunner; kind: string }> {
   const sandbox = (await import("@troupe/sandbox")) as Record<string, unknown>;
@@ -95,12 +97,17 @@ export async function testRunner(): Promise<{ runner: CodeRunner; kind: string }
     | ((options?: unknown) => CodeRunner | Promise<CodeRunner>)
     | undefined;
   if (typeof create === "function") {
-    try {
-      const runner = await create();
-      const probe = await runner.run({ language: "python", code: "print(6 * 7)" });
-      if (probe.status === "ok" && probe.stdout.trim() === "42") return { runner, kind: "sandbox" };
-    } catch {
-      // fall through to the local runner
+    for (const [options, kind] of [
+      [{}, "sandbox"],
+      [{ unsafe: true }, "sandbox (unsafe rlimits only, test fallback)"],
+    ] as const) {
+      try {
+        const runner = await create(options);
+        const probe = await runner.run({ language: "python", code: "print(6 * 7)" });
+        if (probe.status === "ok" && probe.stdout.trim() === "42") return { runner, kind };
+      } catch {
+        // try the next
+      }
     }
   }
   return { runner: new LocalPythonRunner(), kind: "local-python (test-only)" };
