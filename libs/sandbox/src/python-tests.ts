@@ -327,7 +327,7 @@ def _unpack(reply, what):
     if reply.get("missing") is True:
         raise NameError("name %r is not defined by the program" % what)
     if "unplain" in reply:
-        raise TypeError("%s returned %s (only None, bool, int, float, str, bytes, list, tuple, "
+        raise TypeError("%s returned %s (only None, bool, int, float, complex, str, bytes, list, tuple, "
                         "dict and set cross from the program)" % (what, str(reply["unplain"])[:200]))
     raised = reply.get("raised")
     if isinstance(raised, list) and len(raised) == 2 and all(isinstance(x, str) for x in raised):
@@ -371,10 +371,11 @@ def _bind_free_names(tree, namespace):
         module = reply.get("module")
         if reply.get("callable") is True:
             namespace[name] = _Remote(name)
-        elif isinstance(module, str) and module.split(".")[0] in sys.stdlib_module_names:
+        elif module == name and name in sys.stdlib_module_names:
             # A test that uses a module the program imported (sys.getsizeof, math.isclose) gets the
-            # checker's own copy of that standard-library module: never code the program wrote.
-            namespace[name] = importlib.import_module(module)
+            # checker's own import of that standard-library module: never code the program wrote,
+            # and only under its own name (no \`import unittest.mock as math\` swaps).
+            namespace[name] = importlib.import_module(name)
         elif "value" in reply:
             namespace[name] = _unpack(reply, name)
         else:
@@ -428,6 +429,8 @@ _main()
 const GRACE_SECONDS = 0.5;
 /** Longest line either side may send; a longer one ends that side (the program: its calls fail). */
 const MAX_LINE_BYTES = 32 * 1024 * 1024;
+/** Most bytes either side may send in one run, lines and garbage together. */
+const MAX_CHANNEL_BYTES = 256 * 1024 * 1024;
 
 const identifier = z.string().regex(/^[A-Za-z_]\w*$/, "must be a Python identifier");
 
@@ -502,21 +505,34 @@ const DEFAULT_TIMEOUT_MS = 10_000;
 const VerdictSchema = z.object({ index: z.number().int().min(0), passed: z.boolean(), reason: z.string() });
 const AnnounceSchema = z.object({ count: z.number().int().min(0), prepared: z.unknown() });
 
-/** Splits a byte stream into lines; a line longer than the cap calls `tooLong` and stops. */
+/**
+ * Splits a byte stream into lines. A line longer than `MAX_LINE_BYTES`, or more than
+ * `MAX_CHANNEL_BYTES` in all, calls `tooLong` once and stops reading: we buffer what one side
+ * sends until the other reads it, so a flood must end the side that floods.
+ */
 function lineReader(onLine: (line: string) => void, tooLong: () => void): (chunk: Buffer) => void {
   const decoder = new StringDecoder("utf8");
-  let pending = "";
+  let parts: string[] = [];
+  let partial = 0;
+  let total = 0;
   let stopped = false;
   return (chunk) => {
     if (stopped) return;
-    pending += decoder.write(chunk);
-    let end = pending.indexOf("\n");
+    total += chunk.length;
+    let text = decoder.write(chunk);
+    // Only the new text is searched for newlines, so a long line costs linear time.
+    let end = text.indexOf("\n");
     while (end >= 0) {
-      onLine(pending.slice(0, end));
-      pending = pending.slice(end + 1);
-      end = pending.indexOf("\n");
+      parts.push(text.slice(0, end));
+      onLine(parts.join(""));
+      parts = [];
+      partial = 0;
+      text = text.slice(end + 1);
+      end = text.indexOf("\n");
     }
-    if (pending.length > MAX_LINE_BYTES) {
+    parts.push(text);
+    partial += text.length;
+    if (partial > MAX_LINE_BYTES || total > MAX_CHANNEL_BYTES) {
       stopped = true;
       tooLong();
     }
