@@ -92,7 +92,19 @@ describe("unsafe: true falls back to rlimits only", () => {
 
   test("…but a setsid() escape survives: this mode is not a security boundary", async () => {
     const mark = marker();
-    const code = "import os, time\nif os.fork() == 0:\n    os.setsid()\n    time.sleep(30)\nprint('done')";
+    // The parent waits for the child's setsid() (a pipe), else on a loaded machine it can exit and
+    // have its group killed before the child has left it.
+    const code = [
+      "import os, time",
+      "r, w = os.pipe()",
+      "if os.fork() == 0:",
+      "    os.setsid()",
+      "    os.write(w, b'x')",
+      "    time.sleep(30)",
+      "    os._exit(0)",
+      "os.read(r, 1)",
+      "print('done')",
+    ].join("\n");
     const result = await sandbox.run(markedPython(mark, code, { wallMs: 15_000 }));
     expect(result.status).toBe("ok");
     const escaped = processesWith(mark);
