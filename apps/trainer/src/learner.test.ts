@@ -1,7 +1,7 @@
 import { type SamplingParams, samplingParams, teamPolicies } from "@troupe/core";
 import type { Engine, TrainSequence, TrainStepConfig } from "@troupe/engine";
 import type { OnnxEngine } from "@troupe/engine-onnx";
-import { aggregationWeights } from "@troupe/rl";
+import { aggregationWeights, policyLoss } from "@troupe/rl";
 import { describe, expect, it } from "vitest";
 import { createEngine } from "./engines.ts";
 import { recipeEnvironment } from "./envs.ts";
@@ -165,4 +165,66 @@ describe("learnerStep on-policy ratio", () => {
     );
     return out.samples;
   }
+});
+
+describe("learnerStep KL to a reference policy", () => {
+  it("scores ℓ_ref with the reference engine and trains on it: the same update and k3 value as by hand", async () => {
+    const { trainerEnv, team } = recipeEnvironment(recipe);
+    const [a, b] = await Promise.all([0, 1].map(() => createEngine(recipe, teamPolicies(team))));
+    // A reference that differs from the policy: the same shapes from another init seed.
+    const ref = await createEngine({ ...recipe, seed: recipe.seed + 1 }, teamPolicies(team));
+    const rollout = await runStrategy(
+      {
+        runId: "learner",
+        step: 0,
+        seed: recipe.seed,
+        env: trainerEnv.env,
+        team,
+        policies: policySet(a!, team, 0),
+        sampling: samplingParams(recipe.sampling),
+      },
+      trainTasks(trainerEnv, recipe, 0),
+      recipe.strategy,
+    );
+    const samples = rollout.samples.map((s, i) => ({ ...s, advantage: i % 2 === 0 ? 1 : -1 }));
+    const loss = { ...recipe.loss, klCoef: 0.5 };
+    const config = { loss, optimizer: optimizerConfig(recipe), microBatchSize: 16 };
+    await expect(learnerStep(a!, samples, config)).rejects.toThrow(
+      /loss\.klCoef is 0\.5 but no reference policy was given/,
+    );
+
+    const got = (await learnerStep(a!, samples, { ...config, reference: ref })).get("shared")!;
+    const sequences = batchesByPolicy(samples).get("shared")!;
+    const [old, refLp] = await Promise.all([
+      b!.logprobs("shared", sequences),
+      ref.logprobs("shared", sequences),
+    ]);
+    const byHand = await b!.trainStep(
+      "shared",
+      sequences.map((s, i) => ({ ...s, oldLogprobs: old[i]!, refLogprobs: refLp[i]! })),
+      config,
+    );
+    expect(got).toEqual(byHand);
+    expect(await a!.save("shared")).toEqual(await b!.save("shared"));
+    // The engine's KL is the reference loss's token-mean k3 at ℓ = ℓ_old (epoch 1 is on-policy):
+    // Σ_t w_t (e^δ − δ − 1), δ = ℓ_ref − ℓ, w_t = 1 / tokens.
+    const expected = policyLoss(
+      sequences.map((s, i) => ({
+        logprobs: old[i]!,
+        oldLogprobs: old[i]!,
+        refLogprobs: refLp[i]!,
+        advantage: s.advantage,
+        mask: s.completionTokenIds.map(() => 1),
+      })),
+      loss,
+    ).kl;
+    expect(expected).toBeGreaterThan(1e-4);
+    expect(got.kl).toBeCloseTo(expected, 5);
+    // A reference with the policy's own weights has KL 0.
+    const same = await createEngine(recipe, teamPolicies(team));
+    await same.load("shared", await b!.save("shared"));
+    const zero = (await learnerStep(b!, samples, { ...config, reference: same })).get("shared")!;
+    expect(Math.abs(zero.kl)).toBeLessThan(1e-9);
+    await Promise.all([a!.close(), b!.close(), ref.close(), same.close()]);
+  }, 60_000);
 });

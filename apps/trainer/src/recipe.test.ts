@@ -199,12 +199,11 @@ describe("engine section", () => {
 });
 
 describe("recipe loss", () => {
-  it("refuses a KL weight the learner cannot honour, naming the key", () => {
-    expect(() =>
-      loadRecipeText("name: k\nenvironment: { name: plan-path }\nstrategy: { name: atgrpo }\n", [
-        "loss.klCoef=0.1",
-      ]),
-    ).toThrow(/loss\.klCoef: a KL penalty needs reference log-probs/);
+  it("takes a KL weight to the warm start (the learner scores the reference); refuses a negative one", () => {
+    const base = "name: k\nenvironment: { name: plan-path }\nstrategy: { name: atgrpo }\n";
+    expect(loadRecipeText(base, ["loss.klCoef=0.1"]).loss.klCoef).toBe(0.1);
+    expect(loadRecipeText(base).loss.klCoef).toBe(0);
+    expect(() => loadRecipeText(base, ["loss.klCoef=-0.1"])).toThrow(/loss\.klCoef/);
   });
 });
 

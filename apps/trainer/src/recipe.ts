@@ -88,15 +88,8 @@ export const LossSchema = z.strictObject({
   clipLow: z.number().min(0).max(1).default(defaultPolicyLossConfig.clipLow),
   clipHigh: z.number().min(0).default(defaultPolicyLossConfig.clipHigh),
   dualClip: z.number().gt(1).optional(),
-  // The engines take reference log-probs, but the learner does not compute them yet: refuse a
-  // KL weight rather than train without the penalty the recipe asks for.
-  klCoef: z
-    .number()
-    .min(0)
-    .refine((v): boolean => v === 0, {
-      message: "a KL penalty needs reference log-probs, which the trainer does not compute yet; use 0",
-    })
-    .default(defaultPolicyLossConfig.klCoef),
+  /** β of the k3 KL penalty to the warm start (the reference policy, see reference.ts); 0 = off. */
+  klCoef: z.number().min(0).default(defaultPolicyLossConfig.klCoef),
   entropyCoef: z.number().min(0).default(defaultPolicyLossConfig.entropyCoef),
   aggregation: z
     .enum(["token-mean", "sequence-mean", "sequence-sum"])

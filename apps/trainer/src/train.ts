@@ -24,8 +24,9 @@ import type { MetricValue, RunStore } from "@troupe/storage";
 import type { TrainerEnvironment } from "./envs.ts";
 import { type EvalResult, evalSampling, evaluate } from "./evaluate.ts";
 import { faultPoint } from "./faults.ts";
-import { learnerStep } from "./learner.ts";
+import { learnerStep, type ReferenceScorer } from "./learner.ts";
 import type { Recipe } from "./recipe.ts";
+import { createReferenceEngine } from "./reference.ts";
 import { runStrategy } from "./strategies.ts";
 
 export interface TrainReporter {
@@ -61,6 +62,11 @@ export interface TrainOptions {
   readonly rollouts?: RolloutSource;
   /** Overlap step s's storage writes with step s+1's work (default true); false: write, then go on. */
   readonly overlapStorage?: boolean;
+  /**
+   * Scores ℓ_ref for the KL penalty when loss.klCoef > 0. Default: a second engine holding the
+   * recipe's warm start from `runStore`'s store (reference.ts), created here and closed at the end.
+   */
+  readonly reference?: ReferenceScorer;
 }
 
 export interface TrainSummary {
@@ -195,6 +201,12 @@ export async function train(options: TrainOptions): Promise<TrainSummary> {
     await runStore.writeMetrics(0, evalMetrics(result), "eval-start");
   }
   let lastCommitted = latest;
+  // The KL penalty's reference: the warm start (also on resume, whatever the engine holds now).
+  const ownReference =
+    recipe.loss.klCoef > 0 && options.reference === undefined
+      ? await createReferenceEngine(recipe, team, runStore.store)
+      : undefined;
+  const reference = options.reference ?? ownReference;
 
   /**
    * Step s's writes. All data objects first, concurrently (invisible until their manifests; each
@@ -246,6 +258,7 @@ export async function train(options: TrainOptions): Promise<TrainSummary> {
         optimizer: optimizerConfig(recipe),
         microBatchSize: recipe.train.microBatchSize,
         epochs: recipe.train.epochs,
+        ...(reference ? { reference } : {}),
       });
       faultPoint("after-learner", step);
       const checkpoints: [string, Record<string, Uint8Array>][] = [];
@@ -304,6 +317,7 @@ export async function train(options: TrainOptions): Promise<TrainSummary> {
   } finally {
     // An error in the foreground still waits for the write in flight (its own error, if any, loses).
     await pending?.catch(() => {});
+    await ownReference?.close();
   }
   await runStore.writeMetricsJsonl({ committedOnly: true });
   return {

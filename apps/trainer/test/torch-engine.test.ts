@@ -342,4 +342,23 @@ describe.skipIf(!torchAvailable)("trainer with the torch engine", () => {
       await torch.close();
     }
   }, 90_000);
+
+  it("trains with a KL penalty to the warm start, scored by a second worker (KL 0 at step 0, then > 0)", async () => {
+    const klRecipe = parseRecipe({
+      ...recipe,
+      loss: { ...recipe.loss, klCoef: 0.2 },
+      train: { ...recipe.train, steps: 2 },
+    });
+    const { summary, runStore } = await runTraining(new FileStore(join(root, "kl")), "kl", {
+      recipe: klRecipe,
+    });
+    expect(summary.lastCommittedStep).toBe(1);
+    const rows = (await runStore.readMetrics({ committedOnly: true })).filter((r) => r.source === "learner");
+    expect(rows).toHaveLength(2);
+    for (const id of policyIds) {
+      // Step 0: the policy is the warm start the reference worker loaded: δ = ℓ_ref − ℓ ≈ 0.
+      expect(Math.abs(rows[0]!.metrics[`${id}/kl`] as number), id).toBeLessThan(1e-7);
+      expect(rows[1]!.metrics[`${id}/kl`] as number, id).toBeGreaterThan(1e-6);
+    }
+  }, 90_000);
 });
