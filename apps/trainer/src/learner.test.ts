@@ -24,25 +24,31 @@ optimizer: { lr: 0.01 }
 train: { steps: 2, tasksPerStep: 3, epochs: 3 }
 `);
 
+/** One rollout step of the recipe on `engine`, with advantages ±1 in turn: an untrained model's
+ * plans all fail alike (zero advantages), so this gives the update a gradient. */
+async function signedSamples(engine: Awaited<ReturnType<typeof createEngine>>) {
+  const { trainerEnv, team } = recipeEnvironment(recipe);
+  const rollout = await runStrategy(
+    {
+      runId: "learner",
+      step: 0,
+      seed: recipe.seed,
+      env: trainerEnv.env,
+      team,
+      policies: policySet(engine, team, 0),
+      sampling: samplingParams(recipe.sampling),
+    },
+    trainTasks(trainerEnv, recipe, 0),
+    recipe.strategy,
+  );
+  return rollout.samples.map((s, i) => ({ ...s, advantage: i % 2 === 0 ? 1 : -1 }));
+}
+
 describe("learnerStep epochs", () => {
   it("epochs = 3 is one scoring pass then three trainStep calls with ℓ_old fixed; later epochs are off-policy", async () => {
-    const { trainerEnv, team } = recipeEnvironment(recipe);
+    const { team } = recipeEnvironment(recipe);
     const [a, b] = await Promise.all([0, 1].map(() => createEngine(recipe, teamPolicies(team))));
-    const rollout = await runStrategy(
-      {
-        runId: "learner",
-        step: 0,
-        seed: recipe.seed,
-        env: trainerEnv.env,
-        team,
-        policies: policySet(a!, team, 0),
-        sampling: samplingParams(recipe.sampling),
-      },
-      trainTasks(trainerEnv, recipe, 0),
-      recipe.strategy,
-    );
-    // An untrained model's plans all fail alike (zero advantages): give them ±1 so there is a gradient.
-    const samples = rollout.samples.map((s, i) => ({ ...s, advantage: i % 2 === 0 ? 1 : -1 }));
+    const samples = await signedSamples(a!);
     const config = { loss: recipe.loss, optimizer: optimizerConfig(recipe), microBatchSize: 16 };
     expect(config.optimizer.totalSteps).toBe(6); // the schedule counts updates: steps × epochs
 
@@ -149,7 +155,7 @@ describe("learnerStep on-policy ratio", () => {
   );
 
   async function rollout(engine: Engine, overrides: Partial<SamplingParams>) {
-    const { trainerEnv, team } = recipeEnvironment(recipe);
+    const { team } = recipeEnvironment(recipe);
     const out = await runStrategy(
       {
         runId: "learner",
@@ -169,24 +175,11 @@ describe("learnerStep on-policy ratio", () => {
 
 describe("learnerStep KL to a reference policy", () => {
   it("scores ℓ_ref with the reference engine and trains on it: the same update and k3 value as by hand", async () => {
-    const { trainerEnv, team } = recipeEnvironment(recipe);
+    const { team } = recipeEnvironment(recipe);
     const [a, b] = await Promise.all([0, 1].map(() => createEngine(recipe, teamPolicies(team))));
     // A reference that differs from the policy: the same shapes from another init seed.
     const ref = await createEngine({ ...recipe, seed: recipe.seed + 1 }, teamPolicies(team));
-    const rollout = await runStrategy(
-      {
-        runId: "learner",
-        step: 0,
-        seed: recipe.seed,
-        env: trainerEnv.env,
-        team,
-        policies: policySet(a!, team, 0),
-        sampling: samplingParams(recipe.sampling),
-      },
-      trainTasks(trainerEnv, recipe, 0),
-      recipe.strategy,
-    );
-    const samples = rollout.samples.map((s, i) => ({ ...s, advantage: i % 2 === 0 ? 1 : -1 }));
+    const samples = await signedSamples(a!);
     const loss = { ...recipe.loss, klCoef: 0.5 };
     const config = { loss, optimizer: optimizerConfig(recipe), microBatchSize: 16 };
     await expect(learnerStep(a!, samples, config)).rejects.toThrow(
