@@ -155,7 +155,7 @@ describe("learnerStep on-policy ratio", () => {
   );
 
   async function rollout(engine: Engine, overrides: Partial<SamplingParams>) {
-    const { team } = recipeEnvironment(recipe);
+    const { trainerEnv, team } = recipeEnvironment(recipe);
     const out = await runStrategy(
       {
         runId: "learner",
