@@ -36,7 +36,7 @@ import {
 } from "@troupe/core";
 import type { CodeRunner, RunResult } from "@troupe/sandbox";
 import { z } from "zod";
-import { executePlan, type Game, planProgress } from "./game.ts";
+import { COMPACT_HINTS, type CompactHint, executePlan, type Game, planProgress } from "./game.ts";
 import { answerText } from "./grid.ts";
 import { parseOptions } from "./options.ts";
 
@@ -63,6 +63,11 @@ export const EpisodeOptionsSchema = z.object({
   roles: RolesVariantSchema.default("compact"),
   /** Turns per episode; a turn is every role acting once. */
   maxTurns: z.number().int().min(1).max(64).default(4),
+  /**
+   * Extra lines of the compact observation after the board (see `CompactHint` in game.ts), in this
+   * order; [] is the board picture alone.
+   */
+  hints: z.array(z.enum(COMPACT_HINTS)).default([]),
   /** Moves of one plan executed at most; the rest is ignored (and reported). */
   maxPlanLength: z.number().int().min(1).max(1000).default(64),
   /** Runs the tool agent's Python (required when roles = "tool"): the sandbox from @troupe/sandbox. */
@@ -138,6 +143,15 @@ export function gameEnvironment<Puzzle, Board, Move>(
   // The compact protocol and its single-agent baseline share observations and plan execution.
   const compactLike = options.roles !== "tool";
   const runner = options.runner;
+  const hints = options.hints;
+  if (hints.length > 0 && game.hint === undefined) {
+    throw new Error(`${game.name} options: hints: ${game.name} offers no hints (only the board picture)`);
+  }
+  if (hints.length > 0 && !compactLike) {
+    throw new Error(
+      `${game.name} options: hints are lines of the compact observation, which roles "${options.roles}" does not use`,
+    );
+  }
   if (options.roles === "tool" && runner === undefined) {
     throw new Error(
       `${game.name}: roles "tool" runs the tool agent's Python and needs a CodeRunner in options.runner ` +
@@ -318,7 +332,7 @@ export function gameEnvironment<Puzzle, Board, Move>(
           `${game.name} (${options.roles} roles): unknown agent "${agent}"; agents: ${agents.join(", ")}`,
         );
       }
-      if (compactLike) return compactObservation(game, state, agent);
+      if (compactLike) return compactObservation(game, state, agent, hints);
       return agent === "tool" ? toolObservation(game, state) : planObservation(game, state);
     },
     step(state: State, actions: JointAction) {
@@ -366,8 +380,10 @@ export function compactObservation<Puzzle, Board>(
   game: Game<Puzzle, Board, unknown>,
   state: GameState<Puzzle, Board>,
   agent: AgentId,
+  hints: readonly CompactHint[] = [],
 ): Observation {
   const lines = [`${game.shortName} ${agent}`, game.render(state.puzzle, state.board)];
+  for (const kind of hints) lines.push(game.hint!(kind, state.puzzle, state.board)!);
   if (state.report !== null) lines.push(`last: ${state.report}`);
   lines.push(agent === "fixer" ? "fix:" : "plan:");
   return userObservation(lines.join("\n"));

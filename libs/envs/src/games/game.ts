@@ -26,6 +26,16 @@ export type MoveOutcome<Board> =
   | { readonly board: Board; readonly reward: number }
   | { readonly invalid: string; readonly at: string };
 
+/**
+ * Extra lines a compact observation can carry besides the board picture:
+ *   position    the agent's and the goal's cells, e.g. `at 2,3 goal 5,1`
+ *   offset      the moves the goal is away, ignoring walls, e.g. `goal D3 L2`
+ *   neighbours  the cell behind each move (`.` free, `#` blocked, `x` off the grid, `G` the goal),
+ *               e.g. `near U. D# Lx RG`
+ */
+export const COMPACT_HINTS = ["position", "offset", "neighbours"] as const;
+export type CompactHint = (typeof COMPACT_HINTS)[number];
+
 export interface Game<Puzzle, Board, Move> {
   /** Environment name (`plan-path`, `sokoban`, `sudoku`). */
   readonly name: string;
@@ -54,6 +64,11 @@ export interface Game<Puzzle, Board, Move> {
   optimalMoves(puzzle: Puzzle): number | null;
   /** Compact text picture of the board, one row per line. */
   render(puzzle: Puzzle, board: Board): string;
+  /**
+   * An extra line of the compact observation (`hints` option); games without it offer no hints.
+   * Tiny byte-level models read a plan off these more easily than off the picture alone.
+   */
+  hint?(kind: CompactHint, puzzle: Puzzle, board: Board): string;
   /** Short status for reports, e.g. `at (3,5)`. */
   status(puzzle: Puzzle, board: Board): string;
   /** The board as plain data for the tool agent's program (`puzzle` in Python). */

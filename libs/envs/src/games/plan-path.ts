@@ -28,7 +28,7 @@ import {
   gameDemo,
   gameEnvironment,
 } from "./episode.ts";
-import type { Game, GameRewards } from "./game.ts";
+import type { CompactHint, Game, GameRewards } from "./game.ts";
 import {
   bfsDistances,
   DIRECTIONS,
@@ -289,6 +289,7 @@ export function planPathGame(
     solve: (puzzle, board) => shortestPlanPath(puzzle, board.pos),
     optimalMoves: (puzzle) => puzzle.optimal,
     render: renderPlanPath,
+    hint: planPathHint,
     status: (_puzzle, board) => `at ${formatPos(board.pos)}`,
     toolData: (puzzle, board) => ({ grid: puzzle.grid, position: board.pos, goal: puzzle.goal }),
     toolRules:
@@ -299,6 +300,28 @@ export function planPathGame(
     planFormat: "letters U/D/L/R, e.g. UURDL",
     toolSolverCode: PLAN_PATH_TOOL_CODE,
   };
+}
+
+/** The compact observation's extra lines (see `CompactHint`). */
+export function planPathHint(kind: CompactHint, puzzle: PlanPathPuzzle, board: PlanPathBoard): string {
+  const [r, c] = board.pos;
+  const [gr, gc] = puzzle.goal;
+  switch (kind) {
+    case "position":
+      return `at ${r},${c} goal ${gr},${gc}`;
+    case "offset": {
+      const parts = [];
+      if (gr !== r) parts.push(`${gr < r ? "U" : "D"}${Math.abs(gr - r)}`);
+      if (gc !== c) parts.push(`${gc < c ? "L" : "R"}${Math.abs(gc - c)}`);
+      return `goal ${parts.join(" ") || "here"}`;
+    }
+    case "neighbours":
+      return `near ${DIRECTIONS.map((d) => {
+        const [nr, nc] = step(board.pos, d);
+        if (nr < 0 || nr >= puzzle.rows || nc < 0 || nc >= puzzle.cols) return `${d}x`;
+        return `${d}${samePos([nr, nc], puzzle.goal) ? "G" : puzzle.grid[nr]![nc]}`;
+      }).join(" ")}`;
+  }
 }
 
 /** The grid one row per line: `#` blocked, `.` free, `A` the agent, `G` the goal. */

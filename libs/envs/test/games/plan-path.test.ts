@@ -122,6 +122,33 @@ describe("plan-path rewards on a hand-made instance", () => {
       "path fixer\n.A#.\n.#..\n...#\n#..G\nlast: RR: blocked at step 2 (0,1)\nfix:",
     );
   });
+
+  it("adds the hint lines after the board, in the order asked", () => {
+    const hinted = planPathEnv({ hints: ["position", "offset", "neighbours"] });
+    const s0 = hinted.reset(task, 0);
+    expect(hinted.observe(s0, "planner").messages[0]!.content).toBe(
+      "path planner\nA.#.\n.#..\n...#\n#..G\nat 0,0 goal 3,3\ngoal D3 R3\nnear Ux D. Lx R.\nplan:",
+    );
+    const r = stepSync(hinted, s0, { planner: "RR" });
+    expect(hinted.observe(r.state, "fixer").messages[0]!.content).toBe(
+      "path fixer\n.A#.\n.#..\n...#\n#..G\nat 0,1 goal 3,3\ngoal D3 R2\nnear Ux D# L. R#\nlast: RR: blocked at step 2 (0,1)\nfix:",
+    );
+    // Next to the goal, the neighbour is `G`; on it, the offset says so.
+    const near = stepSync(hinted, s0, { planner: "DDRDR" });
+    const offsetOnly = planPathEnv({ hints: ["neighbours", "offset"] });
+    expect(offsetOnly.observe(near.state, "fixer").messages[0]!.content).toContain(
+      "near U. Dx L. RG\ngoal R1\n",
+    );
+  });
+
+  it("refuses hints the protocol does not show", () => {
+    expect(() =>
+      planPathEnv({ roles: "tool", hints: ["offset"], runner: { run: async () => ({}) as never } }),
+    ).toThrow(
+      'plan-path options: hints are lines of the compact observation, which roles "tool" does not use',
+    );
+    expect(() => planPathEnv({ hints: ["compass" as never] })).toThrow(/hints/);
+  });
 });
 
 describe("plan-path solver and parser", () => {
