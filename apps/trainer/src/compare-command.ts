@@ -1,8 +1,9 @@
 /**
  *   nx run trainer:compare [-- --recipe <name|path>] [--set key=value]... [--seeds 1,2,3]
- *                             [--arms grpo,warm-start,...] [--id <compare id>]
+ *                             [--arms grpo,warm-start,...] [--id <compare id>] [--eval-tasks 500]
  * Runs every arm × seed of compare.ts one after another, then prints the table and writes it
- * to runs/<compare id>/compare.{json,md}. `--id` of an earlier compare continues it.
+ * to runs/<compare id>/compare.{json,md} with the plots curves.svg and final.svg. `--id` of an
+ * earlier compare continues it.
  */
 import { readFileSync } from "node:fs";
 import { parseArgs } from "node:util";
@@ -26,16 +27,14 @@ export async function commandCompare(argv: string[], cli: CliContext): Promise<n
       seeds: { type: "string", default: "1,2,3" },
       arms: { type: "string", default: ARMS.join(",") },
       id: { type: "string" },
+      "eval-tasks": { type: "string" },
     },
     strict: true,
   });
   const recipePath = cli.resolveRecipePath(values.recipe);
-  const base = loadRecipeText(readFileSync(recipePath, "utf8"), values.set, recipePath);
-  const seeds = values.seeds.split(",").map((s) => {
-    const n = Number(s.trim());
-    if (!Number.isInteger(n) || n < 0) throw new RecipeError(`--seeds: "${s}" is not a non-negative integer`);
-    return n;
-  });
+  const evalTasks = evalTasksOverride(values["eval-tasks"], values.set);
+  const base = loadRecipeText(readFileSync(recipePath, "utf8"), [...values.set, ...evalTasks], recipePath);
+  const seeds = parseSeeds(values.seeds);
   const arms = values.arms.split(",").map((a) => {
     const arm = a.trim() as Arm;
     if (!ARMS.includes(arm)) throw new RecipeError(`--arms: unknown arm "${a}" (known: ${ARMS.join(", ")})`);
@@ -51,7 +50,38 @@ export async function commandCompare(argv: string[], cli: CliContext): Promise<n
   reporter.finish();
   const written = await writeComparison(store, compareId, base, results);
   process.stdout.write(
-    `\n${written.text}\n\nwritten to ${base.store.replace(/\/$/, "")}/${written.markdown} and compare.json\n`,
+    `\n${written.text}\n\nwritten to ${base.store.replace(/\/$/, "")}/${written.markdown} ` +
+      "(and compare.json, curves.svg, final.svg)\n",
   );
   return 0;
+}
+
+/** `--seeds 1,2,3`: distinct non-negative integers. */
+export function parseSeeds(text: string): number[] {
+  const seeds = text.split(",").map((s) => {
+    const n = Number(s.trim());
+    if (s.trim() === "" || !Number.isInteger(n) || n < 0) {
+      throw new RecipeError(`--seeds: "${s}" is not a non-negative integer`);
+    }
+    return n;
+  });
+  if (new Set(seeds).size !== seeds.length) throw new RecipeError(`--seeds: "${text}" repeats a seed`);
+  return seeds;
+}
+
+/** Held-out tasks of compare and sweep runs unless the command line says otherwise. */
+export const DEFAULT_EVAL_TASKS = 500;
+
+/**
+ * The `train.evalTasks` assignment `--eval-tasks` stands for: its value, else the default (500) —
+ * unless a `--set train.evalTasks=…` already sets it (giving both is an error).
+ */
+export function evalTasksOverride(flag: string | undefined, sets: readonly string[]): string[] {
+  const setByUser = sets.some((s) => s.slice(0, s.indexOf("=")).trim() === "train.evalTasks");
+  if (flag === undefined) return setByUser ? [] : [`train.evalTasks=${DEFAULT_EVAL_TASKS}`];
+  if (setByUser) throw new RecipeError("give the held-out tasks once: --eval-tasks or --set train.evalTasks");
+  const n = Number(flag);
+  if (!Number.isInteger(n) || n < 1)
+    throw new RecipeError(`--eval-tasks: "${flag}" is not a positive integer`);
+  return [`train.evalTasks=${n}`];
 }

@@ -1,5 +1,12 @@
 import { describe, expect, it } from "vitest";
-import { type ArmResult, armRecipe, compareRows, seedInterval, summarise } from "./compare.ts";
+import {
+  type ArmResult,
+  ArmResultSchema,
+  armRecipe,
+  compareRows,
+  seedInterval,
+  summarise,
+} from "./compare.ts";
 import { loadRecipeText } from "./recipe.ts";
 
 const base = loadRecipeText(`
@@ -52,6 +59,30 @@ describe("compare statistics", () => {
     expect(ci95![0]).toBeCloseTo(0.3 - (4.303 * 0.1) / Math.sqrt(3), 12);
     expect(ci95![1]).toBeCloseTo(0.3 + (4.303 * 0.1) / Math.sqrt(3), 12);
     expect(seedInterval([0.5]).ci95).toBeUndefined();
+    // Rates are clipped to [0, 1]; differences of rates (a gain) to [−1, 1].
+    expect(seedInterval([0.0, 0.1]).ci95![0]).toBe(0);
+    expect(seedInterval([-0.1, -0.05, 0], [-1, 1]).ci95![0]).toBeCloseTo(
+      -0.05 - (4.303 * 0.05) / Math.sqrt(3),
+      12,
+    );
+    expect(seedInterval([-0.1, 0.1], [-1, 1]).ci95).toEqual([-1, 1]);
+  });
+
+  it("reads arm results stored before curves and RL time were kept", () => {
+    const old = {
+      arm: "grpo",
+      seed: 1,
+      runId: "c-grpo-s1",
+      successRate: 0.5,
+      successes: 32,
+      tasks: 64,
+      startSuccessRate: 0.4,
+      meanTeamReturn: -0.2,
+      samples: 3137,
+      steps: 30,
+      seconds: 90,
+    };
+    expect(ArmResultSchema.parse(old)).toEqual(old);
   });
 
   it("summarises per arm in the fixed arm order, pooling k/n with a Wilson interval", () => {

@@ -23,16 +23,18 @@
  * so MAGRPO gets proportionally fewer tasks per step. These are upper bounds (episodes end early
  * when solved); the table reports the samples each arm actually used.
  */
-import { teamPolicies } from "@troupe/core";
-import { type ObjectStore, RunStore } from "@troupe/storage";
+import type { ObjectStore } from "@troupe/storage";
 import { z } from "zod";
-import { createEngine } from "./engines.ts";
 import { recipeEnvironment } from "./envs.ts";
 import { wilson } from "./evaluate.ts";
+import { finalSuccessSvg, learningCurvesSvg } from "./plots.ts";
 import { parseRecipe, type Recipe } from "./recipe.ts";
 import { markdownTable, table } from "./reporter.ts";
-import { type TrainReporter, train } from "./train.ts";
-import { warmStart } from "./warm-start.ts";
+import { RunResultFields, runCurve, runRecipe } from "./run-recipe.ts";
+import { seedInterval } from "./stats.ts";
+import type { TrainReporter } from "./train.ts";
+
+export { seedInterval } from "./stats.ts";
 
 export const ARMS = ["grpo", "warm-start", "magrpo", "atgrpo-shared", "atgrpo-per-role"] as const;
 export type Arm = (typeof ARMS)[number];
@@ -99,19 +101,7 @@ function geometricSum(k: number, t: number): number {
   return total;
 }
 
-export const ArmResultSchema = z.strictObject({
-  arm: z.enum(ARMS),
-  seed: z.number().int(),
-  runId: z.string(),
-  successRate: z.number(),
-  successes: z.number().int(),
-  tasks: z.number().int(),
-  startSuccessRate: z.number(),
-  meanTeamReturn: z.number(),
-  samples: z.number().int(),
-  steps: z.number().int(),
-  seconds: z.number(),
-});
+export const ArmResultSchema = z.strictObject({ arm: z.enum(ARMS), ...RunResultFields });
 export type ArmResult = z.infer<typeof ArmResultSchema>;
 
 export interface CompareOptions {
@@ -125,7 +115,10 @@ export interface CompareOptions {
 
 const armKey = (compareId: string, arm: Arm, seed: number) => `runs/${compareId}/arms/${arm}-s${seed}.json`;
 
-/** Runs (or reads back) every arm × seed, in that order, one at a time (they share the cores). */
+/**
+ * Runs (or reads back) every arm × seed, in that order, one at a time (they share the cores).
+ * Each is `runRecipe`: resumable, and its result read back from the run's metrics.
+ */
 export async function compare(options: CompareOptions): Promise<ArmResult[]> {
   const results: ArmResult[] = [];
   for (const arm of options.arms) {
@@ -137,74 +130,26 @@ export async function compare(options: CompareOptions): Promise<ArmResult[]> {
           JSON.parse(new TextDecoder().decode(await options.store.get(key))),
         );
         options.reporter.note(`compare: ${arm} seed ${seed} already done (${parsed.runId})`);
-        results.push(parsed);
+        // Results stored before curves were kept: the curve is in the run's metrics.
+        results.push(
+          parsed.curve ? parsed : { ...parsed, curve: await runCurve(options.store, parsed.runId) },
+        );
         continue;
       }
       options.reporter.note(`compare: ${arm} seed ${seed}`);
-      const result = await runArm(options, arm, seed);
+      const run = await runRecipe({
+        recipe: armRecipe(options.base, arm, seed),
+        runId: `${options.compareId}-${arm}-s${seed}`,
+        store: options.store,
+        reporter: options.reporter,
+      });
+      if (!run) throw new Error(`compare: ${arm} seed ${seed} stopped before its last step`);
+      const result: ArmResult = { arm, ...run };
       await options.store.put(key, new TextEncoder().encode(`${JSON.stringify(result, null, 2)}\n`));
       results.push(result);
     }
   }
   return results;
-}
-
-async function runArm(options: CompareOptions, arm: Arm, seed: number): Promise<ArmResult> {
-  const recipe = armRecipe(options.base, arm, seed);
-  const runId = `${options.compareId}-${arm}-s${seed}`;
-  const { trainerEnv, team } = recipeEnvironment(recipe);
-  const runStore = new RunStore(options.store, runId);
-  await runStore.writeConfig(recipe);
-  const engine = await createEngine(recipe, teamPolicies(team));
-  const started = performance.now();
-  try {
-    if ((await runStore.latestCommittedStep()) === undefined) {
-      await warmStart(recipe, trainerEnv, team, engine, options.store, options.reporter);
-    }
-    const summary = await train({ recipe, trainerEnv, team, engine, runStore, reporter: options.reporter });
-    const rows = await runStore.readMetrics({ committedOnly: true });
-    const samples = rows.reduce(
-      (n, row) => n + (typeof row.metrics.samples === "number" ? row.metrics.samples : 0),
-      0,
-    );
-    // A resumed run reports only the evaluations it ran itself; the start is in the metrics too.
-    const storedStart = (await runStore.readMetrics()).find((row) => row.source === "eval-start")?.metrics
-      .successRate;
-    const final = summary.evals.at(-1)?.result;
-    const start = summary.evals.find((e) => e.step === 0)?.result;
-    if (!final) throw new Error(`compare: run ${runId} ended without an evaluation`);
-    return {
-      arm,
-      seed,
-      runId,
-      successRate: final.successRate,
-      successes: final.successes,
-      tasks: final.tasks,
-      startSuccessRate: start?.successRate ?? (typeof storedStart === "number" ? storedStart : Number.NaN),
-      meanTeamReturn: final.meanTeamReturn,
-      samples,
-      steps: recipe.train.steps,
-      seconds: (performance.now() - started) / 1000,
-    };
-  } finally {
-    await engine.close();
-  }
-}
-
-/** Two-sided 97.5% quantiles of Student's t for 1…30 degrees of freedom (then ≈ 1.96). */
-const T975 = [
-  12.706, 4.303, 3.182, 2.776, 2.571, 2.447, 2.365, 2.306, 2.262, 2.228, 2.201, 2.179, 2.16, 2.145, 2.131,
-  2.12, 2.11, 2.101, 2.093, 2.086, 2.08, 2.074, 2.069, 2.064, 2.06, 2.056, 2.052, 2.048, 2.045, 2.042,
-];
-
-/** Mean and 95% t-interval of per-seed values (a single value: the interval is undefined). */
-export function seedInterval(values: readonly number[]): { mean: number; ci95?: [number, number] } {
-  const n = values.length;
-  const mean = values.reduce((a, b) => a + b, 0) / Math.max(1, n);
-  if (n < 2) return { mean };
-  const variance = values.reduce((s, v) => s + (v - mean) ** 2, 0) / (n - 1);
-  const half = (T975[n - 2] ?? 1.96) * Math.sqrt(variance / n);
-  return { mean, ci95: [Math.max(0, mean - half), Math.min(1, mean + half)] };
 }
 
 export interface CompareRow {
@@ -260,19 +205,28 @@ export function compareRows(rows: readonly CompareRow[]): Record<string, string 
   }));
 }
 
-/** Writes compare.json and compare.md next to the arms' results; returns the keys. */
+/** Writes compare.json, compare.md and the plots curves.svg and final.svg next to the arms' results. */
 export async function writeComparison(
   store: ObjectStore,
   compareId: string,
   base: Recipe,
   results: readonly ArmResult[],
-): Promise<{ json: string; markdown: string; text: string }> {
+): Promise<{ json: string; markdown: string; curves: string; final: string; text: string }> {
   const rows = summarise(results);
   const text = table(compareRows(rows));
-  const json = `runs/${compareId}/compare.json`;
-  const markdown = `runs/${compareId}/compare.md`;
+  const folder = `runs/${compareId}`;
+  const keys = {
+    json: `${folder}/compare.json`,
+    markdown: `${folder}/compare.md`,
+    curves: `${folder}/curves.svg`,
+    final: `${folder}/final.svg`,
+  };
+  const groups = rows.map((row) => ({ name: row.arm, results: results.filter((r) => r.arm === row.arm) }));
+  const what = `compare ${compareId}`;
   const encoder = new TextEncoder();
-  await store.put(json, encoder.encode(`${JSON.stringify({ base, rows, results }, null, 2)}\n`));
-  await store.put(markdown, encoder.encode(`${markdownTable(compareRows(rows))}\n`));
-  return { json, markdown, text };
+  await store.put(keys.json, encoder.encode(`${JSON.stringify({ base, rows, results }, null, 2)}\n`));
+  await store.put(keys.markdown, encoder.encode(`${markdownTable(compareRows(rows))}\n`));
+  await store.put(keys.curves, encoder.encode(await learningCurvesSvg(groups, what)));
+  await store.put(keys.final, encoder.encode(await finalSuccessSvg(groups, what)));
+  return { ...keys, text };
 }

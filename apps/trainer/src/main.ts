@@ -22,6 +22,7 @@ import { evalSampling, evaluate } from "./evaluate.ts";
 import { commandPublish } from "./publish.ts";
 import { loadRecipeText, parseRecipe, type Recipe, RecipeError } from "./recipe.ts";
 import { consoleReporter, table } from "./reporter.ts";
+import { commandSweep } from "./sweep-command.ts";
 import { evalTasks, policySet, restoreStep, train } from "./train.ts";
 import { warmStart } from "./warm-start.ts";
 
@@ -32,7 +33,8 @@ const invokedFrom = process.env.INIT_CWD ?? process.cwd();
 const USAGE = `usage: trainer train [--recipe <name|path>] [--set key=value]... [--run <id>] [--resume] [--mode m] [--worker id]
        trainer sft   [--recipe <name|path>] [--set key=value]...
        trainer eval  [--recipe <name|path>] [--run <id>] [--step <n>] [--tasks <n>]
-       trainer compare [--recipe <name|path>] [--set key=value]... [--seeds 1,2,3] [--arms a,b] [--id <id>]
+       trainer compare [--recipe <name|path>] [--set key=value]... [--seeds 1,2,3] [--arms a,b] [--id <id>] [--eval-tasks 500]
+       trainer sweep --grid <name|file.yaml> [--seeds 1,2,3] [--recipe <name|path>] [--set key=value]... [--id <id>] [--eval-tasks 500]
        trainer publish --run <id> --name <team> [--step <n>] [--alias <a>] [--recipe <name|path>] [--store <uri>] [--no-eval]
   --recipe  a recipe name from apps/trainer/recipes (default: "default") or a YAML path
   --set     override a recipe field, e.g. --set train.steps=20 --set strategy.candidates=8
@@ -42,16 +44,28 @@ const USAGE = `usage: trainer train [--recipe <name|path>] [--set key=value]... 
             the learner and its rollout workers share --run, each worker has its own --worker <id>
   --lease-seconds  a rollout worker's hold on a task before another worker may take it over (60)
   --idle-seconds   a rollout worker exits with an error after this long with nothing to sample and
-                   no new committed step, e.g. when the learner died (600)`;
+                   no new committed step, e.g. when the learner died (600)
+  --grid    a sweep's grid file: a name from apps/trainer/sweeps or a YAML path (docs/training.md, "Sweeps")
+  --id      a compare's or sweep's id: the same id continues it, reading finished runs back
+  --eval-tasks  held-out tasks each compare or sweep run is evaluated on (default 500; sweeps: greedy)`;
 
 export function resolveRecipePath(name: string): string {
+  return resolveYaml("recipe", name, "recipes");
+}
+
+/** A sweep grid: a YAML path, or a name in apps/trainer/sweeps. */
+export function resolveGridPath(name: string): string {
+  return resolveYaml("grid", name, "sweeps");
+}
+
+function resolveYaml(what: string, name: string, folder: string): string {
   const candidates = [
     resolve(invokedFrom, name),
-    join(appRoot, "recipes", `${name}.yaml`),
-    join(appRoot, "recipes", name),
+    join(appRoot, folder, `${name}.yaml`),
+    join(appRoot, folder, name),
   ];
   const found = candidates.find((p) => existsSync(p) && p.match(/\.ya?ml$/));
-  if (!found) throw new RecipeError(`recipe "${name}" not found (looked at ${candidates.join(", ")})`);
+  if (!found) throw new RecipeError(`${what} "${name}" not found (looked at ${candidates.join(", ")})`);
   return found;
 }
 
@@ -273,6 +287,14 @@ export async function main(argv: string[]): Promise<number> {
         return await commandEval(rest);
       case "compare":
         return await commandCompare(rest, { resolveRecipePath, storeFor, timestampId });
+      case "sweep":
+        return await commandSweep(rest, {
+          resolveRecipePath,
+          resolveGridPath,
+          storeFor,
+          timestampId,
+          workspaceRoot,
+        });
       case "publish":
         return await commandPublish(rest, { workspaceRoot, resolveRecipePath });
       case undefined:

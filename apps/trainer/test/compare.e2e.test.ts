@@ -1,11 +1,13 @@
 /**
  * `compare` end to end on a tiny recipe: every arm trains (or only warm-starts) for real, the
- * table lands in the store, and a second call reads the finished arms back instead of rerunning.
+ * table and the plots land in the store, and a second call reads the finished arms back instead
+ * of rerunning.
  */
 import { mkdtempSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { FileStore, RunStore } from "@troupe/storage";
+import { DOMParser } from "@xmldom/xmldom";
 import { afterAll, describe, expect, it } from "vitest";
 import { ARMS, compare, writeComparison } from "../src/compare.ts";
 import { loadRecipeText } from "../src/recipe.ts";
@@ -38,6 +40,9 @@ describe("trainer compare", () => {
       expect(r.successes).toBe(Math.round(r.successRate * 4));
       expect(r.runId).toBe(`c1-${r.arm}-s5`);
       expect(r.samples > 0).toBe(r.arm !== "warm-start");
+      // The held-out curve: the start and the end (evalEvery 0), or only the start without RL.
+      expect(r.curve!.map((p) => p.step)).toEqual(r.arm === "warm-start" ? [0] : [0, 1]);
+      expect(r.curve!.at(-1)!.successRate).toBe(r.successRate);
     }
     // The single agent's run really is single-agent: only the planner acted.
     const grpo = await new RunStore(store, "c1-grpo-s5").readStep(0);
@@ -48,6 +53,21 @@ describe("trainer compare", () => {
     const markdown = new TextDecoder().decode(await store.get(written.markdown));
     expect(markdown.split("\n")[0]).toMatch(/^\| arm \| what \| held-out success % \|/);
     expect(markdown).toContain("| atgrpo-per-role | team, AT-GRPO (per-role) |");
+    const svg = async (key: string) => {
+      const text = new TextDecoder().decode(await store.get(key));
+      const doc = new DOMParser({
+        onError: (level, message) => {
+          throw new Error(`${key} is not well-formed (${level}): ${message}`);
+        },
+      }).parseFromString(text, "image/svg+xml");
+      const classes = Array.from(doc.getElementsByTagName("g")).map((g) => g.getAttribute("class") ?? "");
+      return { text, classes };
+    };
+    const curves = await svg(written.curves);
+    expect(curves.classes.filter((c) => c.includes("line_marks"))).toHaveLength(ARMS.length);
+    for (const arm of ARMS) expect(curves.text).toContain(`>${arm}</text>`);
+    const final = await svg(written.final);
+    expect(final.classes.filter((c) => c.includes("value_marks"))).toHaveLength(1);
 
     notes.length = 0;
     const again = await compare({ base, store, compareId: "c1", arms: ["grpo"], seeds: [5], reporter });
