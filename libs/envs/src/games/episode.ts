@@ -356,7 +356,8 @@ export function gameEnvironment<Puzzle, Board, Move>(
       return spec.generateTasks(split, count, generate.seed ?? options.seed);
     },
     demo(task, state, agent) {
-      return gameDemo(game, task, state, agent);
+      // Only the first maxPlanLength moves of a plan execute, so a demonstration teaches no more.
+      return gameDemo(game, task, state, agent, options.maxPlanLength);
     },
   };
   return env;
@@ -470,6 +471,7 @@ export function gameDemo<Puzzle, Board, Move>(
   task: Task<Puzzle>,
   state: GameState<Puzzle, Board>,
   agent: AgentId,
+  maxPlanLength = Number.POSITIVE_INFINITY,
 ): string {
   if (task.payload !== state.puzzle && canonicalJson(task.payload) !== canonicalJson(state.puzzle)) {
     throw new Error(`${game.name} demo: state is not an episode of task ${task.id}`);
@@ -478,7 +480,7 @@ export function gameDemo<Puzzle, Board, Move>(
   if (agent === "tool") return `\`\`\`python\n${game.toolSolverCode}\`\`\``;
   const moves = game.solve(state.puzzle, state.board);
   if (moves === null) throw new Error(`${game.name} demo: task ${task.id} cannot be solved from this board`);
-  const plan = game.formatPlan(moves);
+  const plan = game.formatPlan(moves.slice(0, maxPlanLength));
   if (agent === "planner" || agent === "fixer") return plan;
   if (agent === "plan") return `#### ${plan}`;
   throw new Error(`${game.name} demo: unknown agent "${agent}"`);

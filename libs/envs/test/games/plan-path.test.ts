@@ -111,6 +111,12 @@ describe("plan-path rewards on a hand-made instance", () => {
     expect(r.state.report).toBe("DDRRDR: not solved, at (2,0) (cut at 2)");
   });
 
+  it("demonstrations teach no more moves than a plan executes", () => {
+    const env3 = planPathEnv({ maxPlanLength: 2 });
+    expect(env3.demo(task, env3.reset(task, 0), "planner")).toBe("DD");
+    expect(env.demo(task, env.reset(task, 0), "planner")).toBe("DDRDRR");
+  });
+
   it("renders one row per line and the compact prompts", () => {
     const s0 = env.reset(task, 0);
     expect(renderPlanPath(puzzle, s0.board)).toBe("A.#.\n.#..\n...#\n#..G");
