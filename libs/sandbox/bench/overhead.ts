@@ -1,12 +1,13 @@
 /**
  * Start-up overhead of one sandboxed run: a python `pass` through the sandbox, against the same
- * interpreter spawned directly, and the unsafe fallback. Sequential runs (no queueing), medians.
- * Then throughput with the default pool (one run per CPU at once).
+ * interpreter spawned directly, the sandbox without its seccomp filter and PID-namespace teardown
+ * (what they cost), and the unsafe fallback. Sequential runs (no queueing), medians. Then
+ * throughput with the default pool (one run per CPU at once).
  *
- *   npm run bench -w libs/sandbox      (RUNS=200 for more samples)
+ *   npx nx run sandbox:bench      (RUNS=200 for more samples)
  */
 import { spawn } from "node:child_process";
-import { availableParallelism } from "node:os";
+import { availableParallelism, loadavg } from "node:os";
 import { createSandbox, type Sandbox } from "../src/index.ts";
 
 const RUNS = Number(process.env.RUNS ?? 50);
@@ -30,14 +31,23 @@ const sandboxed = async (sandbox: Sandbox) => {
 };
 
 const bubblewrap = await createSandbox();
+const unhardened = await createSandbox({}, { seccomp: false, teardown: false });
 const unsafe = await createSandbox({ bwrap: "/nonexistent", unsafe: true });
+const HARDENED = "python in the bubblewrap sandbox";
+const UNHARDENED = "  the same without filter + teardown";
 const variants: Record<string, () => Promise<unknown>> = {
   "python3 -c pass, spawned directly": direct,
-  "python in the bubblewrap sandbox": () => sandboxed(bubblewrap),
+  [HARDENED]: () => sandboxed(bubblewrap),
+  [UNHARDENED]: () => sandboxed(unhardened),
   "python in the unsafe-rlimits fallback": () => sandboxed(unsafe),
   "bare command (/usr/bin/true) in bubblewrap": () =>
     bubblewrap.run({ language: "command", argv: ["/usr/bin/true"] }),
 };
+console.log(
+  `load average before: ${loadavg()
+    .map((l) => l.toFixed(1))
+    .join(" ")}`,
+);
 // Interleaved, so that load from other processes on the machine hits every variant alike.
 const times: Record<string, number[]> = Object.fromEntries(Object.keys(variants).map((k) => [k, []]));
 for (let i = -1; i < RUNS; i++) {
@@ -58,9 +68,20 @@ const overhead = (q: number) =>
 console.log(
   `sandbox overhead per run: ${overhead(0.5).toFixed(1)} ms (median), ${overhead(0.1).toFixed(1)} ms (p10)`,
 );
+const hardening = (q: number) => quantile(times[HARDENED]!, q) - quantile(times[UNHARDENED]!, q);
+const ratio = (q: number) => quantile(times[HARDENED]!, q) / quantile(times[UNHARDENED]!, q);
+console.log(
+  `seccomp filter + teardown per run: ${hardening(0.5).toFixed(1)} ms (median), ${hardening(0.1).toFixed(1)} ms (p10); ` +
+    `ratio with/without ${ratio(0.5).toFixed(3)} (median), ${ratio(0.1).toFixed(3)} (p10)`,
+);
 
 const parallel = RUNS * 2;
 const start = performance.now();
 await Promise.all(Array.from({ length: parallel }, () => sandboxed(bubblewrap)));
 const seconds = (performance.now() - start) / 1000;
 console.log(`throughput, pool of ${availableParallelism()}: ${(parallel / seconds).toFixed(0)} runs/s`);
+console.log(
+  `load average after: ${loadavg()
+    .map((l) => l.toFixed(1))
+    .join(" ")}`,
+);

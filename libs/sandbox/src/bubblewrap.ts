@@ -1,20 +1,25 @@
 /**
  * The bubblewrap command line for one run. Layers, outermost first:
  *
+ * 0. (optional) `sh` joining the run's own cgroup v2, then exec'ing the rest (`cgroup.ts`).
  * 1. `timeout -s KILL` — a deadline that holds even if this Node process dies mid-run.
  * 2. `setpriv` to nobody (only when we are root) — as root, bwrap would keep every capability
  *    inside its namespace and RLIMIT_NPROC does not apply to uid 0 at all; as nobody, neither.
  * 3. `bwrap` — new user/pid/ipc/uts/net/cgroup namespaces, all capabilities dropped, nested user
  *    namespaces disabled (they would let the program mount an unbounded tmpfs), a new session (no
  *    TIOCSTI into our terminal), and a filesystem built from nothing: read-only /usr (+ the
- *    python prefix), a fresh /proc for the new pid namespace, a minimal /dev, a size-limited tmpfs
- *    at /work (also reachable as /tmp), and a read-only root. Environment cleared.
+ *    python prefix), a fresh /proc for the new pid namespace, a minimal /dev with a size-limited
+ *    /dev/shm, a size-limited tmpfs at /work (also reachable as /tmp), and a read-only root.
+ *    Environment cleared. The seccomp filter (`--seccomp`, `seccomp.ts`) is loaded after bwrap's
+ *    setup; `--info-fd` reports the namespace's init for the teardown (`teardown.ts`).
  * 4. `prlimit` — rlimits set inside, so RLIMIT_NPROC counts only this sandbox's processes.
  *
  * When the program exits, bwrap's init (pid 1 of the namespace) exits, and the kernel kills every
- * process left in the pid namespace: daemons and `setsid` escapes cannot outlive the run.
+ * process left in the pid namespace: daemons and `setsid` escapes cannot outlive the run. The
+ * teardown after every run makes sure of it without relying on init.
  */
 import { lstatSync, readlinkSync } from "node:fs";
+import { joinCgroupArgs } from "./cgroup.ts";
 import type { SandboxLimits } from "./types.ts";
 
 export interface BubblewrapTools {
@@ -76,6 +81,14 @@ export interface SandboxedCommand {
   readonly files: readonly string[];
   /** Default 3; 4 when fd 3 is a channel that bwrap passes through to the program untouched. */
   readonly firstFileFd?: number;
+  /** Size of the /dev/shm tmpfs in bytes (POSIX shared memory, multiprocessing's semaphores). */
+  readonly shmBytes: number;
+  /** fd bwrap reads the seccomp BPF program from (`--seccomp`); null for no filter. */
+  readonly seccompFd: number | null;
+  /** fd bwrap writes its JSON report to (`--info-fd`: init's host pid, namespace inodes); null for none. */
+  readonly infoFd: number | null;
+  /** `cgroup.procs` of the run's own cgroup v2, which the first process joins; null for none. */
+  readonly cgroupProcs?: string | null;
   readonly env: Readonly<Record<string, string>>;
   readonly argv: readonly string[];
 }
@@ -96,7 +109,7 @@ export function prlimitArgs(prlimit: string, limits: SandboxLimits, extraProcess
 /** The full argv (program first) that runs `argv` in a fresh sandbox. */
 export function bubblewrapCommand(spec: SandboxedCommand): string[] {
   const { tools, limits } = spec;
-  const outer: string[] = [];
+  const outer: string[] = spec.cgroupProcs ? joinCgroupArgs(spec.cgroupProcs) : [];
   if (tools.timeout !== null) {
     const seconds = Math.ceil(limits.wallMs / 1000) + BACKSTOP_GRACE_S;
     outer.push(tools.timeout, "-s", "KILL", `${seconds}s`);
@@ -124,8 +137,13 @@ export function bubblewrapCommand(spec: SandboxedCommand): string[] {
     "sandbox",
     ...systemDirArgs(),
   ];
+  // Loaded by bwrap after its own setup, right before it execs init's wait loop and the program.
+  if (spec.seccompFd !== null) bwrap.push("--seccomp", String(spec.seccompFd));
+  if (spec.infoFd !== null) bwrap.push("--info-fd", String(spec.infoFd));
   for (const dir of tools.extraReadOnly) bwrap.push("--ro-bind", dir, dir);
-  bwrap.push("--proc", "/proc", "--dev", "/dev", "--remount-ro", "/dev");
+  // /dev/shm: its own size-limited tmpfs (a submount, so /dev itself stays read-only).
+  bwrap.push("--proc", "/proc", "--dev", "/dev");
+  bwrap.push("--size", String(spec.shmBytes), "--tmpfs", "/dev/shm", "--remount-ro", "/dev");
   bwrap.push("--size", String(spec.tmpfsBytes), "--tmpfs", SANDBOX_WORKDIR);
   bwrap.push("--symlink", SANDBOX_WORKDIR, "/tmp");
   const made = new Set<string>();

@@ -1,7 +1,8 @@
 /**
  * Spawns one process tree and watches it: wall-clock deadline, output caps, and a process-group
  * SIGKILL both at the deadline and after the main process exits (so nothing it left in its group
- * outlives the run). Knows nothing about bubblewrap; `sandbox.ts` builds the command.
+ * outlives the run), then the caller's `afterExit` (the sandbox's teardown) before the outcome is
+ * resolved. Knows nothing about bubblewrap; `sandbox.ts` builds the command.
  *
  * Written by hand rather than with execa & co. because the details that matter here are exactly
  * the ones libraries hide: extra input pipes on fds 3.., killing the *group*, and not waiting for
@@ -27,6 +28,17 @@ export interface ProcessPlan {
    * Unlike stdin/stdout it stays open for the whole run, so a caller can hold a conversation.
    */
   readonly channel?: boolean;
+  /**
+   * Open one more pipe, after the input pipes, that the child writes to (bwrap's `--info-fd`); what
+   * arrives on it, read to its end, is handed to `afterExit`.
+   */
+  readonly report?: boolean;
+  /**
+   * Runs once the main process has exited and its process group was killed, before the outcome is
+   * resolved: the sandbox ends every process of the run there (see `teardown.ts`). If it throws,
+   * the outcome rejects with its error.
+   */
+  readonly afterExit?: (report: string) => Promise<void>;
 }
 
 /** A started process: its outcome, and (with `channel`) the parent's end of fd 3. */
@@ -50,6 +62,8 @@ export interface ProcessOutcome {
 
 /** How long to keep reading pipes after the main process exited (a leaked child may hold them). */
 const PIPE_DRAIN_GRACE_MS = 200;
+/** How long to wait for the end of the report pipe after the main process exited. */
+const REPORT_GRACE_MS = 2_000;
 
 /** Collects at most `cap` bytes; reports when more arrived. */
 class CappedBuffer {
@@ -128,22 +142,49 @@ function childStdio(inputs: number): ("pipe" | "ignore" | number)[] {
   return stdio;
 }
 
+/** Collects everything that arrives on `stream`; `ended` settles at its end (or error). */
+function collect(stream: Duplex | null): { readonly ended: Promise<void>; text(): string } {
+  const chunks: Buffer[] = [];
+  if (stream === null) return { ended: Promise.resolve(), text: () => "" };
+  stream.on("data", (chunk: Buffer) => chunks.push(chunk));
+  stream.on("error", () => {});
+  const ended = new Promise<void>((resolve) => {
+    stream.on("end", resolve);
+    stream.on("close", resolve);
+  });
+  return { ended, text: () => Buffer.concat(chunks).toString("utf8") };
+}
+
+/** What has arrived once `report` ended, or after REPORT_GRACE_MS if a writer keeps it open. */
+async function reportAfterExit(report: ReturnType<typeof collect>): Promise<string> {
+  let timer: NodeJS.Timeout | undefined;
+  await Promise.race([
+    report.ended,
+    new Promise((resolve) => (timer = setTimeout(resolve, REPORT_GRACE_MS))),
+  ]);
+  clearTimeout(timer);
+  return report.text();
+}
+
 export function runProcess(plan: ProcessPlan): Promise<ProcessOutcome> {
   return startProcess(plan).outcome;
 }
 
 export function startProcess(plan: ProcessPlan): StartedProcess {
   const firstInput = plan.channel === true ? 4 : 3;
+  const reportFd = firstInput + plan.fdInputs.length;
   const started = performance.now();
   const child = spawn(plan.command, [...plan.args], {
     cwd: plan.cwd,
     env: { ...plan.env },
     detached: true, // own process group, so one kill(-pgid) reaches everything in it
-    stdio: childStdio(firstInput - 3 + plan.fdInputs.length),
+    stdio: childStdio(reportFd - 3 + (plan.report === true ? 1 : 0)),
   });
   const channel = plan.channel === true ? (child.stdio[3] as Duplex) : null;
   // A peer that vanishes mid-write (EPIPE, ECONNRESET) is not an error of ours: the outcome says how it ended.
   channel?.on("error", () => {});
+  const reportStream = plan.report === true ? (child.stdio[reportFd] as Duplex | null) : null;
+  const report = plan.report === true ? collect(reportStream) : null;
   const outcome = new Promise<ProcessOutcome>((resolve, reject) => {
     const stdout = new CappedBuffer(plan.outputBytes);
     const stderr = new CappedBuffer(plan.outputBytes);
@@ -153,6 +194,8 @@ export function startProcess(plan: ProcessPlan): StartedProcess {
     let killedFor: KillReason = null;
     let exit: { code: number | null; signal: string | null } | null = null;
     let finished = false;
+    let tornDown = plan.afterExit === undefined;
+    let closed = false;
     let drainTimer: NodeJS.Timeout | undefined;
 
     const kill = (reason: Exclude<KillReason, null>) => {
@@ -161,14 +204,19 @@ export function startProcess(plan: ProcessPlan): StartedProcess {
     };
     const deadline = setTimeout(() => kill("timeout"), plan.wallMs);
 
-    const finish = () => {
-      if (finished || exit === null) return;
+    /** Stops the timers and drops our ends of the pipes. */
+    const release = () => {
       finished = true;
       clearTimeout(deadline);
       clearTimeout(drainTimer);
       childStdout.destroy();
       childStderr.destroy();
       channel?.destroy();
+      reportStream?.destroy();
+    };
+    const finish = () => {
+      if (finished || exit === null || !tornDown) return;
+      release();
       resolve({
         exitCode: exit.code,
         signal: exit.signal,
@@ -187,10 +235,9 @@ export function startProcess(plan: ProcessPlan): StartedProcess {
       if (!stderr.push(chunk)) kill("output");
     });
     child.on("error", (error) => {
-      clearTimeout(deadline);
       killGroup(child.pid);
       if (!finished) {
-        finished = true;
+        release();
         reject(new Error(`sandbox: could not start ${plan.command}: ${error.message}`));
       }
     });
@@ -198,9 +245,28 @@ export function startProcess(plan: ProcessPlan): StartedProcess {
       exit = { code, signal };
       // Whatever the main process left behind in its group dies with it.
       killGroup(child.pid);
-      drainTimer = setTimeout(finish, PIPE_DRAIN_GRACE_MS);
+      const drain = () => {
+        tornDown = true;
+        if (closed) finish();
+        else drainTimer = setTimeout(finish, PIPE_DRAIN_GRACE_MS);
+      };
+      if (plan.afterExit === undefined) {
+        drain();
+        return;
+      }
+      const afterExit = plan.afterExit;
+      void (report === null ? Promise.resolve("") : reportAfterExit(report))
+        .then((text) => afterExit(text))
+        .then(drain, (error: unknown) => {
+          if (finished) return;
+          release();
+          reject(error instanceof Error ? error : new Error(String(error)));
+        });
     });
-    child.on("close", finish);
+    child.on("close", () => {
+      closed = true;
+      finish();
+    });
 
     // Inputs: a program that never reads stdin makes these writes fail with EPIPE; that is fine.
     const feed = (stream: NodeJS.WritableStream | null | undefined, data: string | Buffer) => {

@@ -13,10 +13,13 @@ import { dirname, join } from "node:path";
 import pLimit, { type LimitFunction } from "p-limit";
 import { z } from "zod";
 import { type BubblewrapTools, bubblewrapCommand, SANDBOX_WORKDIR } from "./bubblewrap.ts";
+import { cgroupParentProblem, RunCgroup } from "./cgroup.ts";
 import { findPython, type PythonInstall, which } from "./host.ts";
 import { defaultLimits, PROGRAM_FILE, resolveRequest, SandboxLimitsSchema } from "./limits.ts";
 import { type ProcessOutcome, type StartedProcess, startProcess } from "./run-process.ts";
+import { seccompFilter } from "./seccomp.ts";
 import { classifyRun, decodeShellStyleExit } from "./status.ts";
+import { killPidNamespace, parseSandboxInfo } from "./teardown.ts";
 import type { ConnectedRunner, LiveRun, RunRequest, RunResult, SandboxLimits } from "./types.ts";
 import { launcherArgs } from "./unsafe.ts";
 
@@ -33,6 +36,12 @@ export const SandboxOptionsSchema = z.object({
   bwrap: z.string().optional(),
   /** Host uid/gid to drop to before bwrap when running as root. Default 65534 (nobody). */
   rootDropsTo: z.object({ uid: z.number().int(), gid: z.number().int() }).default({ uid: 65534, gid: 65534 }),
+  /**
+   * A delegated cgroup v2 directory (memory and pids enabled in its `cgroup.subtree_control`,
+   * writable) to give each run its own cgroup in: memory.max, pids.max, cgroup.kill. Default
+   * `$TROUPE_SANDBOX_CGROUP`, else none (README, "Teardown").
+   */
+  cgroup: z.string().optional(),
 });
 export type SandboxOptions = z.input<typeof SandboxOptionsSchema>;
 
@@ -59,8 +68,24 @@ function programEnv(home: string): Record<string, string> {
 /** Page slack per input file in the tmpfs (tmpfs rounds every file up to whole pages). */
 const PAGE_BYTES = 4096;
 
+/**
+ * The seccomp filter (BPF) and the PID-namespace teardown after every run. Both always on, except
+ * through `InternalSandboxOptions`, which exist to measure what they cost and to test each alone.
+ */
+interface Hardening {
+  /** null: no filter. */
+  readonly seccomp: Buffer | null;
+  readonly teardown: boolean;
+}
+
 type Backend =
-  | { readonly kind: "bubblewrap"; readonly tools: BubblewrapTools }
+  | {
+      readonly kind: "bubblewrap";
+      readonly tools: BubblewrapTools;
+      readonly hardening: Hardening;
+      /** Directory for the runs' cgroups (`cgroup.ts`), or null. */
+      readonly cgroupParent: string | null;
+    }
   | { readonly kind: "unsafe-rlimits"; readonly reason: string };
 
 export class Sandbox implements ConnectedRunner {
@@ -123,17 +148,18 @@ export class Sandbox implements ConnectedRunner {
     if (request.language === "python") files.unshift([PROGRAM_FILE, Buffer.from(request.code!)]);
     const argv =
       request.language === "python" ? [this.python.executable, "-B", "-u", PROGRAM_FILE] : [...request.argv!];
+    const after: AfterRun = { oomKilled: false };
     const { process, cleanup } =
       this.backend.kind === "bubblewrap"
-        ? { process: this.startBubblewrap(this.backend.tools, request, files, argv, channel), cleanup: null }
+        ? { process: this.startBubblewrap(this.backend, request, files, argv, channel, after), cleanup: null }
         : await this.startUnsafe(request, files, argv, channel);
     const result = process.outcome
-      .then((outcome) => this.toResult(request, outcome))
+      .then((outcome) => this.toResult(request, outcome, after))
       .finally(() => cleanup?.());
     return { process, result };
   }
 
-  private toResult(request: ResolvedRequest, outcome: ProcessOutcome): RunResult {
+  private toResult(request: ResolvedRequest, outcome: ProcessOutcome, after: AfterRun): RunResult {
     const { exitCode, signal } = decodeShellStyleExit(outcome.exitCode, outcome.signal);
     const stderr = outcome.stderr.toString("utf8");
     const status = classifyRun({
@@ -144,6 +170,7 @@ export class Sandbox implements ConnectedRunner {
       wallMs: outcome.wallMs,
       limits: request.limits,
       cores: availableParallelism(),
+      oomKilled: after.oomKilled,
     });
     return {
       status,
@@ -158,19 +185,42 @@ export class Sandbox implements ConnectedRunner {
   }
 
   private startBubblewrap(
-    tools: BubblewrapTools,
+    backend: Extract<Backend, { kind: "bubblewrap" }>,
     request: ResolvedRequest,
     files: readonly [string, Buffer][],
     argv: readonly string[],
     channel: boolean,
+    after: AfterRun,
   ): StartedProcess {
+    const { tools, hardening } = backend;
     const inputBytes = files.reduce((sum, [, content]) => sum + content.length + PAGE_BYTES, 0);
+    // fds of the child: [3: channel], the input files, [the seccomp program], [bwrap's report].
+    const firstFileFd = channel ? 4 : 3;
+    const fdInputs = files.map(([, content]) => content);
+    if (hardening.seccomp !== null) fdInputs.push(hardening.seccomp);
+    const seccompFd = hardening.seccomp === null ? null : firstFileFd + files.length;
+    const infoFd = hardening.teardown ? firstFileFd + fdInputs.length : null;
+    const tmpfsBytes = request.limits.fileBytes + inputBytes;
+    const shmBytes = request.limits.fileBytes;
+    // One memory budget for the whole run: a process's address space plus both tmpfs, whose pages
+    // are charged to the cgroup. +3 tasks: timeout, bwrap's monitor and bwrap's init.
+    const cgroup =
+      backend.cgroupParent === null
+        ? null
+        : RunCgroup.create(backend.cgroupParent, {
+            memoryBytes: request.limits.memoryBytes + tmpfsBytes + shmBytes,
+            tasks: request.limits.processes + 3,
+          });
     const [command, ...args] = bubblewrapCommand({
       tools,
       limits: request.limits,
-      tmpfsBytes: request.limits.fileBytes + inputBytes,
+      tmpfsBytes,
+      shmBytes,
       files: files.map(([name]) => name),
-      firstFileFd: channel ? 4 : 3,
+      firstFileFd,
+      seccompFd,
+      infoFd,
+      cgroupProcs: cgroup?.procsFile ?? null,
       env: programEnv(SANDBOX_WORKDIR),
       argv,
     });
@@ -179,10 +229,22 @@ export class Sandbox implements ConnectedRunner {
       args,
       env: { PATH: "/usr/bin:/bin" },
       stdin: request.stdin ?? "",
-      fdInputs: files.map(([, content]) => content),
+      fdInputs,
       wallMs: request.limits.wallMs,
       outputBytes: request.limits.outputBytes,
       channel,
+      report: hardening.teardown,
+      afterExit:
+        !hardening.teardown && cgroup === null
+          ? undefined
+          : async (report) => {
+              if (cgroup !== null) {
+                const { oomKills, survivors } = await cgroup.destroy();
+                after.oomKilled = oomKills > 0;
+                if (survivors.length > 0) throw survivorsError(survivors);
+              }
+              if (hardening.teardown) await endNamespace(report);
+            },
     });
   }
 
@@ -227,6 +289,11 @@ export class Sandbox implements ConnectedRunner {
 }
 
 type ResolvedRequest = RunRequest & { readonly limits: SandboxLimits };
+
+/** What the teardown learnt about a run, for its status. */
+interface AfterRun {
+  oomKilled: boolean;
+}
 
 interface Started {
   readonly process: StartedProcess;
@@ -273,6 +340,26 @@ async function finishConnected(run: LiveRun): Promise<RunResult> {
   }
 }
 
+/**
+ * After every run: whatever is left of the sandbox's PID namespace is SIGKILLed, and the result
+ * waits until it is gone (see `teardown.ts`). `report` is bwrap's `--info-fd` JSON; empty when
+ * bwrap failed before it created the namespace.
+ */
+async function endNamespace(report: string): Promise<void> {
+  if (report.trim() === "") return;
+  const info = parseSandboxInfo(report);
+  if (info === null)
+    throw new Error(`sandbox: unreadable bubblewrap report ${JSON.stringify(report.slice(0, 200))}`);
+  const { survivors } = await killPidNamespace(info);
+  if (survivors.length > 0) throw survivorsError(survivors);
+}
+
+function survivorsError(survivors: readonly number[]): Error {
+  return new Error(
+    `sandbox: ${survivors.length} process(es) of a finished run survived SIGKILL for 10 s (host pids ${survivors.join(", ")})`,
+  );
+}
+
 /** How long a connected run may take to exit after its channel closed, before it is killed. */
 const CONNECTED_EXIT_GRACE_MS = 300;
 
@@ -305,26 +392,66 @@ function findBubblewrapTools(
   };
 }
 
+/** Not for production: only the bench and the tests that show what the hardening closes use it. */
+export interface InternalSandboxOptions {
+  /**
+   * false: no seccomp filter, which reopens the escapes it closes (README, "Seccomp filter").
+   * Default true.
+   */
+  readonly seccomp?: boolean;
+  /** false: no PID-namespace teardown after each run (README, "Teardown"). Default true. */
+  readonly teardown?: boolean;
+}
+
+/** The hardening asked for, or why it cannot be had (then bubblewrap is not used at all). */
+async function loadHardening(internal: InternalSandboxOptions): Promise<Hardening | string> {
+  const teardown = internal.teardown ?? true;
+  if (internal.seccomp === false) return { seccomp: null, teardown };
+  try {
+    return { seccomp: (await seccompFilter()).bpf, teardown };
+  } catch (error) {
+    return (error as Error).message;
+  }
+}
+
 /** Creates a sandbox, after checking that bubblewrap really runs a program here. */
-export async function createSandbox(options: SandboxOptions = {}): Promise<Sandbox> {
+export async function createSandbox(
+  options: SandboxOptions = {},
+  internal: InternalSandboxOptions = {},
+): Promise<Sandbox> {
   const parsed = SandboxOptionsSchema.parse(options);
   const limits = { ...defaultLimits, ...parsed.limits };
   const concurrency = parsed.concurrency ?? availableParallelism();
   const python = findPython(parsed.python);
   const tools = findBubblewrapTools(python, parsed.rootDropsTo, parsed.bwrap);
+  const hardening = typeof tools === "string" ? tools : await loadHardening(internal);
+  const cgroupParent = parsed.cgroup ?? (process.env.TROUPE_SANDBOX_CGROUP || null);
+  const cgroupProblem = cgroupParent === null ? null : cgroupParentProblem(cgroupParent);
   let reason: string;
   if (typeof tools === "string") {
     reason = tools;
+  } else if (typeof hardening === "string") {
+    reason = hardening;
+  } else if (cgroupProblem !== null) {
+    reason = cgroupProblem;
   } else {
-    const candidate = new Sandbox({ kind: "bubblewrap", tools }, python, limits, concurrency);
-    const probe = await candidate.run({
-      language: "python",
-      code: "print('sandbox-ok')",
-      limits: { wallMs: 10_000, cpuSeconds: 5 },
-    });
-    if (probe.status === "ok" && probe.stdout.trim() === "sandbox-ok") return candidate;
-    const detail = (probe.stderr.trim() || probe.stdout.trim()).split("\n").slice(-3).join(" | ");
-    reason = `a test run failed (${probe.status}, exit ${probe.exitCode ?? probe.signal}): ${detail}`;
+    const candidate = new Sandbox(
+      { kind: "bubblewrap", tools, hardening, cgroupParent },
+      python,
+      limits,
+      concurrency,
+    );
+    const probe = await candidate
+      .run({ language: "python", code: "print('sandbox-ok')", limits: { wallMs: 10_000, cpuSeconds: 5 } })
+      .catch((error: Error) => error);
+    if (!(probe instanceof Error) && probe.status === "ok" && probe.stdout.trim() === "sandbox-ok")
+      return candidate;
+    if (probe instanceof Error) {
+      reason = `a test run failed: ${probe.message}`;
+    } else {
+      const detail = (probe.stderr.trim() || probe.stdout.trim()).split("\n").slice(-3).join(" | ");
+      reason = `a test run failed (${probe.status}, exit ${probe.exitCode ?? probe.signal}): ${detail}`;
+    }
     if (python.prefix !== null && tools.dropTo !== null)
       reason += ` (as root the sandbox runs as uid ${tools.dropTo.uid}, which must be able to read ${python.prefix}; install the distribution's python3 at /usr/bin/python3 or pass \`python\`)`;
   }

@@ -40,6 +40,8 @@ export interface ClassifyInput extends Termination {
   readonly limits: SandboxLimits;
   /** CPUs the run could use at once: RLIMIT_CPU counts all threads, so CPU time can beat wall time. */
   readonly cores: number;
+  /** The run's memory cgroup (when there is one) OOM-killed a process. */
+  readonly oomKilled?: boolean;
 }
 
 export function classifyRun(run: ClassifyInput): RunStatus {
@@ -49,6 +51,8 @@ export function classifyRun(run: ClassifyInput): RunStatus {
   // that ignore SIGXCPU. Nobody else in the sandbox sends SIGKILL except the program itself, so
   // a SIGKILL is called a CPU kill when enough time passed for the hard limit to be reached.
   if (run.signal === "SIGXCPU") return "cpu-limit";
+  // The memory cgroup's OOM killer (cgroup mode only) ends the whole run with SIGKILL.
+  if (run.oomKilled === true && (run.signal !== null || run.exitCode !== 0)) return "memory-limit";
   const hardCpuMs = (run.limits.cpuSeconds + 1) * 1000;
   if (run.signal === "SIGKILL" && run.wallMs * run.cores >= hardCpuMs) return "cpu-limit";
   const failed = run.signal !== null || run.exitCode !== 0;

@@ -41,6 +41,13 @@ describe("classifyRun", () => {
     ],
     ["MemoryError printed by a successful program", { stderr: "MemoryError" }, "ok"],
     ["SIGSEGV", { signal: "SIGSEGV", exitCode: null }, "killed"],
+    [
+      "the run's memory cgroup OOM-killed it",
+      { signal: "SIGKILL", exitCode: null, wallMs: 5000, oomKilled: true },
+      "memory-limit",
+    ],
+    ["an OOM kill in a run that still exited 0", { oomKilled: true }, "ok"],
+    ["SIGSYS (a foreign-ABI syscall)", { signal: "SIGSYS", exitCode: null }, "killed"],
   ])("%s", (_, change, expected) => {
     expect(classifyRun({ ...base, ...change })).toBe(expected);
   });
@@ -71,7 +78,10 @@ describe("bubblewrapCommand", () => {
     tools,
     limits,
     tmpfsBytes: 1_000_000,
+    shmBytes: 500_000,
     files: ["main.py", "a/b/c.txt"],
+    seccompFd: 5,
+    infoFd: 6,
     env: { HOME: "/work" },
     argv: ["python3", "main.py"],
   });
@@ -107,7 +117,8 @@ describe("bubblewrapCommand", () => {
       "--unshare-all --unshare-user --disable-userns --die-with-parent --new-session --cap-drop ALL",
       "--ro-bind /usr /usr",
       "--ro-bind /opt/python /opt/python",
-      "--proc /proc --dev /dev --remount-ro /dev",
+      "--seccomp 5 --info-fd 6",
+      "--proc /proc --dev /dev --size 500000 --tmpfs /dev/shm --remount-ro /dev",
       "--size 1000000 --tmpfs /work --symlink /work /tmp",
       "--perms 0644 --file 3 /work/main.py",
       "--dir /work/a --dir /work/a/b --perms 0644 --file 4 /work/a/b/c.txt",
@@ -122,11 +133,15 @@ describe("bubblewrapCommand", () => {
       tools: { ...tools, dropTo: null, timeout: null },
       limits,
       tmpfsBytes: 1,
+      shmBytes: 1,
       files: [],
+      seccompFd: null,
+      infoFd: null,
       env: {},
       argv: ["true"],
     });
     expect(plain[0]).toBe("/usr/bin/bwrap");
+    expect(plain.join(" ")).not.toMatch(/--seccomp|--info-fd/);
   });
 });
 
