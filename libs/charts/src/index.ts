@@ -1,1 +1,2 @@
 export * from "./charts.ts";
+export * from "./html.ts";

@@ -24,7 +24,8 @@ export interface ServingPolicy extends Policy {
 export type ServingPolicySet = Readonly<Record<string, ServingPolicy>>;
 
 export interface InferenceBackend {
-  readonly name: "onnx" | "openai";
+  /** "torch": the published weights held by a PyTorch worker engine (for teams too big for the CPU). */
+  readonly name: "onnx" | "openai" | "torch";
   /** The manifest's policies, ready to generate (cached by the backend per team version). */
   policies(manifest: TeamManifest, registry: TeamRegistry): Promise<ServingPolicySet>;
   close?(): Promise<void>;

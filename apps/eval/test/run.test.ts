@@ -1,0 +1,159 @@
+/**
+ * `eval run` end to end on real tiny ONNX teams in a FileStore: a published team (by alias) and a
+ * trained run's checkpoint, the JSON/Markdown/HTML report, the entries stored next to their
+ * subjects, and the gate against the team's stored report by alias. A run's checkpoint evaluated
+ * with its own (greedy) sampling on the trainer's held-out tasks scores exactly what the trainer's
+ * evaluation recorded for that step.
+ */
+import { existsSync, readFileSync, writeFileSync } from "node:fs";
+import { join } from "node:path";
+import { loadRecipeText, runRecipe } from "@troupe/trainer";
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { parseReportText } from "../src/schema.ts";
+import { cli, publishTinyTeam, tempDir } from "./fixtures.ts";
+
+const tmp = tempDir("troupe-eval-run-");
+const storeUri = `file://${join(tmp.root, "store")}`;
+const suitePath = join(tmp.root, "tiny.yaml");
+afterAll(() => tmp.cleanup());
+
+const recipe = loadRecipeText(`
+name: eval-run
+seed: 3
+environment:
+  name: plan-path
+  options: { roles: compact, maxTurns: 2, rows: 4, cols: 4, blockedFraction: 0.1, minPathLength: 2 }
+model: { hidden_size: 32, intermediate_size: 64, num_hidden_layers: 1, num_attention_heads: 2, num_key_value_heads: 1 }
+strategy: { name: parallel, groupSize: 2 }
+sampling: { temperature: 1, maxTokens: 8 }
+train: { steps: 1, tasksPerStep: 2, evalEvery: 0, evalTasks: 4, evalTemperature: 0, checkpointEvery: 1 }
+`);
+
+beforeAll(async () => {
+  writeFileSync(suitePath, "name: tiny\ntasks: 4\nsamples: 3\ntemperature: 1\nk: [1, 3, 5]\n");
+  await publishTinyTeam(tmp.store, "tiny", "stable");
+  await runRecipe({
+    recipe,
+    runId: "r1",
+    store: tmp.store,
+    reporter: { step() {}, eval() {}, note() {} },
+  });
+}, 120_000);
+
+describe("eval run", () => {
+  it("evaluates a team by alias and a run checkpoint into one report, stored next to each", async () => {
+    const out = join(tmp.root, "out", "report.json");
+    const {
+      code,
+      out: stdout,
+      err,
+    } = await cli(
+      "run",
+      "--team",
+      "tiny@stable",
+      "--run",
+      "r1",
+      "--suite",
+      suitePath,
+      "--store",
+      storeUri,
+      "--out",
+      out,
+    );
+    expect(err).not.toMatch(/^error/m);
+    expect(code).toBe(0);
+    expect(stdout).toContain(`report: ${out} (+ .md, .html)`);
+    const report = parseReportText(readFileSync(out, "utf8"), out);
+    expect(report.suite).toEqual({
+      name: "tiny",
+      tasks: 4,
+      samples: 3,
+      temperature: 1,
+      topP: 1,
+      k: [1, 3, 5],
+      seed: 0,
+    });
+    expect(report.entries.map((e) => [e.label, e.key, e.backend])).toEqual([
+      ["tiny@v1", "team:tiny/plan-path", "onnx"],
+      ["run r1@step 0", "run:r1/plan-path", "onnx"],
+    ]);
+    for (const entry of report.entries) {
+      expect(entry.tasks).toBe(4);
+      // k above the samples is left out
+      expect(Object.keys(entry.metrics.passAtK)).toEqual(["1", "3"]);
+      const { success } = entry.metrics;
+      expect(success.n).toBe(4);
+      expect(success.low).toBeLessThanOrEqual(success.value);
+      expect(success.high).toBeGreaterThanOrEqual(success.value);
+      expect(entry.metrics.passAtK["3"]!.value).toBeGreaterThanOrEqual(entry.metrics.passAtK["1"]!.value);
+      expect(entry.metrics.testPassRate).toBeUndefined(); // Plan-Path runs no tests
+      expect(Object.keys(entry.usage).sort()).toEqual(["fixer", "planner"]);
+      expect(entry.usage.planner!.calls).toBeGreaterThanOrEqual(4 * 4); // ≥ one call per episode
+      expect(entry.latency.episodes).toBe(4 * 4);
+      expect(entry.examples.map((x) => x.label)).toEqual(["best", "median", "worst"]);
+      expect(entry.examples[0]!.turns[0]!.agent).toBe("planner");
+    }
+    // The run's checkpoint, greedy on the trainer's held-out tasks, scores what the trainer recorded.
+    const runEntry = report.entries[1]!;
+    const stepEval = JSON.parse(
+      readFileSync(join(tmp.root, "store", "runs", "r1", "metrics.jsonl"), "utf8")
+        .trim()
+        .split("\n")
+        .at(-1)!,
+    ) as { metrics: Record<string, number> };
+    expect(runEntry.metrics.success.value).toBe(stepEval.metrics["eval/successRate"]);
+    expect(runEntry.metrics.meanTeamReturn.value).toBeCloseTo(stepEval.metrics["eval/meanTeamReturn"]!, 10);
+
+    // Markdown and HTML next to the JSON; one-entry reports next to the team and the run in the store.
+    expect(readFileSync(out.replace(/\.json$/, ".md"), "utf8")).toContain(
+      "| tiny@v1 | plan-path | onnx | 4 |",
+    );
+    expect(readFileSync(out.replace(/\.json$/, ".html"), "utf8")).toContain(
+      '<figure class="chart" id="metrics-0">',
+    );
+    const stored = stdout.split("\n").filter((l) => l.startsWith("stored: "));
+    expect(stored).toHaveLength(2);
+    expect(stored[0]).toMatch(/\/teams\/tiny\/evals\/00000001\/tiny-\d{8}-\d{6}Z\.json$/);
+    expect(stored[1]).toMatch(/\/runs\/r1\/evals\/00000000\/tiny-\d{8}-\d{6}Z\.json$/);
+    for (const line of stored) {
+      const path = line.slice("stored: file://".length);
+      expect(existsSync(path) && existsSync(path.replace(/\.json$/, ".md"))).toBe(true);
+    }
+
+    // The same evaluation again is the same within noise (it is the same numbers: seeds are fixed).
+    const again = join(tmp.root, "out", "again.json");
+    await cli(
+      "run",
+      "--team",
+      "tiny",
+      "--suite",
+      suitePath,
+      "--store",
+      storeUri,
+      "--out",
+      again,
+      "--no-store",
+    );
+    const gate = await cli("gate", "--current", again, "--baseline", "tiny@stable", "--store", storeUri);
+    expect(gate.code).toBe(0);
+    expect(gate.out).toMatch(/^gate passed against tiny@v1 \(teams\/tiny\/evals\/00000001\/tiny-.*\.json\)/);
+    const first = parseReportText(readFileSync(again, "utf8"), again).entries[0]!.metrics;
+    expect(first).toEqual(report.entries[0]!.metrics);
+  });
+
+  it("names what is wrong in one line", async () => {
+    const r1 = await cli("run", "--team", "nosuch", "--suite", suitePath, "--store", storeUri);
+    expect(r1.code).toBe(2);
+    expect(r1.err.trim().split("\n")).toHaveLength(1);
+    expect(r1.err).toMatch(/^error: .*nosuch/);
+    const r2 = await cli("run", "--team", "tiny", "--suite", "nope");
+    expect(r2.err).toMatch(/^error: suite "nope" not found: expected nightly, full or a YAML file/);
+    const r3 = await cli("run", "--team", "tiny", "--suite", suitePath, "--backend", "gpu");
+    expect(r3.err).toBe('error: --backend: expected auto, onnx, torch, openai, got "gpu"\n');
+    writeFileSync(join(tmp.root, "bad.yaml"), "name: bad\ntasks: 0\nsamples: 1\ntemperature: 1\n");
+    const r4 = await cli("run", "--team", "tiny", "--suite", join(tmp.root, "bad.yaml"));
+    expect(r4.err).toMatch(/^error: suite .*bad\.yaml: tasks: .*\n$/);
+    const r5 = await cli("run");
+    expect(r5.err).toBe("error: eval run: pass --team <name[@ref]> or --run <id[@step]>\n");
+  });
+});
