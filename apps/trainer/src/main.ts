@@ -21,6 +21,8 @@ import { recipeEnvironment } from "./envs.ts";
 import { evalSampling, evaluate } from "./evaluate.ts";
 import { commandPublish } from "./publish.ts";
 import { loadRecipeText, parseRecipe, type Recipe, RecipeError } from "./recipe.ts";
+import { writeRunReport } from "./report.ts";
+import { commandReport } from "./report-command.ts";
 import { consoleReporter, table } from "./reporter.ts";
 import { commandSweep } from "./sweep-command.ts";
 import { evalTasks, policySet, restoreStep, train } from "./train.ts";
@@ -35,6 +37,7 @@ const USAGE = `usage: trainer train [--recipe <name|path>] [--set key=value]... 
        trainer eval  [--recipe <name|path>] [--run <id>] [--step <n>] [--tasks <n>]
        trainer compare [--recipe <name|path>] [--set key=value]... [--seeds 1,2,3] [--arms a,b] [--id <id>] [--eval-tasks 500]
        trainer sweep --grid <name|file.yaml> [--seeds 1,2,3] [--recipe <name|path>] [--set key=value]... [--id <id>] [--eval-tasks 500]
+       trainer report --run <id>[,<id>…] [--recipe <name|path>] [--store <uri>] [--out <dir>]
        trainer publish --run <id> --name <team> [--step <n>] [--alias <a>] [--recipe <name|path>] [--store <uri>] [--no-eval]
   --recipe  a recipe name from apps/trainer/recipes (default: "default") or a YAML path
   --set     override a recipe field, e.g. --set train.steps=20 --set strategy.candidates=8
@@ -272,6 +275,15 @@ async function commandTrain(argv: string[]): Promise<number> {
       "/runs/",
     ),
   );
+  // The run's page (curves, transcripts) next to its artifacts; a failure here loses no training.
+  try {
+    const { folder } = await writeRunReport(runStore.store, [runId]);
+    process.stdout.write(`report: ${runStore.store.uri.replace(/\/$/, "")}/${folder}index.html\n`);
+  } catch (error) {
+    process.stderr.write(
+      `note: the run's report was not written: ${(error as Error).message.split("\n")[0]}\n`,
+    );
+  }
   return 0;
 }
 
@@ -297,6 +309,8 @@ export async function main(argv: string[]): Promise<number> {
         });
       case "publish":
         return await commandPublish(rest, { workspaceRoot, resolveRecipePath });
+      case "report":
+        return await commandReport(rest, { workspaceRoot, resolveRecipePath });
       case undefined:
       case "help":
       case "--help":

@@ -1,0 +1,176 @@
+/**
+ * The run report in a real headless Chromium (Debian's `chromium`, driven by playwright-core): a
+ * tiny run trained through the CLI writes its page at the end of `train`; `trainer:report` puts two
+ * runs on one page. The page renders with no console error and loads nothing, every chart has one
+ * point per evaluation or committed step per run, and each run shows its best, median and worst
+ * transcript.
+ *
+ * Chromium is a system package (tools/system-deps.sh installs it; CI has it). Without it this suite
+ * fails, naming what to install: a skipped browser test would hide a broken page.
+ */
+import { existsSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import { pathToFileURL } from "node:url";
+import { FileStore } from "@troupe/storage";
+import { type Browser, chromium, type Page } from "playwright-core";
+import { afterAll, beforeAll, describe, expect, it, vi } from "vitest";
+import { main } from "../src/main.ts";
+import { loadRecipeText } from "../src/recipe.ts";
+import { runRecipe } from "../src/run-recipe.ts";
+
+const CHROMIUM = process.env.TROUPE_CHROMIUM ?? "/usr/bin/chromium";
+const root = mkdtempSync(join(tmpdir(), "troupe-report-"));
+const storeDir = join(root, "store");
+const storeUri = pathToFileURL(storeDir).href;
+const recipeText = `
+name: report-e2e
+seed: 2
+store: ${storeUri}
+environment:
+  name: plan-path
+  options: { roles: compact, maxTurns: 2, rows: 4, cols: 4, blockedFraction: 0.1, minPathLength: 2 }
+model: { hidden_size: 32, intermediate_size: 64, num_hidden_layers: 1, num_attention_heads: 2, num_key_value_heads: 1 }
+strategy: { name: parallel, groupSize: 2 }
+sampling: { temperature: 1, maxTokens: 8 }
+train: { steps: 2, tasksPerStep: 2, evalEvery: 1, evalTasks: 3, evalTemperature: 0, checkpointEvery: 1 }
+`;
+let browser: Browser;
+let trainOut = "";
+
+async function cli(argv: string[]): Promise<{ code: number; out: string }> {
+  let out = "";
+  const o = vi.spyOn(process.stdout, "write").mockImplementation((s) => {
+    out += String(s);
+    return true;
+  });
+  const e = vi.spyOn(process.stderr, "write").mockImplementation(() => true);
+  try {
+    return { code: await main(argv), out };
+  } finally {
+    o.mockRestore();
+    e.mockRestore();
+  }
+}
+
+beforeAll(async () => {
+  if (!existsSync(CHROMIUM)) {
+    throw new Error(
+      `the report browser test needs Chromium at ${CHROMIUM}: install Debian's "chromium" package ` +
+        "(apt-get install chromium; `npm test` runs tools/system-deps.sh, which does) or set TROUPE_CHROMIUM",
+    );
+  }
+  const recipePath = join(root, "report-e2e.yaml");
+  writeFileSync(recipePath, recipeText);
+  const train = await cli(["train", "--recipe", recipePath, "--run", "rep-a"]);
+  expect(train.code).toBe(0);
+  trainOut = train.out;
+  await runRecipe({
+    recipe: loadRecipeText(recipeText.replace("seed: 2", "seed: 3")),
+    runId: "rep-b",
+    store: new FileStore(storeDir),
+    reporter: { step() {}, eval() {}, note() {} },
+  });
+  // Root in a container: Chromium's own sandbox needs user namespaces it may not get.
+  browser = await chromium.launch({ executablePath: CHROMIUM, args: ["--no-sandbox"] });
+}, 180_000);
+
+afterAll(async () => {
+  await browser?.close();
+  rmSync(root, { recursive: true, force: true });
+});
+
+/** Opens a page file; collects console errors, page errors and any request that is not the file itself. */
+async function open(path: string): Promise<{ page: Page; errors: string[]; requests: string[] }> {
+  const page = await browser.newPage();
+  const errors: string[] = [];
+  const requests: string[] = [];
+  page.on("console", (m) => {
+    if (m.type() === "error") errors.push(m.text());
+  });
+  page.on("pageerror", (e) => errors.push(e.message));
+  page.on("request", (r) => requests.push(r.url()));
+  await page.goto(pathToFileURL(path).href);
+  return { page, errors, requests };
+}
+
+const count = (page: Page, selector: string) => page.locator(selector).count();
+
+describe("the run report in Chromium", { timeout: 90_000 }, () => {
+  it("is written at the end of train, one point per evaluation and per committed step", async () => {
+    const index = join(storeDir, "runs", "rep-a", "report", "index.html");
+    expect(trainOut).toContain(`report: ${storeUri}/runs/rep-a/report/index.html`);
+    const { page, errors, requests } = await open(index);
+    expect(await page.title()).toBe("Run rep-a");
+    // held-out success at step 0 (the start), 1 and 2, with a band
+    expect(await count(page, "#held-out-success g.point_marks path")).toBe(3);
+    expect(await count(page, "#held-out-success g.line_marks path")).toBe(1);
+    expect(await count(page, "#held-out-success g.band_marks path")).toBe(1);
+    // per committed step (2)
+    expect(await count(page, "#team-reward g.point_marks path")).toBe(2);
+    expect(await count(page, "#tokens-per-second g.point_marks path")).toBe(2);
+    expect(await count(page, "details.transcript")).toBe(3);
+    expect(
+      await page.locator("details.transcript").evaluateAll((d) => d.map((x) => x.getAttribute("data-label"))),
+    ).toEqual(["best", "median", "worst"]);
+    expect(await count(page, "details.transcript li.turn")).toBeGreaterThanOrEqual(3);
+    expect(errors).toEqual([]);
+    expect(requests).toEqual([pathToFileURL(index).href]);
+    await page.close();
+  });
+
+  it("puts several runs on one chart (trainer:report --run a,b) and writes the charts as SVG files", async () => {
+    const out = join(root, "out");
+    const { code, out: stdout } = await cli([
+      "report",
+      "--run",
+      "rep-a,rep-b",
+      "--store",
+      storeUri,
+      "--out",
+      out,
+    ]);
+    expect(code).toBe(0);
+    expect(stdout).toMatch(
+      /^report of 2 run\(s\): .*\/reports\/[0-9a-f]{16}\/index\.html \(9 charts as \.svg beside it\)/,
+    );
+    const { page, errors } = await open(join(out, "index.html"));
+    expect(await page.title()).toBe("Runs rep-a, rep-b");
+    expect(await count(page, "table.runs tbody tr")).toBe(2);
+    expect(await count(page, "#held-out-success g.point_marks path")).toBe(6);
+    expect(await count(page, "#held-out-success g.line_marks path")).toBe(2);
+    expect(await count(page, "#team-reward g.point_marks path")).toBe(4);
+    expect(await count(page, "#success g.point_marks path")).toBe(4);
+    expect(await count(page, "figure.chart svg")).toBe(9);
+    expect(await count(page, "details.transcript")).toBe(6);
+    // The legend names both runs.
+    const legend = await page.locator("#held-out-success svg").textContent();
+    expect(legend).toContain("rep-a");
+    expect(legend).toContain("rep-b");
+    expect(errors).toEqual([]);
+    for (const name of [
+      "held-out-success",
+      "team-reward",
+      "loss",
+      "kl",
+      "entropy",
+      "clip-fraction",
+      "grad-norm",
+    ]) {
+      expect(readFileSync(join(out, `${name}.svg`), "utf8")).toMatch(/^<svg /);
+    }
+    await page.close();
+  });
+
+  it("says which run is missing in one line", async () => {
+    let err = "";
+    const e = vi.spyOn(process.stderr, "write").mockImplementation((s) => {
+      err += String(s);
+      return true;
+    });
+    const code = await main(["report", "--run", "nope", "--store", storeUri]);
+    e.mockRestore();
+    expect(code).toBe(2);
+    expect(err).toBe(`error: report: no run "nope" in ${storeUri} (no runs/nope/config.json)\n`);
+  });
+});
