@@ -244,6 +244,13 @@ export const RecipeSchema = z.strictObject({
   mode: z.enum(["all", "rollout", "learner"]).default("all"),
   /** Learner: the oldest policy version a rollout shard may come from (0 = strictly on-policy). */
   maxStaleness: z.number().int().min(0).default(0),
+  /** Where metrics go besides metrics.jsonl. Optional, so recipes without it parse (and hash) as before. */
+  logging: z
+    .strictObject({
+      /** TensorBoard event files in runs/<id>/tensorboard/ (tensorboard --logdir reads them). */
+      tensorboard: z.boolean().default(false),
+    })
+    .optional(),
 });
 export type Recipe = z.infer<typeof RecipeSchema>;
 

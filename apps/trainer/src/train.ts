@@ -28,6 +28,7 @@ import { learnerStep, type ReferenceScorer } from "./learner.ts";
 import type { Recipe } from "./recipe.ts";
 import { createReferenceEngine } from "./reference.ts";
 import { runStrategy } from "./strategies.ts";
+import { EventFileWriter } from "./tensorboard.ts";
 
 export interface TrainReporter {
   step(info: StepReport): void;
@@ -183,6 +184,14 @@ export async function train(options: TrainOptions): Promise<TrainSummary> {
     reporter.note(`resuming run ${runStore.runId} after committed step ${latest}`);
   }
   const evals: { step: number; result: EvalResult }[] = [];
+  // logging.tensorboard: an events file of this call's steps (x = RL steps done, as the held-out
+  // curve), rewritten in the store after every commit.
+  const events = recipe.logging?.tensorboard ? new EventFileWriter() : undefined;
+  const logScalars = async (x: number, metrics: Record<string, MetricValue>) => {
+    if (!events) return;
+    events.add(x, metrics);
+    await runStore.store.put(`runs/${runStore.runId}/tensorboard/${events.name}`, events.bytes());
+  };
   const runEval = async (step: number): Promise<EvalResult> => {
     const result = await evaluate(
       trainerEnv,
@@ -199,6 +208,7 @@ export async function train(options: TrainOptions): Promise<TrainSummary> {
   if (firstStep === 0) {
     const result = await runEval(0);
     await runStore.writeMetrics(0, evalMetrics(result), "eval-start");
+    await logScalars(0, prefixed("eval/", evalMetrics(result)));
   }
   let lastCommitted = latest;
   // The KL penalty's reference: the warm start (also on resume, whatever the engine holds now).
@@ -233,6 +243,7 @@ export async function train(options: TrainOptions): Promise<TrainSummary> {
     faultPoint("after-metrics", step); // (the metrics were written with the data, above)
     await stepStage.commit();
     lastCommitted = step;
+    await logScalars(step + 1, work.metrics);
     faultPoint("after-commit", step);
     await runStore.pruneCheckpoints(step, { keepEvery });
     reporter.step(work.report);
