@@ -5,7 +5,7 @@
  *   runs/<id>/evals/<00000030>/<suite>-<stamp>.json      (+ .md)   a run checkpoint's (step 30)
  *   nightly/<lane>/<stamp>/report.{json,md,html}, gate.json         the nightly job's (lane: embedded, gpu)
  *
- * `<stamp>` is a UTC timestamp (20260101-020000Z), so keys sort by time.
+ * `<stamp>` is a UTC timestamp (20260101-020000.123Z), so keys sort by time.
  */
 import { listFolders, type ObjectStore } from "@troupe/storage";
 import { teamPrefix, VERSION_DIGITS } from "@troupe/teams";
@@ -14,12 +14,9 @@ import { type EvalEntry, type EvalReport, parseReportText } from "./schema.ts";
 const encoder = new TextEncoder();
 const decoder = new TextDecoder();
 
+/** A UTC time as a key part, to the millisecond: 20260101-020000.123Z (sorts by time). */
 export function timestampId(date = new Date()): string {
-  return date
-    .toISOString()
-    .replace(/[-:]/g, "")
-    .replace(/\.\d+Z$/, "Z")
-    .replace("T", "-");
+  return date.toISOString().replace(/[-:]/g, "").replace("T", "-");
 }
 
 const digits = (n: number) => String(n).padStart(VERSION_DIGITS, "0");

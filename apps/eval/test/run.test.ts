@@ -113,8 +113,8 @@ describe("eval run", () => {
     );
     const stored = stdout.split("\n").filter((l) => l.startsWith("stored: "));
     expect(stored).toHaveLength(2);
-    expect(stored[0]).toMatch(/\/teams\/tiny\/evals\/00000001\/tiny-\d{8}-\d{6}Z\.json$/);
-    expect(stored[1]).toMatch(/\/runs\/r1\/evals\/00000000\/tiny-\d{8}-\d{6}Z\.json$/);
+    expect(stored[0]).toMatch(/\/teams\/tiny\/evals\/00000001\/tiny-\d{8}-\d{6}\.\d{3}Z\.json$/);
+    expect(stored[1]).toMatch(/\/runs\/r1\/evals\/00000000\/tiny-\d{8}-\d{6}\.\d{3}Z\.json$/);
     for (const line of stored) {
       const path = line.slice("stored: file://".length);
       expect(existsSync(path) && existsSync(path.replace(/\.json$/, ".md"))).toBe(true);
