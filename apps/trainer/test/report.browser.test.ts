@@ -8,7 +8,7 @@
  * Chromium is a system package (tools/system-deps.sh installs it; CI has it). Without it this suite
  * fails, naming what to install: a skipped browser test would hide a broken page.
  */
-import { existsSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs";
+import { existsSync, mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { pathToFileURL } from "node:url";
@@ -160,6 +160,35 @@ describe("the run report in Chromium", { timeout: 90_000 }, () => {
       expect(readFileSync(join(out, `${name}.svg`), "utf8")).toMatch(/^<svg /);
     }
     await page.close();
+  });
+
+  it("expands a compare's id into its runs and shows its table", async () => {
+    const arm = (name: string, runId: string, seed: number) => ({
+      arm: name,
+      seed,
+      runId,
+      successRate: 0.5,
+      successes: 1,
+      tasks: 2,
+      startSuccessRate: 0,
+      meanTeamReturn: -0.5,
+      samples: 8,
+      steps: 2,
+      seconds: 1,
+    });
+    const results = [arm("warm-start", "rep-a", 2), arm("atgrpo-shared", "rep-b", 3)];
+    mkdirSync(join(storeDir, "runs", "cmp-1"), { recursive: true });
+    writeFileSync(
+      join(storeDir, "runs", "cmp-1", "compare.json"),
+      JSON.stringify({ base: {}, rows: [], results }),
+    );
+    const { code, out } = await cli(["report", "--run", "cmp-1", "--store", storeUri]);
+    expect(code).toBe(0);
+    expect(out).toContain("report of 2 run(s): ");
+    const html = readFileSync(join(storeDir, "runs", "cmp-1", "report", "index.html"), "utf8");
+    expect(html).toContain("<h2>compare cmp-1</h2>");
+    expect(html.match(/<table class="compare">[\s\S]*?<\/table>/)?.[0].match(/<tr>/g)).toHaveLength(3);
+    expect(html).toContain("<td>warm-start</td>");
   });
 
   it("says which run is missing in one line", async () => {
