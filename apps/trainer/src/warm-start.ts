@@ -72,9 +72,14 @@ export async function warmStart(
     reporter.note(`warm start: loaded cached ${runStore.runId} (${sft.steps} supervised steps)`);
     return { runId: runStore.runId, cached: true, finalNll: {} };
   }
+  // The warm start has its own learning rate at a constant schedule: the recipe's schedule, warmup
+  // and floor are the RL phase's (and are not part of the cache key).
   const optimizer = {
     ...recipe.optimizer,
     lr: sft.lr,
+    schedule: "constant" as const,
+    warmupSteps: 0,
+    minLrRatio: 0,
     totalSteps: sft.steps,
   };
   // Enough episodes per step to fill the batch: an episode gives one demonstration per role turn.

@@ -1,0 +1,65 @@
+/**
+ * The warm start runs at its own constant learning rate: the recipe's optimizer schedule belongs to
+ * the RL phase and is not part of the warm start's cache key, so it must not change the weights.
+ */
+import { mkdtempSync, rmSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import { sha256Hex, teamPolicies } from "@troupe/core";
+import { FileStore } from "@troupe/storage";
+import { afterAll, describe, expect, it } from "vitest";
+import { createEngine } from "../src/engines.ts";
+import { createEnvironment, recipeTeam } from "../src/envs.ts";
+import { loadRecipeText } from "../src/recipe.ts";
+import type { TrainReporter } from "../src/train.ts";
+import { warmStart, warmStartId } from "../src/warm-start.ts";
+
+const root = mkdtempSync(join(tmpdir(), "troupe-warm-start-"));
+afterAll(() => rmSync(root, { recursive: true, force: true }));
+
+const recipeText = (optimizer: string) => `
+name: ws
+seed: 3
+environment:
+  name: plan-path
+  options: { roles: compact, maxTurns: 2, rows: 4, cols: 4, blockedFraction: 0.1, minPathLength: 2 }
+model: { hidden_size: 32, intermediate_size: 64, num_hidden_layers: 1, num_attention_heads: 2, num_key_value_heads: 1 }
+strategy: { name: atgrpo, candidates: 2 }
+optimizer: ${optimizer}
+sft: { steps: 3, batchSize: 8, lr: 0.01, mistakeRate: 0.3 }
+`;
+const quiet: TrainReporter = { step() {}, eval() {}, note() {} };
+
+async function warmStartWeights(optimizer: string, folder: string): Promise<string> {
+  const recipe = loadRecipeText(recipeText(optimizer));
+  const trainerEnv = createEnvironment(recipe.environment.name, recipe.environment.options);
+  const team = recipeTeam(trainerEnv, recipe.team);
+  const engine = await createEngine(recipe, teamPolicies(team));
+  try {
+    const result = await warmStart(
+      recipe,
+      trainerEnv,
+      team,
+      engine,
+      new FileStore(join(root, folder)),
+      quiet,
+    );
+    expect(result?.cached).toBe(false);
+    const files = await engine.save(teamPolicies(team)[0]!);
+    return sha256Hex(files["model.safetensors"]!);
+  } finally {
+    await engine.close();
+  }
+}
+
+describe("warm start", () => {
+  it("ignores the RL schedule: cosine with warmup gives the same cache id and the same weights as constant", async () => {
+    const constant = "{ lr: 0.001 }";
+    const cosine = "{ lr: 0.001, schedule: cosine, warmupSteps: 2, minLrRatio: 0.1 }";
+    const a = loadRecipeText(recipeText(constant));
+    const b = loadRecipeText(recipeText(cosine));
+    const team = recipeTeam(createEnvironment(a.environment.name, a.environment.options), a.team);
+    expect(warmStartId(a, team)).toBe(warmStartId(b, team));
+    expect(await warmStartWeights(cosine, "cosine")).toBe(await warmStartWeights(constant, "constant"));
+  });
+});
