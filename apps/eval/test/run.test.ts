@@ -9,6 +9,7 @@ import { existsSync, readFileSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { loadRecipeText, runRecipe } from "@troupe/trainer";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { PlanPathServer } from "../../../libs/teams/test/openai-server.ts";
 import { parseReportText } from "../src/schema.ts";
 import { cli, publishTinyTeam, tempDir } from "./fixtures.ts";
 
@@ -139,6 +140,46 @@ describe("eval run", () => {
     expect(gate.out).toMatch(/^gate passed against tiny@v1 \(teams\/tiny\/evals\/00000001\/tiny-.*\.json\)/);
     const first = parseReportText(readFileSync(again, "utf8"), again).entries[0]!.metrics;
     expect(first).toEqual(report.entries[0]!.metrics);
+  });
+
+  it("evaluates through an OpenAI-compatible server (a stub that plays Plan-Path perfectly)", async () => {
+    const server = await PlanPathServer.start();
+    try {
+      const out = join(tmp.root, "out", "openai.json");
+      const { code, err } = await cli(
+        "run",
+        "--team",
+        "tiny",
+        "--backend",
+        "openai",
+        "--base-url",
+        `${server.url}/v1`,
+        "--suite",
+        suitePath,
+        "--store",
+        storeUri,
+        "--out",
+        out,
+        "--no-store",
+      );
+      expect(err).not.toMatch(/^error/m);
+      expect(code).toBe(0);
+      const [entry] = parseReportText(readFileSync(out, "utf8"), out).entries;
+      expect(entry!.backend).toBe("openai");
+      expect(entry!.metrics.success).toEqual({
+        value: 1,
+        low: expect.any(Number),
+        high: 1,
+        n: 4,
+        method: "wilson",
+      });
+      expect(entry!.metrics.passAtK["1"]).toEqual({ value: 1, low: 1, high: 1, n: 4, method: "t" });
+      expect(entry!.metrics.passAtK["3"]!.value).toBe(1);
+      // Every episode's turns went to the server: <team>-<policy> models.
+      expect(new Set(server.requests.map((r) => r.model))).toEqual(new Set(["tiny-planner", "tiny-fixer"]));
+    } finally {
+      await server.close();
+    }
   });
 
   it("names what is wrong in one line", async () => {
