@@ -5,8 +5,8 @@
  *   gate     a current report against a baseline: exit 1 with a table of what dropped
  *   nightly  the nightly job: a lane's teams, the report in the store, the gate against the last nightly
  *
- * Relative `file://` stores and output paths are relative to the workspace root (as the trainer's),
- * so reports land in ./.troupe wherever the command is started from.
+ * Relative `file://` stores are relative to the workspace root (as the trainer's); so are relative
+ * paths of files (--out, --current, --baseline, --suite) under nx.
  */
 import { appendFileSync, existsSync, mkdirSync, readFileSync, writeFileSync } from "node:fs";
 import { dirname, resolve } from "node:path";
@@ -26,7 +26,9 @@ import { EvalUsageError, loadSuite, parseSuite } from "./suite.ts";
 
 const appRoot = resolve(dirname(fileURLToPath(import.meta.url)), "..");
 const workspaceRoot = resolve(appRoot, "../..");
-const invokedFrom = process.env.INIT_CWD ?? process.cwd();
+// Under nx the command runs in apps/eval, and nothing says where it was typed: relative paths are
+// the workspace root's then (as relative stores are); run directly, the working directory's.
+const invokedFrom = process.env.NX_WORKSPACE_ROOT ?? process.env.INIT_CWD ?? process.cwd();
 
 const USAGE = `usage: eval run   (--team <name[@alias|@version]>[,…] | --run <id[@step]>[,…])... [--suite nightly|full|<file>]
                 [--store <uri>] [--backend auto|onnx|torch|openai] [--base-url <url>] [--device <d>]
