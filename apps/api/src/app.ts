@@ -3,9 +3,11 @@
  * app runs on Node (@hono/node-server, node.ts) and Cloudflare Workers (worker.ts).
  *
  * A request to /v1/* goes through, in order:
- *   auth (Bearer key → caller, 401) → rate limit (token bucket per key, 429 + Retry-After)
- *   → body limit (413) → zod validation of params/query/body (400 with the field path)
- *   → handler (404 unknown team, 422 invalid task, 501 no sandbox, 504 past the deadline).
+ *   deadline (starts at arrival) → auth (Bearer key → caller, 401) → rate limit (token bucket per
+ *   key, 429 + Retry-After) → the body, read whole within the body limit (413) and the deadline
+ *   (408) → zod validation of params/query/body (400 with the field path)
+ *   → handler (404 unknown team, 422 invalid task or a prompt longer than the model's context,
+ *   501 no sandbox, 504 past the deadline).
  * Every error leaves through one `onError` that writes { error: { code, message, path? } } and never a
  * stack trace; unexpected errors are logged server-side and answered `500 internal`.
  */
@@ -24,12 +26,18 @@ import {
   UnsupportedTeamError,
 } from "@troupe/teams";
 import type { Hono } from "hono";
-import { bodyLimit } from "hono/body-limit";
 import { HTTPException } from "hono/http-exception";
 import { streamSSE } from "hono/streaming";
 import type { ContentfulStatusCode } from "hono/utils/http-status";
 import { type Authenticator, type Caller, noAuth } from "./auth.ts";
-import { abortable, ClientGoneError, DeadlineExceededError, requestDeadline } from "./deadline.ts";
+import { readBodyWithin } from "./body.ts";
+import {
+  abortable,
+  ClientGoneError,
+  DeadlineExceededError,
+  type RequestDeadline,
+  requestDeadline,
+} from "./deadline.ts";
 import { renderDocsPage } from "./docs-page.ts";
 import { ApiError, invalidRequest, zodToApiError } from "./errors.ts";
 import { TokenBuckets } from "./rate-limit.ts";
@@ -105,7 +113,15 @@ export interface ApiStats {
   clientAborts: number;
 }
 
-export type TroupeApp = OpenAPIHono<{ Variables: { caller: Caller } }> & { readonly stats: ApiStats };
+interface AppVariables {
+  caller: Caller;
+  /** The request's deadline, started when it arrived (see the first /v1/* middleware). */
+  deadline: RequestDeadline;
+  /** Set by a handler that answers with a stream: the stream disposes the deadline when it ends. */
+  deadlineKept: boolean;
+}
+
+export type TroupeApp = OpenAPIHono<{ Variables: AppVariables }> & { readonly stats: ApiStats };
 
 export function createApp(options: AppOptions): TroupeApp {
   const limits: ApiLimits = { ...DEFAULT_LIMITS, ...options.limits };
@@ -128,7 +144,7 @@ export function createApp(options: AppOptions): TroupeApp {
     clientAborts: 0,
   };
 
-  const app = new OpenAPIHono<{ Variables: { caller: Caller } }>({
+  const app = new OpenAPIHono<{ Variables: AppVariables }>({
     // Validation failures of params, query and body: 400 naming the field.
     defaultHook: (result) => {
       if (!result.success) {
@@ -182,7 +198,18 @@ export function createApp(options: AppOptions): TroupeApp {
     stats.byStatus[c.res.status] = (stats.byStatus[c.res.status] ?? 0) + 1;
   });
 
-  // /v1/*: auth, then the caller's rate, then the body size.
+  // /v1/*: the deadline first, so that it counts from the request's arrival (body upload included).
+  app.use("/v1/*", async (c, next) => {
+    const deadline = requestDeadline(limits.deadlineMs, c.req.raw.signal);
+    c.set("deadline", deadline);
+    try {
+      await next();
+    } finally {
+      if (c.get("deadlineKept") !== true) deadline.dispose();
+    }
+  });
+
+  // Then auth, the caller's rate, and the body: read whole, within its size limit and the deadline.
   app.use("/v1/*", async (c, next) => {
     const caller = await auth.authenticate(c.req.header("authorization"));
     const rate = caller.ratePerMinute ?? limits.ratePerMinute;
@@ -206,7 +233,11 @@ export function createApp(options: AppOptions): TroupeApp {
     c.set("caller", caller);
     await next();
   });
-  app.use("/v1/*", bodyLimit({ maxSize: limits.bodyBytes }));
+  app.use("/v1/*", async (c, next) => {
+    const body = await readBodyWithin(c.req.raw, limits.bodyBytes, c.get("deadline").signal);
+    if (body !== null) c.req.raw = new Request(c.req.raw, { body });
+    await next();
+  });
 
   app.openAPIRegistry.registerComponent("securitySchemes", "bearer", {
     type: "http",
@@ -257,28 +288,23 @@ export function createApp(options: AppOptions): TroupeApp {
 
   app.openapi(solveRoute, async (c) => {
     const body = c.req.valid("json");
-    const deadline = requestDeadline(limits.deadlineMs, c.req.raw.signal);
+    // Started when the request arrived; the first /v1/* middleware disposes it (a stream: below).
+    const deadline = c.get("deadline");
     const { signal } = deadline;
-    let team: Awaited<ReturnType<TeamCache["load"]>>;
-    try {
-      const { name, ref } = splitTeamRef(body.team);
-      const manifest = await abortable(teams.resolve(name, ref), signal).catch((error) => {
-        if (error instanceof TeamNotFoundError) throw new ApiError(404, "not_found", error.message, ["team"]);
-        throw error;
-      });
-      if (needsSandbox(manifest.environment) && !sandboxAvailable) {
-        throw new ApiError(
-          501,
-          "unsupported",
-          `team "${manifest.name}" runs model-written code (environment ${manifest.environment.name}) and this server has no sandbox`,
-          ["team"],
-        );
-      }
-      team = await abortable(teams.load(manifest), signal);
-    } catch (error) {
-      deadline.dispose();
+    const { name, ref } = splitTeamRef(body.team);
+    const manifest = await abortable(teams.resolve(name, ref), signal).catch((error) => {
+      if (error instanceof TeamNotFoundError) throw new ApiError(404, "not_found", error.message, ["team"]);
       throw error;
+    });
+    if (needsSandbox(manifest.environment) && !sandboxAvailable) {
+      throw new ApiError(
+        501,
+        "unsupported",
+        `team "${manifest.name}" runs model-written code (environment ${manifest.environment.name}) and this server has no sandbox`,
+        ["team"],
+      );
     }
+    const team = await abortable(teams.load(manifest), signal);
     const { input, solveOptions } = solveArguments(body, signal);
     const teamRef = { name: team.manifest.name, version: team.manifest.version };
     const transcript = body.options?.transcript ?? true;
@@ -294,11 +320,11 @@ export function createApp(options: AppOptions): TroupeApp {
         throw error;
       } finally {
         stats.inFlightSolves -= 1;
-        deadline.dispose();
       }
     }
 
     // Streaming: errors from here on are `event: error` (the 200 status is already sent).
+    c.set("deadlineKept", true);
     return streamSSE(c, async (stream) => {
       stats.solves += 1;
       stats.inFlightSolves += 1;

@@ -15,6 +15,7 @@ export type ErrorCode =
   | "unauthorized"
   | "not_found"
   | "payload_too_large"
+  | "request_timeout"
   | "rate_limited"
   | "deadline_exceeded"
   | "unsupported"

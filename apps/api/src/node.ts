@@ -130,7 +130,20 @@ export async function startServer(config: ServeConfig) {
     extraRoutes: playgroundRoutes,
   });
   const server = await new Promise<ReturnType<typeof serve>>((ready, fail) => {
-    const s = serve({ fetch: app.fetch, port: config.port, hostname: config.host }, () => ready(s));
+    const s = serve(
+      {
+        fetch: app.fetch,
+        port: config.port,
+        hostname: config.host,
+        // The app answers a slow body with 408 at its deadline; Node's own limits only catch what
+        // never reaches it (headers sent slowly), a little later than the deadline.
+        serverOptions: {
+          headersTimeout: Math.min(60_000, config.deadlineMs + 5_000),
+          requestTimeout: config.deadlineMs + 10_000,
+        },
+      },
+      () => ready(s),
+    );
     s.once("error", fail);
   });
   const address = server.address();

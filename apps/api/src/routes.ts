@@ -91,9 +91,13 @@ export const solveRoute = createRoute({
     },
     400: error("`invalid_request`: malformed JSON or a field of the wrong type/range (path names it)"),
     404: error('`not_found`: no such team (path: ["team"])'),
+    408: error("`request_timeout`: the body did not arrive before the deadline, which counts from arrival"),
     413: error("`payload_too_large`: the body is over the server's limit"),
     415: error("`invalid_request`: the body is not application/json"),
-    422: error("`invalid_request`: the task is not valid for the team's environment (path names the field)"),
+    422: error(
+      "`invalid_request`: the task is not valid for the team's environment or larger than it accepts, or a prompt is " +
+        "longer than the model's context (path names the field)",
+    ),
     501: error(
       "`unsupported`: the team executes code and this server has no sandbox, or the backend cannot run here",
     ),

@@ -141,6 +141,7 @@ export const ErrorSchema = z
         "unauthorized",
         "not_found",
         "payload_too_large",
+        "request_timeout",
         "rate_limited",
         "deadline_exceeded",
         "unsupported",

@@ -3,7 +3,8 @@
  * (with the manifest's options, exactly as the trainer built it from the recipe), its team through
  * `configuredTeam` (the recipe's specialisation and turn overrides), and its policies from a backend.
  */
-import { type SamplingParams, samplingParams, type Team } from "@troupe/core";
+import { type ChatMessage, type SamplingParams, samplingParams, type Team } from "@troupe/core";
+import { loadTokenizer, parseModelConfig, TOKENIZER_FILES } from "@troupe/engine";
 import { configuredTeam, createEnvironment, type RegisteredEnvironment } from "@troupe/envs/registry";
 import type { CodeRunner } from "@troupe/sandbox";
 import type { InferenceBackend, ServingPolicySet } from "./backend.ts";
@@ -19,6 +20,45 @@ export interface LoadedTeam {
   /** Each policy's default sampling (the manifest's). */
   readonly sampling: Readonly<Record<string, SamplingParams>>;
   readonly backend: InferenceBackend["name"];
+  /**
+   * Per policy: its model's context and its prompt length, so `solve` refuses a task whose prompt
+   * the model cannot read before generating anything. Absent for teams built by hand (no check).
+   */
+  readonly contexts?: Readonly<Record<string, PolicyContext>>;
+}
+
+/** What a policy's model can read: its context, and the length of a prompt in its own tokens. */
+export interface PolicyContext {
+  /** `max_position_embeddings` of the policy's config.json: prompt and completion share it. */
+  readonly maxPositions: number;
+  /** Tokens of the prompt the policy would see (its tokenizer and chat template). */
+  promptTokens(messages: readonly ChatMessage[]): number;
+}
+
+/** A policy's context from its published config.json and tokenizer (both checksum-verified reads). */
+export async function policyContext(
+  registry: TeamRegistry,
+  manifest: TeamManifest,
+  policyId: string,
+): Promise<PolicyContext> {
+  const label = `team ${manifest.name} v${manifest.version} policy ${policyId}`;
+  const configBytes = await registry.readFile(manifest, policyId, "config.json");
+  let maxPositions: number;
+  try {
+    maxPositions = parseModelConfig(
+      JSON.parse(new TextDecoder().decode(configBytes)),
+    ).max_position_embeddings;
+  } catch (error) {
+    throw new ManifestError(`${label}: config.json: ${(error as Error).message}`, ["policies", policyId]);
+  }
+  const files: Record<string, Uint8Array> = {};
+  for (const name of TOKENIZER_FILES) {
+    if (manifest.policies[policyId]!.files[name] !== undefined) {
+      files[name] = await registry.readFile(manifest, policyId, name);
+    }
+  }
+  const tokenizer = loadTokenizer(files);
+  return { maxPositions, promptTokens: (messages) => tokenizer.encodeChat(messages).length };
 }
 
 export interface LoadTeamOptions {
@@ -65,8 +105,10 @@ export async function loadTeam(
   }
   const policies = await backend.policies(manifest, registry);
   const sampling: Record<string, SamplingParams> = {};
+  const contexts: Record<string, PolicyContext> = {};
   for (const [policyId, policy] of Object.entries(manifest.policies)) {
     sampling[policyId] = samplingParams(policy.sampling);
+    contexts[policyId] = await policyContext(registry, manifest, policyId);
   }
-  return { manifest, environment, team, policies, sampling, backend: backend.name };
+  return { manifest, environment, team, policies, sampling, backend: backend.name, contexts };
 }

@@ -16,6 +16,7 @@ import {
   type AgentId,
   type ChatMessage,
   type Completion,
+  type Observation,
   type Policy,
   roleOf,
   type SamplingParams,
@@ -31,7 +32,13 @@ import {
   stepState,
 } from "@troupe/rl";
 import { type ExecutedAction, renderAnswer, type SolveAnswer } from "./answer.ts";
-import { parseSolveOptions, resolveTask, type SolveInput, type SolveOptions } from "./input.ts";
+import {
+  parseSolveOptions,
+  resolveTask,
+  type SolveInput,
+  SolveInputError,
+  type SolveOptions,
+} from "./input.ts";
 import type { LoadedTeam } from "./load-team.ts";
 
 export interface TurnEvent {
@@ -145,6 +152,24 @@ export async function solve(
   prepareContext(ctx, [task]);
 
   let state = await resetState(ctx, task);
+  // Before any generation: every agent's first prompt must fit its model's context.
+  const taskPath = typeof input === "object" && input !== null && "generate" in input ? "generate" : "task";
+  const checkPrompts = (requests: readonly { agent: AgentId; observation: Observation }[]) => {
+    for (const { agent, observation } of requests) {
+      const policyId = roleOf(team, agent).policy;
+      const context = loaded.contexts?.[policyId];
+      if (context === undefined) continue;
+      const tokens = context.promptTokens(observation.messages);
+      if (tokens >= context.maxPositions) {
+        throw new SolveInputError(
+          `the prompt of agent ${agent} is ${tokens} tokens, and its model reads at most ${context.maxPositions} ` +
+            `(max_position_embeddings of policy ${policyId}): give a smaller task`,
+          [taskPath],
+        );
+      }
+    }
+  };
+  checkPrompts(team.roles.map((r) => ({ agent: r.id, observation: env.observe(state, r.id) })));
   const turns: TurnEvent[] = [];
   const executed: ExecutedAction[] = [];
   const usage: Record<string, RoleUsage> = {};
@@ -162,6 +187,7 @@ export async function solve(
         observation: env.observe(state, agent),
         seed: requestSeed(ctx, "parallel", task.id, 0, turn, agent),
       }));
+      checkPrompts(requests);
       const t0 = performance.now();
       const outputs: Completion[] = await raceAbort(generateForAgents(ctx, requests), signal);
       const ms = performance.now() - t0;

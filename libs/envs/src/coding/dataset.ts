@@ -10,11 +10,18 @@ import { z } from "zod";
 import { DATA_DIR, type DataSource, loadJsonl } from "./load.ts";
 import { splitByHash } from "./split.ts";
 
+/**
+ * The largest coding problem a dataset may hold, in characters: the prompt every agent sees, and
+ * the solution and hidden tests the checker runs (HumanEval's largest are 1,360, 864 and 1,804).
+ */
+export const CODING_MAX_PROMPT_CHARS = 16_384;
+export const CODING_MAX_CODE_CHARS = 65_536;
+
 export const HumanEvalRowSchema = z.object({
-  task_id: z.string().min(1),
-  prompt: z.string().min(1),
-  canonical_solution: z.string(),
-  test: z.string().min(1),
+  task_id: z.string().min(1).max(200),
+  prompt: z.string().min(1).max(CODING_MAX_PROMPT_CHARS),
+  canonical_solution: z.string().max(CODING_MAX_CODE_CHARS),
+  test: z.string().min(1).max(CODING_MAX_CODE_CHARS),
   entry_point: z.string().regex(/^[A-Za-z_]\w*$/, "must be a Python identifier"),
 });
 export type HumanEvalRow = z.infer<typeof HumanEvalRowSchema>;

@@ -59,9 +59,16 @@ export interface PlanPathBoard {
   readonly pos: Pos;
 }
 
+/**
+ * The largest Plan-Path grid, in rows and in columns: generated tasks and tasks given by users
+ * (the API's `input.task`) alike. It bounds what one episode costs: the BFS, and the prompt, which
+ * shows every cell (a 32×32 grid is about 1,100 characters).
+ */
+export const PLAN_PATH_MAX_SIZE = 32;
+
 export const PlanPathGenerationSchema = z.object({
-  rows: z.number().int().min(2).max(32).default(10),
-  cols: z.number().int().min(2).max(32).default(10),
+  rows: z.number().int().min(2).max(PLAN_PATH_MAX_SIZE).default(10),
+  cols: z.number().int().min(2).max(PLAN_PATH_MAX_SIZE).default(10),
   /** Share of cells blocked (rounded to a whole number of cells). */
   blockedFraction: z.number().min(0).max(0.7).default(0.22),
   /** Smallest BFS distance from start to goal. */
@@ -152,14 +159,27 @@ export function generatePlanPathPuzzle(rng: Rng, config: PlanPathGeneration): Pl
 
 const PosSchema = z.tuple([z.number().int(), z.number().int()]);
 
+const TOO_BIG = `at most ${PLAN_PATH_MAX_SIZE}: the largest grid Plan-Path accepts is ${PLAN_PATH_MAX_SIZE}×${PLAN_PATH_MAX_SIZE}`;
+
 const PlanPathPuzzleSchema = z
   .object({
-    rows: z.number().int().min(1),
-    cols: z.number().int().min(1),
-    grid: z.array(z.string().regex(/^[.#]+$/, "grid rows use only '.' and '#'")),
+    rows: z.number().int().min(1).max(PLAN_PATH_MAX_SIZE, TOO_BIG),
+    cols: z.number().int().min(1).max(PLAN_PATH_MAX_SIZE, TOO_BIG),
+    grid: z
+      .array(
+        z
+          .string()
+          .max(PLAN_PATH_MAX_SIZE, `a grid row has at most ${PLAN_PATH_MAX_SIZE} cells`)
+          .regex(/^[.#]+$/, "grid rows use only '.' and '#'"),
+      )
+      .max(PLAN_PATH_MAX_SIZE, `a grid has at most ${PLAN_PATH_MAX_SIZE} rows`),
     start: PosSchema,
     goal: PosSchema,
-    optimal: z.number().int().min(0),
+    optimal: z
+      .number()
+      .int()
+      .min(0)
+      .max(PLAN_PATH_MAX_SIZE * PLAN_PATH_MAX_SIZE),
   })
   .superRefine((p, ctx) => {
     if (p.grid.length !== p.rows)

@@ -53,11 +53,19 @@ export interface SokobanBoard {
   readonly boxes: readonly Pos[];
 }
 
+/**
+ * The largest Sokoban task, generated or given by a user (the API's `input.task`): rows and columns
+ * each, and boxes. They bound the exact solver that checks every task (its states grow with
+ * cells^(boxes+1)) and the prompt.
+ */
+export const SOKOBAN_MAX_SIZE = 10;
+export const SOKOBAN_MAX_BOXES = 2;
+
 export const SokobanGenerationSchema = z.object({
   /** Room size including the border walls. */
-  rows: z.number().int().min(4).max(10).default(6),
-  cols: z.number().int().min(4).max(10).default(6),
-  boxes: z.number().int().min(1).max(2).default(1),
+  rows: z.number().int().min(4).max(SOKOBAN_MAX_SIZE).default(6),
+  cols: z.number().int().min(4).max(SOKOBAN_MAX_SIZE).default(6),
+  boxes: z.number().int().min(1).max(SOKOBAN_MAX_BOXES).default(1),
   /** Share of interior cells turned into walls (rounded). */
   interiorWallFraction: z.number().min(0).max(0.4).default(0.1),
   /** Random reverse moves played from the solved position. */
@@ -291,13 +299,22 @@ export function renderSokoban(
 
 const PosSchema = z.tuple([z.number().int(), z.number().int()]);
 
+const TOO_BIG = `at most ${SOKOBAN_MAX_SIZE}: the largest board Sokoban accepts is ${SOKOBAN_MAX_SIZE}×${SOKOBAN_MAX_SIZE}`;
+
 const SokobanPuzzleSchema = z
   .object({
-    rows: z.number().int().min(3),
-    cols: z.number().int().min(3),
-    walls: z.array(z.string().regex(/^[#_]+$/, "wall rows use only '#' and '_'")),
-    targets: z.array(PosSchema).min(1),
-    boxes: z.array(PosSchema).min(1),
+    rows: z.number().int().min(3).max(SOKOBAN_MAX_SIZE, TOO_BIG),
+    cols: z.number().int().min(3).max(SOKOBAN_MAX_SIZE, TOO_BIG),
+    walls: z
+      .array(
+        z
+          .string()
+          .max(SOKOBAN_MAX_SIZE, `a row has at most ${SOKOBAN_MAX_SIZE} cells`)
+          .regex(/^[#_]+$/, "wall rows use only '#' and '_'"),
+      )
+      .max(SOKOBAN_MAX_SIZE, `at most ${SOKOBAN_MAX_SIZE} rows`),
+    targets: z.array(PosSchema).min(1).max(SOKOBAN_MAX_BOXES, `at most ${SOKOBAN_MAX_BOXES} targets`),
+    boxes: z.array(PosSchema).min(1).max(SOKOBAN_MAX_BOXES, `at most ${SOKOBAN_MAX_BOXES} boxes`),
     player: PosSchema,
     optimal: z.number().int().min(0),
   })
@@ -329,7 +346,6 @@ function checkSokobanPuzzle(payload: unknown, taskId: string): SokobanPuzzle {
     SokobanPuzzleSchema,
     payload,
   ) as SokobanPuzzle;
-  if (puzzle.boxes.length > 2) throw new Error(`${SOKOBAN} task ${taskId}: payload.boxes: at most 2 boxes`);
   const plan = solveSokoban(puzzle, puzzle);
   if (plan === null || plan.length !== puzzle.optimal) {
     throw new Error(

@@ -64,6 +64,9 @@ export const SUDOKU_BOXES: Readonly<Record<number, readonly [number, number]>> =
   9: [3, 3],
 };
 
+/** The largest Sudoku (9×9), generated or given by a user: `size` is 4, 6 or 9, so at most 81 cells. */
+export const SUDOKU_MAX_CELLS = 81;
+
 /** Default number of givens left per size (fewer givens = harder; generation may stop above). */
 export const DEFAULT_SUDOKU_GIVENS: Readonly<Record<number, number>> = { 4: 6, 6: 14, 9: 30 };
 
@@ -277,8 +280,12 @@ const SudokuPuzzleSchema = z
     size: z.union([z.literal(4), z.literal(6), z.literal(9)]),
     boxRows: z.number().int(),
     boxCols: z.number().int(),
-    givens: z.array(z.number().int().min(0).max(9)),
-    solution: z.array(z.number().int().min(1).max(9)),
+    givens: z
+      .array(z.number().int().min(0).max(9))
+      .max(SUDOKU_MAX_CELLS, `at most ${SUDOKU_MAX_CELLS} cells`),
+    solution: z
+      .array(z.number().int().min(1).max(9))
+      .max(SUDOKU_MAX_CELLS, `at most ${SUDOKU_MAX_CELLS} cells`),
   })
   .superRefine((p, ctx) => {
     const [br, bc] = SUDOKU_BOXES[p.size]!;

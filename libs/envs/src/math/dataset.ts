@@ -9,9 +9,16 @@ import { z } from "zod";
 import { DATA_DIR, type DataSource, loadJsonl } from "../coding/load.ts";
 import { parseNumber } from "./answer.ts";
 
+/** The largest math problem a dataset may hold, in characters (GSM8K's largest: 985 and 1,228). */
+export const MATH_MAX_QUESTION_CHARS = 8_192;
+export const MATH_MAX_ANSWER_CHARS = 16_384;
+
 export const Gsm8kRowSchema = z.object({
-  question: z.string().min(1),
-  answer: z.string().regex(/####\s*\S/, "must end with '#### <final answer>'"),
+  question: z.string().min(1).max(MATH_MAX_QUESTION_CHARS),
+  answer: z
+    .string()
+    .max(MATH_MAX_ANSWER_CHARS)
+    .regex(/####\s*\S/, "must end with '#### <final answer>'"),
 });
 
 export interface MathProblem {

@@ -30,15 +30,18 @@ export interface WritingProblem {
   readonly text: string;
 }
 
+/** The longest source text (a post or an abstract) a writing task may hold, in characters. */
+export const WRITING_MAX_SOURCE_CHARS = 32_768;
+
 const TldrRowSchema = z.object({
   id: z.string().min(1).optional(),
   title: z.string().optional(),
-  post: z.string().min(1, "must be a non-empty post"),
+  post: z.string().min(1, "must be a non-empty post").max(WRITING_MAX_SOURCE_CHARS),
 });
 const ArxivRowSchema = z.object({
   id: z.string().min(1).optional(),
   title: z.string().optional(),
-  abstract: z.string().min(1, "must be a non-empty abstract"),
+  abstract: z.string().min(1, "must be a non-empty abstract").max(WRITING_MAX_SOURCE_CHARS),
 });
 
 export const WRITING_SAMPLE_PATHS: Record<WritingKind, string> = {

@@ -1,0 +1,61 @@
+/**
+ * The request body, read before validation under the request's two bounds: at most `maxBytes`
+ * (413 as soon as a Content-Length or the bytes received so far pass it, so an oversized body is
+ * never buffered) and within the request's deadline, which started when the request arrived (a
+ * body that trickles in slower than the deadline is a 408, not a connection held open for ever).
+ * Web-standard streams only, so it runs on Node and on Workers alike.
+ */
+import { abortable, DeadlineExceededError } from "./deadline.ts";
+import { ApiError } from "./errors.ts";
+
+export const tooLarge = (maxBytes: number) =>
+  new ApiError(413, "payload_too_large", `the body is larger than ${maxBytes} bytes`);
+
+/**
+ * The whole body of `request` (null when it has none), or an ApiError: 413 over `maxBytes`, 408
+ * when `signal` fires with the deadline first. A client that goes away rejects with the signal's
+ * reason (ClientGoneError). The reader is never cancelled: cancelling would destroy the connection
+ * that the error answer still has to travel on.
+ */
+export async function readBodyWithin(
+  request: Request,
+  maxBytes: number,
+  signal: AbortSignal,
+): Promise<Uint8Array<ArrayBuffer> | null> {
+  if (request.body === null) return null;
+  const declared = request.headers.get("content-length");
+  if (declared !== null && !request.headers.has("transfer-encoding") && Number(declared) > maxBytes) {
+    throw tooLarge(maxBytes);
+  }
+  const reader = request.body.getReader();
+  let buffer = new Uint8Array(Math.min(maxBytes, Number(declared) || 16 * 1024));
+  let size = 0;
+  try {
+    for (;;) {
+      const { done, value } = await abortable(reader.read(), signal);
+      if (done) break;
+      if (size + value.byteLength > maxBytes) throw tooLarge(maxBytes);
+      if (size + value.byteLength > buffer.byteLength) {
+        const grown = new Uint8Array(
+          Math.min(maxBytes, Math.max(size + value.byteLength, buffer.byteLength * 2)),
+        );
+        grown.set(buffer.subarray(0, size));
+        buffer = grown;
+      }
+      buffer.set(value, size);
+      size += value.byteLength;
+    }
+  } catch (error) {
+    if (error instanceof DeadlineExceededError) {
+      throw new ApiError(
+        408,
+        "request_timeout",
+        `the request body did not arrive within the deadline of ${error.deadlineMs} ms (${size} bytes received)`,
+        undefined,
+        { connection: "close" },
+      );
+    }
+    throw error;
+  }
+  return buffer.subarray(0, size);
+}
