@@ -7,7 +7,7 @@
  */
 import { readFileSync } from "node:fs";
 import { parseArgs } from "node:util";
-import type { ObjectStore } from "@troupe/storage";
+import { checkStore, type ObjectStore } from "@troupe/storage";
 import { ARMS, type Arm, compare, writeComparison } from "./compare.ts";
 import { loadRecipeText, type Recipe, RecipeError } from "./recipe.ts";
 import { consoleReporter } from "./reporter.ts";
@@ -42,6 +42,7 @@ export async function commandCompare(argv: string[], cli: CliContext): Promise<n
   });
   const compareId = values.id ?? `compare-${base.name}-${cli.timestampId()}`;
   const store = cli.storeFor(base);
+  await checkStore(store); // before any work: a StoreError line naming it
   const reporter = consoleReporter();
   reporter.note(
     `compare ${compareId}: arms ${arms.join(", ")} · seeds ${seeds.join(", ")} · ${base.train.steps} RL steps each · store ${base.store}`,

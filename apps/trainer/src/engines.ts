@@ -27,19 +27,51 @@ import {
   type TorchPolicySpec,
   type WorkerProcessOptions,
 } from "@troupe/engine-torch";
-import type { ModelRecipe, Recipe, TorchEngineRecipe } from "./recipe.ts";
+import { type ModelRecipe, type Recipe, RecipeError, type TorchEngineRecipe } from "./recipe.ts";
 
 /** Relative paths in a recipe (python, model folders) are relative to the workspace root, like stores. */
 const workspaceRoot = resolve(fileURLToPath(new URL("../../..", import.meta.url)));
 
+/**
+ * The checks `createEngine` makes before it builds anything (the engine kind, the model's shape,
+ * the torch launch and team layout), without building: a run's folder is written only after them.
+ */
+export function checkEngineRecipe(recipe: Recipe, policyIds: readonly PolicyId[]): void {
+  switch (recipe.engine.kind) {
+    case "onnx":
+      if (recipe.model.from !== undefined) onnxFromError(recipe.model.from);
+      scratchConfig(recipe.model);
+      return;
+    case "torch":
+      torchProcessOptions(recipe.engine);
+      if (recipe.model.from === undefined) scratchConfig(recipe.model);
+      torchTeamLayout(
+        { ...recipe, model: { ...recipe.model, from: recipe.model.from ?? "." } },
+        recipe.engine,
+        policyIds,
+      );
+      return;
+    default:
+      unsupportedEngine(recipe.engine.kind);
+  }
+}
+
+function onnxFromError(from: string): never {
+  throw new RecipeError(
+    `recipe: model.from: loading "${from}" is done with --resume or trainer:sft checkpoints in the onnx engine; engine.kind "torch" loads HF folders`,
+  );
+}
+
+function unsupportedEngine(kind: string): never {
+  throw new RecipeError(
+    `recipe: engine.kind: "${kind}" is served by @troupe/engine-${kind}, which generates but cannot train; use "onnx" or "torch"`,
+  );
+}
+
 export async function createEngine(recipe: Recipe, policyIds: readonly PolicyId[]): Promise<Engine> {
   switch (recipe.engine.kind) {
     case "onnx": {
-      if (recipe.model.from !== undefined) {
-        throw new Error(
-          `recipe: model.from: loading "${recipe.model.from}" is done with --resume or trainer:sft checkpoints in the onnx engine; engine.kind "torch" loads HF folders`,
-        );
-      }
+      if (recipe.model.from !== undefined) onnxFromError(recipe.model.from);
       return createOnnxEngine({
         policies: policyIds.map((id) => ({
           id,
@@ -51,9 +83,7 @@ export async function createEngine(recipe: Recipe, policyIds: readonly PolicyId[
     case "torch":
       return createTorchEngineFor(recipe, recipe.engine, policyIds);
     default:
-      throw new Error(
-        `recipe: engine.kind: "${recipe.engine.kind}" is served by @troupe/engine-${recipe.engine.kind}, which generates but cannot train; use "onnx" or "torch"`,
-      );
+      unsupportedEngine(recipe.engine.kind);
   }
 }
 
@@ -62,7 +92,7 @@ export function scratchConfig(model: ModelRecipe): QwenConfig {
   const { from: _from, ...fields } = model;
   const headDim = fields.hidden_size / fields.num_attention_heads;
   if (!Number.isInteger(headDim)) {
-    throw new Error(
+    throw new RecipeError(
       `recipe: model.hidden_size (${fields.hidden_size}) must be divisible by model.num_attention_heads (${fields.num_attention_heads})`,
     );
   }
@@ -82,7 +112,7 @@ export function scratchCheckpoint(recipe: Recipe, seedName: string) {
 function workspacePath(path: string): string {
   const plain = path.startsWith("file://") ? fileURLToPath(path) : path;
   if (/^[a-z][a-z0-9+.-]*:\/\//i.test(plain)) {
-    throw new Error(
+    throw new RecipeError(
       `recipe: "${path}": the torch engine reads models from local folders (download it first, e.g. huggingface-cli download Qwen/Qwen2.5-0.5B-Instruct --local-dir /models/Qwen2.5-0.5B-Instruct)`,
     );
   }
@@ -106,7 +136,7 @@ export function torchProcessOptions(engine: TorchEngineRecipe): WorkerProcessOpt
   const python = engine.python ?? process.env.TROUPE_PYTHON ?? "/usr/bin/python3";
   const { launch } = engine;
   if (launch.kind === "torchrun" && launch.nnodes > 1 && launch.rdzvEndpoint === undefined) {
-    throw new Error(
+    throw new RecipeError(
       "recipe: engine.launch.rdzvEndpoint: required when engine.launch.nnodes > 1 (host:port on node 0)",
     );
   }
@@ -141,7 +171,7 @@ export function torchTeamLayout(
 ): { models: Record<string, TorchModelSource>; policies: TorchPolicySpec[] } {
   for (const id of Object.keys(engine.policyModels)) {
     if (!policyIds.includes(id)) {
-      throw new Error(
+      throw new RecipeError(
         `recipe: engine.policyModels.${id}: the team has no policy "${id}" (policies: ${policyIds.join(", ")})`,
       );
     }
@@ -153,7 +183,7 @@ export function torchTeamLayout(
       : { kind: "files", files: scratchCheckpoint(recipe, seedName), gradientCheckpointing };
   if (engine.lora) {
     if (Object.keys(engine.policyModels).length > 0) {
-      throw new Error(
+      throw new RecipeError(
         "recipe: engine.policyModels: LoRA policies share one base (model.from); drop engine.lora for per-policy models",
       );
     }

@@ -9,7 +9,7 @@ import {
   type RegisteredEnvironment,
 } from "@troupe/envs";
 
-import type { Recipe } from "./recipe.ts";
+import { type Recipe, RecipeError } from "./recipe.ts";
 
 export type TrainerEnvironment = RegisteredEnvironment;
 
@@ -26,6 +26,6 @@ export function createEnvironment(name: string, options: Record<string, unknown>
   try {
     return createRegistered(name, options);
   } catch (error) {
-    throw new Error(`recipe: ${(error as Error).message}`);
+    throw new RecipeError(`recipe: ${(error as Error).message}`);
   }
 }

@@ -13,10 +13,19 @@ import { fileURLToPath } from "node:url";
 import { parseArgs } from "node:util";
 import { teamPolicies } from "@troupe/core";
 import { TorchWorkerError, TorchWorkerExited } from "@troupe/engine-torch";
-import { IntegrityError, listFolders, ObjectNotFoundError, openStore, RunStore } from "@troupe/storage";
+import {
+  checkStore,
+  IntegrityError,
+  listFolders,
+  ObjectNotFoundError,
+  openStore,
+  RetriesExhaustedError,
+  RunStore,
+  StoreError,
+} from "@troupe/storage";
 import { queueRollouts, runRolloutWorker } from "./async-rl.ts";
 import { commandCompare } from "./compare-command.ts";
-import { createEngine } from "./engines.ts";
+import { checkEngineRecipe, createEngine } from "./engines.ts";
 import { recipeEnvironment } from "./envs.ts";
 import { evalSampling, evaluate } from "./evaluate.ts";
 import { commandPublish } from "./publish.ts";
@@ -76,6 +85,16 @@ function storeFor(recipe: Recipe) {
   return openStore(recipe.store, { cwd: workspaceRoot });
 }
 
+/**
+ * The recipe's store, checked before any work (a folder that exists or can be made, writable, not
+ * under /proc or /sys, not a file; S3 credentials and a probe): a StoreError line naming it, else.
+ */
+async function checkedStoreFor(recipe: Recipe, options: { write: boolean }) {
+  const store = storeFor(recipe);
+  await checkStore(store, options);
+  return store;
+}
+
 /** The newest run of a recipe: one delimiter listing of runs/ (one entry per run), newest id first. */
 async function newestRunOf(recipe: Recipe): Promise<string | undefined> {
   const store = storeFor(recipe);
@@ -110,9 +129,11 @@ async function commandSft(argv: string[]): Promise<number> {
   if (!recipe.sft || recipe.sft.steps === 0)
     throw new RecipeError("recipe has no sft section (or sft.steps is 0)");
   const { trainerEnv, team } = recipeEnvironment(recipe);
+  checkEngineRecipe(recipe, teamPolicies(team));
+  const store = await checkedStoreFor(recipe, { write: true });
   const engine = await createEngine(recipe, teamPolicies(team));
   const reporter = consoleReporter();
-  const result = await warmStart(recipe, trainerEnv, team, engine, storeFor(recipe), reporter);
+  const result = await warmStart(recipe, trainerEnv, team, engine, store, reporter);
   const evalResult = await evaluate(
     trainerEnv,
     team,
@@ -143,15 +164,18 @@ async function commandEval(argv: string[]): Promise<number> {
     strict: true,
   });
   const base = loadRecipeText(readFileSync(resolveRecipePath(values.recipe), "utf8"));
+  const store = await checkedStoreFor(base, { write: false });
   const runId = values.run ?? (await newestRunOf(base));
   if (!runId) throw new RecipeError(`eval: no run of recipe "${base.name}" in ${base.store}; pass --run`);
-  const runStore = new RunStore(storeFor(base), runId);
+  const runStore = new RunStore(store, runId);
   const recipe = parseRecipe(await runStore.readConfig(), `run ${runId} config`);
   const step = values.step !== undefined ? Number(values.step) : await runStore.latestCommittedStep();
   if (step === undefined || !Number.isInteger(step) || step < 0) {
     throw new RecipeError(`eval: run ${runId} has no committed step${values.step ? ` ${values.step}` : ""}`);
   }
   const { trainerEnv, team } = recipeEnvironment(recipe);
+  // Every object of the run up to the step, shards included, against its manifest (errors name the key).
+  await runStore.verify({ upToStep: step });
   const engine = await createEngine(recipe, teamPolicies(team));
   await restoreStep(engine, runStore, team, step);
   const count = values.tasks !== undefined ? Number(values.tasks) : recipe.train.evalTasks;
@@ -196,14 +220,13 @@ async function commandTrain(argv: string[]): Promise<number> {
   });
   const recipePath = resolveRecipePath(values.recipe);
   let recipe = loadRecipeText(readFileSync(recipePath, "utf8"), values.set, recipePath);
+  // Nothing is written before the recipe, its environment and engine, and the store have passed.
+  const store = await checkedStoreFor(recipe, { write: true });
   let runId = values.run;
   if (values.resume) {
     runId ??= await newestRunOf(recipe);
     if (!runId) throw new RecipeError(`--resume: no run of recipe "${recipe.name}" in ${recipe.store}`);
-    const stored = parseRecipe(
-      await new RunStore(storeFor(recipe), runId).readConfig(),
-      `run ${runId} config`,
-    );
+    const stored = parseRecipe(await new RunStore(store, runId).readConfig(), `run ${runId} config`);
     if (values.set.length > 0)
       throw new RecipeError("--resume continues a run with its own recipe: drop --set");
     recipe = stored;
@@ -219,9 +242,11 @@ async function commandTrain(argv: string[]): Promise<number> {
   const leaseSeconds = Number(values["lease-seconds"]);
   if (!(leaseSeconds > 0)) throw new RecipeError(`--lease-seconds: expected a positive number`);
   runId ??= `${recipe.name}-${timestampId()}`;
-  const runStore = new RunStore(storeFor(recipe), runId);
+  const runStore = new RunStore(store, runId);
   const idleSeconds = Number(values["idle-seconds"]);
   if (!(idleSeconds > 0)) throw new RecipeError(`--idle-seconds: expected a positive number`);
+  const { trainerEnv, team: fullTeam } = recipeEnvironment(recipe);
+  checkEngineRecipe(recipe, teamPolicies(fullTeam));
   if (mode === "rollout")
     return runRolloutWorker(recipe, runStore, values.worker!, leaseSeconds * 1000, idleSeconds * 1000);
   if (!values.resume && (await runStore.latestCommittedStep()) !== undefined) {
@@ -229,7 +254,6 @@ async function commandTrain(argv: string[]): Promise<number> {
   }
   await runStore.writeConfig(recipe);
 
-  const { trainerEnv, team: fullTeam } = recipeEnvironment(recipe);
   const engine = await createEngine(recipe, teamPolicies(fullTeam));
   const reporter = consoleReporter();
   let stop = false;
@@ -245,7 +269,7 @@ async function commandTrain(argv: string[]): Promise<number> {
       `${recipe.strategy.name} · ${recipe.train.steps} steps · store ${recipe.store}`,
   );
   if ((await runStore.latestCommittedStep()) === undefined) {
-    await warmStart(recipe, trainerEnv, fullTeam, engine, storeFor(recipe), reporter);
+    await warmStart(recipe, trainerEnv, fullTeam, engine, store, reporter);
   }
   const summary = await train({
     recipe,
@@ -323,8 +347,10 @@ export async function main(argv: string[]): Promise<number> {
   } catch (error) {
     if (
       error instanceof RecipeError ||
+      error instanceof StoreError ||
       error instanceof ObjectNotFoundError ||
       error instanceof IntegrityError ||
+      error instanceof RetriesExhaustedError ||
       (error as { code?: string }).code?.startsWith("ERR_PARSE_ARGS")
     ) {
       process.stderr.write(`error: ${(error as Error).message}\n`);

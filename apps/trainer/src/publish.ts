@@ -12,7 +12,7 @@
 import { readFileSync } from "node:fs";
 import { parseArgs } from "node:util";
 import { teamPolicies } from "@troupe/core";
-import { type ObjectStore, openStore, RunStore } from "@troupe/storage";
+import { checkStore, type ObjectStore, openStore, RunStore } from "@troupe/storage";
 import {
   checkpointSummary,
   createTeamRegistry,
@@ -100,6 +100,8 @@ export async function publishRun(options: PublishRunOptions): Promise<PublishRun
     );
   }
 
+  // Every object of the run up to the step, shards included, against its manifest (errors name the key).
+  await runStore.verify({ upToStep: step });
   const sampling = servedSampling(recipe);
   const policies: Record<string, PublishInput["policies"][string]> = {};
   for (const policyId of teamPolicies(team)) {
@@ -193,6 +195,7 @@ export async function commandPublish(argv: string[], context: PublishCommandCont
   const storeUri =
     values.store ?? loadRecipeText(readFileSync(context.resolveRecipePath(values.recipe), "utf8")).store;
   const store = openStore(storeUri, { cwd: context.workspaceRoot });
+  await checkStore(store); // publishing writes into it
   let result: PublishRunResult;
   try {
     result = await publishRun({

@@ -8,7 +8,7 @@
 import { teamPolicies } from "@troupe/core";
 import { type MetricsRow, type ObjectStore, RunStore } from "@troupe/storage";
 import { z } from "zod";
-import { createEngine } from "./engines.ts";
+import { checkEngineRecipe, createEngine } from "./engines.ts";
 import { recipeEnvironment } from "./envs.ts";
 import { type Recipe, RecipeError } from "./recipe.ts";
 import { type TrainReporter, train } from "./train.ts";
@@ -65,6 +65,7 @@ export interface RunRecipeOptions {
 export async function runRecipe(options: RunRecipeOptions): Promise<RunResult | undefined> {
   const { recipe, runId, store, reporter } = options;
   const { trainerEnv, team } = recipeEnvironment(recipe);
+  checkEngineRecipe(recipe, teamPolicies(team)); // before the run's folder is written
   const runStore = new RunStore(store, runId);
   try {
     await runStore.writeConfig(recipe);

@@ -8,6 +8,7 @@
 import { readFileSync } from "node:fs";
 import { basename, dirname, isAbsolute, relative, resolve } from "node:path";
 import { parseArgs } from "node:util";
+import { checkStore } from "@troupe/storage";
 import { type CliContext, evalTasksOverride, parseSeeds } from "./compare-command.ts";
 import { loadRecipeText, RecipeError } from "./recipe.ts";
 import { consoleReporter } from "./reporter.ts";
@@ -75,6 +76,7 @@ export async function commandSweep(argv: string[], cli: SweepCliContext): Promis
     evalTasks,
   });
   const store = cli.storeFor(plan.base);
+  await checkStore(store); // before any work: a StoreError line naming it
   const reporter = consoleReporter();
   let stop = false;
   const onSignal = (signal: NodeJS.Signals) => {

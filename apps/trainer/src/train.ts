@@ -179,9 +179,16 @@ export async function train(options: TrainOptions): Promise<TrainSummary> {
   const testTasks = evalTasks(trainerEnv, recipe);
   const latest = await runStore.latestCommittedStep();
   const firstStep = latest === undefined ? 0 : latest + 1;
+  // Before trusting the run: every committed object (shards included) against its manifest — an
+  // IntegrityError names a damaged one — then away with what uncommitted attempts left behind.
+  const verified = latest === undefined ? undefined : await runStore.verify();
+  const swept = await runStore.sweepUncommitted();
   if (latest !== undefined) {
     await restoreStep(engine, runStore, team, latest);
-    reporter.note(`resuming run ${runStore.runId} after committed step ${latest}`);
+    reporter.note(
+      `resuming run ${runStore.runId} after committed step ${latest} (verified ${verified!.objects} objects ` +
+        `against their manifests; removed ${swept.length} left by uncommitted attempts)`,
+    );
   }
   const evals: { step: number; result: EvalResult }[] = [];
   // logging.tensorboard: an events file of this call's steps (x = RL steps done, as the held-out

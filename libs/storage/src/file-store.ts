@@ -12,8 +12,19 @@
  */
 import { randomBytes } from "node:crypto";
 import type { Dirent } from "node:fs";
-import { link, mkdir, open, readdir, readFile, rename, stat, unlink } from "node:fs/promises";
-import { dirname, join, relative, sep } from "node:path";
+import {
+  link,
+  mkdir,
+  open,
+  readdir,
+  readFile,
+  realpath,
+  rename,
+  stat,
+  statfs,
+  unlink,
+} from "node:fs/promises";
+import { basename, dirname, join, relative, sep } from "node:path";
 import { pathToFileURL } from "node:url";
 import {
   checkFolderPrefix,
@@ -22,8 +33,22 @@ import {
   ObjectNotFoundError,
   type ObjectStore,
 } from "./object-store.ts";
+import { type StoreCheckOptions, StoreError } from "./store-check.ts";
 
 const TMP_DIR = ".troupe-tmp";
+
+/** statfs types of kernel file systems, where no run can live (and where mkdir can misbehave). */
+const KERNEL_FILE_SYSTEMS: ReadonlyMap<number, string> = new Map([
+  [0x9fa0, "proc"],
+  [0x62656572, "sysfs"],
+  [0x27e0eb, "cgroup"],
+  [0x63677270, "cgroup2"],
+  [0x64626720, "debugfs"],
+  [0x74726163, "tracefs"],
+  [0x73636673, "securityfs"],
+  [0xcafe4a11, "bpf"],
+]);
+const KERNEL_PATHS = ["/proc", "/sys"];
 
 export class FileStore implements ObjectStore {
   readonly uri: string;
@@ -36,6 +61,64 @@ export class FileStore implements ObjectStore {
     checkKey(key);
     if (key === TMP_DIR || key.startsWith(`${TMP_DIR}/`)) throw new Error(`object key "${key}" is reserved`);
     return join(this.root, ...key.split("/"));
+  }
+
+  /**
+   * The folder can hold runs: it is not on a kernel file system (/proc, /sys…), it is a folder and
+   * no part of its path is a file, and — with `write` (default) — it exists or is made now, one
+   * level at a time (never Node's recursive mkdir, which does not settle under /proc), and a probe
+   * file can be written in it and removed. Throws StoreError naming the store and the reason.
+   */
+  async check(options: StoreCheckOptions = {}): Promise<void> {
+    const write = options.write ?? true;
+    const fail = (detail: string) => new StoreError(this.uri, detail);
+    // The deepest part of the path that exists, and the folders below it still to make.
+    let existing = this.root;
+    const missing: string[] = [];
+    for (;;) {
+      try {
+        const info = await stat(existing);
+        if (!info.isDirectory()) {
+          throw fail(
+            existing === this.root ? "is a file, not a folder" : `${existing} is a file, not a folder`,
+          );
+        }
+        break;
+      } catch (error) {
+        if (error instanceof StoreError) throw error;
+        if (!isCode(error, "ENOENT") && !isCode(error, "ENOTDIR")) throw fail(describeFsError(error));
+        if (dirname(existing) === existing) throw fail("no part of the path exists");
+        missing.unshift(basename(existing));
+        existing = dirname(existing);
+      }
+    }
+    const real = await realpath(existing).catch(() => existing);
+    const kernelPath = KERNEL_PATHS.find((p) => real === p || real.startsWith(`${p}/`));
+    const type = KERNEL_FILE_SYSTEMS.get(Number((await statfs(existing).catch(() => undefined))?.type));
+    if (kernelPath !== undefined || type !== undefined) {
+      throw fail(
+        `${real} is on ${type ?? kernelPath!.slice(1)}, a kernel file system: runs cannot be stored there`,
+      );
+    }
+    if (!write) {
+      if (missing.length > 0) throw fail("the folder does not exist");
+      return;
+    }
+    let folder = existing;
+    for (const part of missing) {
+      folder = join(folder, part);
+      try {
+        await mkdir(folder);
+      } catch (error) {
+        if (!isCode(error, "EEXIST"))
+          throw fail(`cannot make the folder ${folder}: ${describeFsError(error)}`);
+      }
+    }
+    try {
+      await unlink(await this.writeTempRetry(new TextEncoder().encode("troupe store check\n")));
+    } catch (error) {
+      throw fail(`cannot write into the folder: ${describeFsError(error)}`);
+    }
   }
 
   async get(key: string): Promise<Uint8Array> {
@@ -186,6 +269,21 @@ async function holdsFile(folder: string): Promise<boolean> {
   for (const entry of entries)
     if (entry.isDirectory() && (await holdsFile(join(folder, entry.name)))) return true;
   return false;
+}
+
+/** "EACCES (permission denied)"-style text of a file-system error, without its paths. */
+function describeFsError(error: unknown): string {
+  const code = (error as { code?: unknown } | null)?.code;
+  const reasons: Record<string, string> = {
+    EACCES: "permission denied",
+    EPERM: "operation not permitted",
+    EROFS: "read-only file system",
+    ENOSPC: "no space left on the device",
+    ENOTDIR: "a part of the path is a file",
+    EEXIST: "a file is in the way",
+  };
+  if (typeof code === "string") return reasons[code] ? `${reasons[code]} (${code})` : code;
+  return (error as Error)?.message ?? String(error);
 }
 
 function isCode(error: unknown, code: string): boolean {

@@ -9,3 +9,4 @@ export * from "./rollout-queue.ts";
 export * from "./run-store.ts";
 export * from "./s3-store.ts";
 export * from "./shard-format.ts";
+export * from "./store-check.ts";

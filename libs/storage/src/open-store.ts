@@ -12,6 +12,7 @@ import { z } from "zod";
 import { FileStore } from "./file-store.ts";
 import type { ObjectStore } from "./object-store.ts";
 import { S3Store, type S3StoreOptions } from "./s3-store.ts";
+import { StoreError } from "./store-check.ts";
 
 export const DEFAULT_RUNS_URI = "file://./.troupe/runs";
 
@@ -51,7 +52,7 @@ export interface OpenStoreOptions {
 export function openStore(uri: string = DEFAULT_RUNS_URI, options: OpenStoreOptions = {}): ObjectStore {
   if (uri.startsWith("file:")) {
     const parsed = FileUriSchema.safeParse(uri);
-    if (!parsed.success) throw new Error(`storage URI "${uri}": ${parsed.error.issues[0]!.message}`);
+    if (!parsed.success) throw new StoreError(uri, parsed.error.issues[0]!.message);
     const path = parsed.data;
     return new FileStore(isAbsolute(path) ? path : resolve(options.cwd ?? process.cwd(), path));
   }
@@ -59,16 +60,16 @@ export function openStore(uri: string = DEFAULT_RUNS_URI, options: OpenStoreOpti
     const parsed = S3UriSchema.safeParse(uri);
     if (!parsed.success) {
       const issue = parsed.error.issues[0]!;
-      throw new Error(
-        `storage URI "${uri}": ${issue.path.length ? `${issue.path.join(".")}: ` : ""}${issue.message}`,
-      );
+      throw new StoreError(uri, `${issue.path.length ? `${issue.path.join(".")}: ` : ""}${issue.message}`);
     }
     // The AWS CLI/SDK's own variable names for a custom endpoint (Ceph, MinIO, R2), so the same
     // s3:// URI works from the command line; keys come from the SDK's chain (AWS_ACCESS_KEY_ID…).
     const endpoint = process.env.AWS_ENDPOINT_URL_S3 || process.env.AWS_ENDPOINT_URL || undefined;
-    return new S3Store({ ...(endpoint ? { endpoint } : {}), ...options.s3, ...parsed.data });
+    try {
+      return new S3Store({ ...(endpoint ? { endpoint } : {}), ...options.s3, ...parsed.data });
+    } catch (error) {
+      throw new StoreError(uri, (error as Error).message);
+    }
   }
-  throw new Error(
-    `storage URI "${uri}": unsupported scheme; expected file://<folder> or s3://<bucket>/<prefix>`,
-  );
+  throw new StoreError(uri, "unsupported scheme; expected file://<folder> or s3://<bucket>/<prefix>");
 }

@@ -63,6 +63,30 @@ export interface StagedCommit {
   commit(): Promise<StepCommit>;
 }
 
+/** What `RunStore.verify` read: manifests by kind, and the objects (and their bytes) it checked. */
+export interface VerifyReport {
+  readonly steps: number;
+  readonly checkpoints: number;
+  readonly rollouts: number;
+  readonly objects: number;
+  readonly bytes: number;
+}
+
+/**
+ * Distinct attempt ids among the data keys of one folder: a step's shards
+ * (`<folder>/shards/<shardId>.<attempt>.<ext>`) or a checkpoint's files (`<folder>/<attempt>/<file>`).
+ */
+function attemptsIn(folder: string, keys: readonly string[]): Set<string> {
+  const attempts = new Set<string>();
+  for (const key of keys) {
+    const rest = key.slice(folder.length + 1);
+    if (rest === MANIFEST) continue;
+    const shard = /^shards\/.*\.([0-9a-f]+)\.(parquet|jsonl\.gz)$/.exec(rest);
+    attempts.add(shard ? shard[1]! : rest.split("/")[0]!);
+  }
+  return attempts;
+}
+
 export type MetricValue = number | string | boolean | null;
 export interface MetricsRow {
   readonly step: number;
@@ -233,6 +257,114 @@ export class RunStore {
       shards.set(shardId, await readShardEntry(this.store, folder, entry));
     }
     return { step, manifest, shards };
+  }
+
+  /**
+   * Reads every object the run's manifests vouch for and checks its size and sha256 against them:
+   * each committed step's shards, each committed checkpoint's files (both at steps ≤ `upToStep`
+   * when given) and each committed rollout shard. A mismatch or a missing object is an
+   * IntegrityError naming the object's key. Resume, eval and publish call it before they trust a
+   * run: they themselves read only checkpoints, so a damaged shard would otherwise go unnoticed.
+   */
+  async verify(options: { upToStep?: number } = {}): Promise<VerifyReport> {
+    const upTo = options.upToStep ?? Number.POSITIVE_INFINITY;
+    const root = `${runRoot(this.runId)}/`;
+    const report = { steps: 0, checkpoints: 0, rollouts: 0, objects: 0, bytes: 0 };
+    for (const { key } of await this.store.list(root)) {
+      if (!key.endsWith(`/${MANIFEST}`)) continue;
+      const parts = key.slice(root.length).split("/");
+      const digits = (text: string | undefined) =>
+        text !== undefined && text.length === STEP_DIGITS && /^\d+$/.test(text) ? Number(text) : undefined;
+      let kind: "steps" | "checkpoints" | "rollouts" | undefined;
+      if (parts.length === 3 && parts[0] === "steps" && digits(parts[1]) !== undefined) {
+        if (digits(parts[1])! > upTo) continue;
+        kind = "steps";
+      } else if (parts.length === 4 && parts[0] === "checkpoints" && digits(parts[2]) !== undefined) {
+        if (digits(parts[2])! > upTo) continue;
+        kind = "checkpoints";
+      } else if (parts.length === 4 && parts[0] === "rollouts" && digits(parts[1]) !== undefined) {
+        kind = "rollouts";
+      }
+      if (kind === undefined) continue;
+      const folder = key.slice(0, -(MANIFEST.length + 1));
+      const manifest = parseManifest(await this.store.get(key), key);
+      for (const entry of manifest.objects) {
+        try {
+          report.bytes += (await readVerified(this.store, folder, entry)).byteLength;
+        } catch (error) {
+          if (error instanceof ObjectNotFoundError) {
+            throw new IntegrityError(`${folder}/${entry.key}`, `missing, but ${key} lists it`);
+          }
+          throw error;
+        }
+        report.objects++;
+      }
+      report[kind]++;
+    }
+    return report;
+  }
+
+  /**
+   * Deletes what attempts that never committed left behind, for a writer that resumes the run as
+   * its only writer (the trainer in mode all or learner; rollout workers write elsewhere):
+   *  - in committed steps and checkpoints, data objects their manifest does not list (a losing or
+   *    killed attempt's; `sweepOrphans`);
+   *  - every step folder without a manifest, and everything of the steps after the newest
+   *    committed one: their checkpoints (manifest first, so a checkpoint is never half there) and
+   *    their metrics. A resume redoes those steps from scratch.
+   * Returns the deleted keys.
+   */
+  async sweepUncommitted(): Promise<string[]> {
+    const committed = await this.committedSteps();
+    const latest = committed.at(-1) ?? -1;
+    const isCommitted = new Set(committed);
+    const removed: string[] = [];
+    const remove = async (keys: readonly string[]) => {
+      for (const key of keys) await this.store.delete(key);
+      removed.push(...keys);
+    };
+    // Steps: group the listing by step folder.
+    const stepsRoot = stepsPrefix(this.runId);
+    const stepKeys = new Map<number, string[]>();
+    for (const { key } of await this.store.list(stepsRoot)) {
+      const step = Number(key.slice(stepsRoot.length, stepsRoot.length + STEP_DIGITS));
+      if (Number.isInteger(step)) stepKeys.set(step, [...(stepKeys.get(step) ?? []), key]);
+    }
+    for (const [step, keys] of stepKeys) {
+      if (!isCommitted.has(step)) await remove(keys);
+      else if (attemptsIn(stepFolder(this.runId, step), keys).size > 1)
+        removed.push(...(await this.sweepOrphans(step)));
+    }
+    // Checkpoints: <policy>/<step>/<attempt>/<file> and <policy>/<step>/manifest.json.
+    const checkpointsRoot = `${runRoot(this.runId)}/checkpoints/`;
+    const folders = new Map<string, string[]>();
+    for (const { key } of await this.store.list(checkpointsRoot)) {
+      const [policyId, stepText] = key.slice(checkpointsRoot.length).split("/");
+      if (policyId === undefined || stepText?.length !== STEP_DIGITS) continue;
+      const folder = `${checkpointsRoot}${policyId}/${stepText}`;
+      folders.set(folder, [...(folders.get(folder) ?? []), key]);
+    }
+    for (const [folder, keys] of folders) {
+      const manifestKey = `${folder}/${MANIFEST}`;
+      const step = Number(folder.slice(-STEP_DIGITS));
+      if (step > latest || !keys.includes(manifestKey)) {
+        // After the newest committed step, or never committed: all of it, the manifest first.
+        await remove(keys.filter((k) => k === manifestKey));
+        await remove(keys.filter((k) => k !== manifestKey));
+      } else if (attemptsIn(folder, keys).size > 1) {
+        const manifest = parseManifest(await this.store.get(manifestKey), manifestKey);
+        const keep = new Set([manifestKey, ...manifest.objects.map((o) => `${folder}/${o.key}`)]);
+        await remove(keys.filter((k) => !keep.has(k)));
+      }
+    }
+    // Metrics of steps after the newest committed one (their rows are rewritten when redone).
+    const metricsRoot = metricsPrefix(this.runId);
+    await remove(
+      (await this.store.list(metricsRoot))
+        .map(({ key }) => key)
+        .filter((key) => Number(key.slice(metricsRoot.length, metricsRoot.length + STEP_DIGITS)) > latest),
+    );
+    return removed;
   }
 
   /** Deletes data objects of a step that its manifest does not list (losing/crashed attempts). */

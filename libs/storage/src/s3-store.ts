@@ -34,7 +34,8 @@ import {
   ObjectNotFoundError,
   type ObjectStore,
 } from "./object-store.ts";
-import { type RetryOptions, withRetry } from "./retry.ts";
+import { errorMessage, type RetryOptions, withRetry } from "./retry.ts";
+import { firstLine, type StoreCheckOptions, StoreError } from "./store-check.ts";
 
 export const S3StoreOptionsSchema = z.object({
   bucket: z.string().regex(/^[a-z0-9][a-z0-9.-]{1,61}[a-z0-9]$/, "not a valid S3 bucket name"),
@@ -206,6 +207,41 @@ export class S3Store implements ObjectStore {
       throw error;
     });
     return this.bucketReady;
+  }
+
+  /**
+   * The store can hold runs: credentials are found (the SDK's chain: AWS_ACCESS_KEY_ID…, profiles),
+   * and — with `write` (default) — a probe object is written and deleted, else one is looked up,
+   * which proves the endpoint, the bucket and the keys. Throws StoreError naming the store.
+   */
+  async check(options: StoreCheckOptions = {}): Promise<void> {
+    try {
+      const credentials = await this.client.config.credentials();
+      if (!credentials?.accessKeyId) throw new Error("no access key");
+    } catch {
+      throw new StoreError(
+        this.uri,
+        "no S3 credentials found: set AWS_ACCESS_KEY_ID and AWS_SECRET_ACCESS_KEY (or AWS_PROFILE)",
+      );
+    }
+    const probe = `.troupe-probe/${Date.now()}-${Math.random().toString(36).slice(2, 10)}`;
+    try {
+      if (options.write ?? true) {
+        await this.put(probe, new TextEncoder().encode("troupe store check\n"));
+        await this.delete(probe);
+      } else {
+        await this.head(probe);
+      }
+    } catch (error) {
+      const status = statusOf(error instanceof Error && error.cause ? error.cause : error);
+      const why =
+        status === 403
+          ? "access denied (403): the credentials may not write to this bucket and prefix"
+          : status === 404
+            ? "no such bucket (404)"
+            : firstLine(errorMessage(error));
+      throw new StoreError(this.uri, why);
+    }
   }
 
   async get(key: string): Promise<Uint8Array> {
