@@ -34,7 +34,7 @@ export function loadSuite(nameOrPath: string, cwd = process.cwd()): Suite {
   const file = candidates.find((p) => /\.ya?ml$|\.json$/.test(p) && existsSync(p));
   if (!file) {
     throw new EvalUsageError(
-      `suite "${nameOrPath}" not found: expected nightly, full or a YAML file (looked at ${candidates.join(", ")})`,
+      `suite "${nameOrPath}" not found: expected nightly, full, held-out or a YAML file (looked at ${candidates.join(", ")})`,
     );
   }
   let value: unknown;

@@ -188,7 +188,7 @@ describe("eval run", () => {
     expect(r1.err.trim().split("\n")).toHaveLength(1);
     expect(r1.err).toMatch(/^error: .*nosuch/);
     const r2 = await cli("run", "--team", "tiny", "--suite", "nope");
-    expect(r2.err).toMatch(/^error: suite "nope" not found: expected nightly, full or a YAML file/);
+    expect(r2.err).toMatch(/^error: suite "nope" not found: expected nightly, full, held-out or a YAML file/);
     const r3 = await cli("run", "--team", "tiny", "--suite", suitePath, "--backend", "gpu");
     expect(r3.err).toBe('error: --backend: expected auto, onnx, torch, openai, got "gpu"\n');
     writeFileSync(join(tmp.root, "bad.yaml"), "name: bad\ntasks: 0\nsamples: 1\ntemperature: 1\n");
