@@ -32,7 +32,7 @@ import { commandPublish } from "./publish.ts";
 import { loadRecipeText, parseRecipe, type Recipe, RecipeError } from "./recipe.ts";
 import { writeRunReport } from "./report.ts";
 import { commandReport } from "./report-command.ts";
-import { consoleReporter, table } from "./reporter.ts";
+import { consoleReporter, stopOnSignal, table } from "./reporter.ts";
 import { commandSweep } from "./sweep-command.ts";
 import { evalTasks, policySet, restoreStep, train } from "./train.ts";
 import { warmStart } from "./warm-start.ts";
@@ -256,14 +256,7 @@ async function commandTrain(argv: string[]): Promise<number> {
 
   const engine = await createEngine(recipe, teamPolicies(fullTeam));
   const reporter = consoleReporter();
-  let stop = false;
-  const onSignal = (signal: NodeJS.Signals) => {
-    if (stop) process.exit(130); // second signal: leave now; the uncommitted step is redone on resume
-    stop = true;
-    reporter.note(`${signal}: finishing and committing the current step (again to abort)`);
-  };
-  process.on("SIGINT", onSignal);
-  process.on("SIGTERM", onSignal);
+  const signals = stopOnSignal(reporter);
   reporter.note(
     `run ${runId}: ${recipe.environment.name} · team ${fullTeam.roles.map((r) => `${r.id}→${r.policy}`).join(", ")} · ` +
       `${recipe.strategy.name} · ${recipe.train.steps} steps · store ${recipe.store}`,
@@ -278,7 +271,7 @@ async function commandTrain(argv: string[]): Promise<number> {
     engine,
     runStore,
     reporter,
-    stopRequested: () => stop,
+    stopRequested: signals.requested,
     ...(mode === "learner" ? { rollouts: queueRollouts({ recipe, trainerEnv, runStore, reporter }) } : {}),
   });
   reporter.finish();

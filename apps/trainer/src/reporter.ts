@@ -93,3 +93,33 @@ export function markdownTable(rows: readonly Record<string, string | number>[]):
     ...rows.map((r) => line(cols.map((c) => String(r[c] ?? "")))),
   ].join("\n");
 }
+
+export interface SignalStop {
+  /** True once SIGINT or SIGTERM arrived: commit the step in flight and return. */
+  readonly requested: () => boolean;
+  /** Removes the handlers (a command that returns to its caller instead of exiting). */
+  dispose(): void;
+}
+
+/**
+ * Graceful stop on SIGINT/SIGTERM: the first signal makes `requested()` true, so the loop commits
+ * the step in flight and returns; a second one exits at once (the uncommitted step is redone on
+ * resume).
+ */
+export function stopOnSignal(reporter: Pick<TrainReporter, "note">): SignalStop {
+  let stop = false;
+  const onSignal = (signal: NodeJS.Signals) => {
+    if (stop) process.exit(130);
+    stop = true;
+    reporter.note(`${signal}: finishing and committing the current step (again to abort)`);
+  };
+  process.on("SIGINT", onSignal);
+  process.on("SIGTERM", onSignal);
+  return {
+    requested: () => stop,
+    dispose() {
+      process.off("SIGINT", onSignal);
+      process.off("SIGTERM", onSignal);
+    },
+  };
+}

@@ -11,7 +11,7 @@ import { parseArgs } from "node:util";
 import { checkStore } from "@troupe/storage";
 import { type CliContext, evalTasksOverride, parseSeeds } from "./compare-command.ts";
 import { loadRecipeText, RecipeError } from "./recipe.ts";
-import { consoleReporter } from "./reporter.ts";
+import { consoleReporter, stopOnSignal } from "./reporter.ts";
 import { assignments, loadGridText, planSweep, sweep, writeSweep } from "./sweep.ts";
 
 export interface SweepCliContext extends CliContext {
@@ -78,20 +78,13 @@ export async function commandSweep(argv: string[], cli: SweepCliContext): Promis
   const store = cli.storeFor(plan.base);
   await checkStore(store); // before any work: a StoreError line naming it
   const reporter = consoleReporter();
-  let stop = false;
-  const onSignal = (signal: NodeJS.Signals) => {
-    if (stop) process.exit(130); // second signal: leave now; the uncommitted step is redone on resume
-    stop = true;
-    reporter.note(`${signal}: finishing and committing the current step (again to abort)`);
-  };
-  process.on("SIGINT", onSignal);
-  process.on("SIGTERM", onSignal);
+  const signals = stopOnSignal(reporter);
   reporter.note(
     `sweep ${sweepId}: ${plan.points.length} points × seeds ${seeds.join(", ")} · recipe ${plan.base.name} · ` +
       `${evalTasks} held-out tasks · store ${plan.base.store}`,
   );
   try {
-    const outcome = await sweep({ plan, store, reporter, stopRequested: () => stop });
+    const outcome = await sweep({ plan, store, reporter, stopRequested: signals.requested });
     reporter.finish();
     if (outcome.results.length > 0) {
       // Also after a stop: the runs finished so far (seed by seed, so every point has its first seeds).
@@ -108,8 +101,7 @@ export async function commandSweep(argv: string[], cli: SweepCliContext): Promis
     process.stdout.write(`reproduce or continue: ${command}\n`);
     return 0;
   } finally {
-    process.off("SIGINT", onSignal);
-    process.off("SIGTERM", onSignal);
+    signals.dispose();
   }
 }
 
