@@ -384,7 +384,7 @@ export function compactObservation<Puzzle, Board>(
   hints: readonly CompactHint[] = [],
 ): Observation {
   const lines = [`${game.shortName} ${agent}`, game.render(state.puzzle, state.board)];
-  for (const kind of hints) lines.push(game.hint!(kind, state.puzzle, state.board)!);
+  for (const kind of hints) lines.push(game.hint!(kind, state.puzzle, state.board));
   if (state.report !== null) lines.push(`last: ${state.report}`);
   lines.push(agent === "fixer" ? "fix:" : "plan:");
   return userObservation(lines.join("\n"));
