@@ -70,6 +70,7 @@ export async function warmStart(
   if (latest !== undefined) await restoreStep(engine, runStore, team, latest);
   if (latest === sft.steps - 1) {
     reporter.note(`warm start: loaded cached ${runStore.runId} (${sft.steps} supervised steps)`);
+    await freshOptimizer(engine, team);
     return { runId: runStore.runId, cached: true, finalNll: {} };
   }
   // The warm start has its own learning rate at a constant schedule: the recipe's schedule, warmup
@@ -119,5 +120,21 @@ export async function warmStart(
       );
     }
   }
+  await freshOptimizer(engine, team);
   return { runId: runStore.runId, cached: false, finalNll };
+}
+
+/**
+ * RL starts from the warm-start weights with a fresh AdamW (step 0, zero moments), as an RL trainer
+ * started from an SFT checkpoint does. Carrying the warm start's optimizer over would start the RL
+ * schedule at the warm start's step count (a 150-step cosine after 25 warm-start steps reached its
+ * floor at RL step 125) and its second moments from gradients at a 10× larger learning rate.
+ * Both engines start a fresh optimizer when a checkpoint has no optimizer files.
+ */
+async function freshOptimizer(engine: Engine, team: Team): Promise<void> {
+  for (const policyId of teamPolicies(team)) {
+    const { "optimizer.safetensors": _moments, "trainer_state.json": _state, ...weights } =
+      await engine.save(policyId);
+    await engine.load(policyId, weights);
+  }
 }

@@ -30,7 +30,7 @@ sft: { steps: 3, batchSize: 8, lr: 0.01, mistakeRate: 0.3 }
 `;
 const quiet: TrainReporter = { step() {}, eval() {}, note() {} };
 
-async function warmStartWeights(optimizer: string, folder: string): Promise<string> {
+async function warmStartWeights(optimizer: string, folder: string, cached = false): Promise<string> {
   const recipe = loadRecipeText(recipeText(optimizer));
   const trainerEnv = createEnvironment(recipe.environment.name, recipe.environment.options);
   const team = recipeTeam(trainerEnv, recipe.team);
@@ -44,8 +44,12 @@ async function warmStartWeights(optimizer: string, folder: string): Promise<stri
       new FileStore(join(root, folder)),
       quiet,
     );
-    expect(result?.cached).toBe(false);
+    expect(result?.cached).toBe(cached);
     const files = await engine.save(teamPolicies(team)[0]!);
+    // RL starts with a fresh optimizer: its schedule counts from RL's first step, not the warm start's.
+    const state = files["trainer_state.json"];
+    if (state) expect(JSON.parse(new TextDecoder().decode(state)).optimizer_step).toBe(0);
+    expect(files["optimizer.safetensors"]).toBeUndefined();
     return sha256Hex(files["model.safetensors"]!);
   } finally {
     await engine.close();
@@ -61,5 +65,10 @@ describe("warm start", () => {
     const team = recipeTeam(createEnvironment(a.environment.name, a.environment.options), a.team);
     expect(warmStartId(a, team)).toBe(warmStartId(b, team));
     expect(await warmStartWeights(cosine, "cosine")).toBe(await warmStartWeights(constant, "constant"));
+  });
+
+  it("hands RL the warm-start weights with a fresh optimizer, computed or loaded from the cache", async () => {
+    const computed = await warmStartWeights("{ lr: 0.001 }", "fresh");
+    expect(await warmStartWeights("{ lr: 0.001 }", "fresh", true)).toBe(computed);
   });
 });
