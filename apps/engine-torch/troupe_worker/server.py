@@ -12,6 +12,7 @@ Ops (args → result; payloads in brackets):
                                                             → TrainMetrics
     save / export {policy, dtype?}                          → {files} [file:*]
     load         {policy} [file:*]                          → PolicyInfo
+    echo         {bytes?} [*]                               → {bytes} [*, pattern]   (tests: large frames)
     shutdown     {}                                         → {}   (then the worker exits)
 """
 
@@ -85,6 +86,12 @@ class Server:
             return e.load(args, payloads), {}
         if op == "shutdown":
             return {}, {}
+        if op == "echo":  # for the controller's tests: the payloads back, plus `bytes` bytes of a known pattern
+            out = dict(payloads)
+            n = int(args.get("bytes", 0))
+            if n:
+                out["pattern"] = bytes(range(256)) * (n // 256) + bytes(range(n % 256))
+            return {"bytes": n}, out
         if op == "crash":  # for the controller's tests: dies like a segfault or an OOM kill would
             sys.stderr.write("troupe_worker: crash requested\n")
             sys.stderr.flush()

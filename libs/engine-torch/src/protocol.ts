@@ -132,47 +132,49 @@ export function parseHeader(json: unknown): FrameHeader {
   return h;
 }
 
-function decodePayload(d: PayloadDescriptor, body: Uint8Array): PayloadValue {
-  const end = d.offset + d.length;
-  if (end > body.length) {
-    throw new ProtocolError(`payload "${d.name}" runs past the body (${end} > ${body.length} bytes)`);
-  }
-  const copy = body.slice(d.offset, end); // aligned, owned buffer
-  if (d.dtype === "int32") return new Int32Array(copy.buffer);
-  if (d.dtype === "float32") return new Float32Array(copy.buffer);
-  return copy;
-}
-
 /**
  * Incremental frame reader: feed it chunks from a pipe or socket; it returns every complete frame.
  * A bad magic or header throws a ProtocolError (the stream cannot be resynchronised after that).
+ *
+ * Linear in the bytes received: chunks are queued as they arrive (no re-copy of what is already
+ * held), and a complete frame's payloads are each copied once, straight from the queued chunks into
+ * their own buffer. There is no whole-frame buffer, so a frame may be larger than the 4 GiB a single
+ * Node buffer can hold; each payload must fit in one.
  */
+const EMPTY = new Uint8Array(0);
+
 export class FrameReader {
-  private buffer = new Uint8Array(0);
+  private chunks: Uint8Array[] = [];
+  /** Index of the first unconsumed chunk (consumed ones are dropped in batches: shift() is O(n)). */
+  private first = 0;
+  /** Bytes of chunks[first] already consumed. */
+  private head = 0;
+  private queued = 0;
 
   push(chunk: Uint8Array): Frame[] {
-    const merged = new Uint8Array(this.buffer.length + chunk.length);
-    merged.set(this.buffer, 0);
-    merged.set(chunk, this.buffer.length);
-    this.buffer = merged;
+    if (chunk.length > 0) {
+      this.chunks.push(chunk);
+      this.queued += chunk.length;
+    }
     const frames: Frame[] = [];
     for (;;) {
-      if (this.buffer.length < PREFIX_BYTES) break;
-      const view = new DataView(this.buffer.buffer, this.buffer.byteOffset, this.buffer.byteLength);
-      const magic = new TextDecoder().decode(this.buffer.subarray(0, 4));
+      if (this.queued < PREFIX_BYTES) break;
+      const prefix = this.peek(PREFIX_BYTES);
+      const magic = new TextDecoder().decode(prefix.subarray(0, 4));
       if (magic !== MAGIC) {
-        const text = new TextDecoder().decode(this.buffer.subarray(0, Math.min(80, this.buffer.length)));
+        const text = new TextDecoder().decode(this.peek(Math.min(80, this.queued)));
         throw new ProtocolError(
           `bad frame magic ${JSON.stringify(magic)}, expected "${MAGIC}" — something else wrote to the worker's stdout: ${JSON.stringify(text)}`,
         );
       }
+      const view = new DataView(prefix.buffer, prefix.byteOffset, prefix.byteLength);
       const headerLength = view.getUint32(4, true);
       if (headerLength > MAX_HEADER_BYTES)
         throw new ProtocolError(`header of ${headerLength} bytes exceeds ${MAX_HEADER_BYTES}`);
       const bodyLength = Number(view.getBigUint64(8, true));
-      const total = PREFIX_BYTES + headerLength + bodyLength;
-      if (this.buffer.length < total) break;
-      const headerBytes = this.buffer.subarray(PREFIX_BYTES, PREFIX_BYTES + headerLength);
+      if (this.queued < PREFIX_BYTES + headerLength + bodyLength) break;
+      this.skip(PREFIX_BYTES);
+      const headerBytes = this.take(headerLength);
       let json: unknown;
       try {
         json = JSON.parse(new TextDecoder("utf-8", { fatal: true }).decode(headerBytes));
@@ -180,25 +182,104 @@ export class FrameReader {
         throw new ProtocolError(`header is not UTF-8 JSON: ${(e as Error).message}`);
       }
       const header = parseHeader(json);
-      const body = this.buffer.subarray(PREFIX_BYTES + headerLength, total);
-      const payloads = new Map<string, PayloadValue>();
-      for (const d of header.payloads) payloads.set(d.name, decodePayload(d, body));
       frames.push({
         kind: header.kind,
         id: header.id,
         op: header.op,
         body: (header.kind === "request" ? header.args : header.result) ?? {},
-        payloads,
+        payloads: this.takeBody(header.payloads, bodyLength),
         error: header.error,
       });
-      this.buffer = this.buffer.slice(total);
     }
     return frames;
   }
 
   /** Bytes received that do not yet form a whole frame. */
   get pending(): number {
-    return this.buffer.length;
+    return this.queued;
+  }
+
+  /** The body's payloads, each copied once into its own (aligned) buffer, in offset order. */
+  private takeBody(descriptors: readonly PayloadDescriptor[], bodyLength: number): Map<string, PayloadValue> {
+    for (const d of descriptors) {
+      if (d.offset + d.length > bodyLength) {
+        throw new ProtocolError(
+          `payload "${d.name}" runs past the body (${d.offset + d.length} > ${bodyLength} bytes)`,
+        );
+      }
+    }
+    const byOffset = [...descriptors].sort((a, b) => a.offset - b.offset);
+    const values = new Map<string, PayloadValue>();
+    let at = 0;
+    for (const d of byOffset) {
+      if (d.offset < at) throw new ProtocolError(`payload "${d.name}" overlaps the payload before it`);
+      this.skip(d.offset - at);
+      const bytes = this.take(d.length);
+      at = d.offset + d.length;
+      values.set(
+        d.name,
+        d.dtype === "int32"
+          ? new Int32Array(bytes.buffer, 0, d.length / 4)
+          : d.dtype === "float32"
+            ? new Float32Array(bytes.buffer, 0, d.length / 4)
+            : bytes,
+      );
+    }
+    this.skip(bodyLength - at);
+    // Descriptor order, as the sender listed them.
+    return new Map(descriptors.map((d) => [d.name, values.get(d.name)!]));
+  }
+
+  /** A copy of the next n queued bytes, left queued. */
+  private peek(n: number): Uint8Array {
+    const out = new Uint8Array(n);
+    let got = 0;
+    let offset = this.head;
+    for (let i = this.first; i < this.chunks.length && got < n; i++) {
+      const c = this.chunks[i]!;
+      const part = c.subarray(offset, offset + (n - got));
+      out.set(part, got);
+      got += part.length;
+      offset = 0;
+    }
+    return out;
+  }
+
+  /** The next n bytes in a new buffer of their own, removed from the queue. */
+  private take(n: number): Uint8Array {
+    const out = new Uint8Array(n);
+    let got = 0;
+    while (got < n) {
+      const c = this.chunks[this.first]!;
+      const part = c.subarray(this.head, this.head + (n - got));
+      out.set(part, got);
+      got += part.length;
+      this.advance(part.length);
+    }
+    return out;
+  }
+
+  private skip(n: number): void {
+    let left = n;
+    while (left > 0) {
+      const step = Math.min(left, this.chunks[this.first]!.length - this.head);
+      this.advance(step);
+      left -= step;
+    }
+  }
+
+  private advance(n: number): void {
+    this.head += n;
+    this.queued -= n;
+    if (this.head === this.chunks[this.first]!.length) {
+      this.chunks[this.first] = EMPTY; // let the consumed chunk be collected
+      this.first++;
+      this.head = 0;
+      if (this.first > 1024 && this.first * 2 > this.chunks.length) {
+        this.chunks = this.chunks.slice(this.first);
+        this.first = 0;
+      }
+    }
   }
 }
 
