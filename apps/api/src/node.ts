@@ -23,7 +23,7 @@ import { dirname, resolve } from "node:path";
 import { fileURLToPath } from "node:url";
 import { parseArgs } from "node:util";
 import { serve } from "@hono/node-server";
-import { DEFAULT_RUNS_URI, openStore } from "@troupe/storage";
+import { DEFAULT_STORE_URI, openStore } from "@troupe/storage";
 import { createOpenAIBackend, createTeamRegistry, type InferenceBackend } from "@troupe/teams";
 import { createOnnxBackend } from "@troupe/teams/onnx";
 import { z } from "zod";
@@ -78,7 +78,7 @@ export function serveConfig(argv: string[], env: NodeJS.ProcessEnv): ServeConfig
     strict: true,
   });
   const parsed = ServeConfigSchema.safeParse({
-    store: values.store ?? env.TROUPE_STORE ?? DEFAULT_RUNS_URI,
+    store: values.store ?? env.TROUPE_STORE ?? DEFAULT_STORE_URI,
     port: values.port ?? env.PORT ?? 8787,
     host: values.host ?? env.HOST ?? "127.0.0.1",
     keysFile: values["keys-file"] ?? env.TROUPE_API_KEYS_FILE,

@@ -12,7 +12,7 @@ import { appendFileSync, existsSync, mkdirSync, readFileSync, writeFileSync } fr
 import { dirname, resolve } from "node:path";
 import { fileURLToPath } from "node:url";
 import { parseArgs } from "node:util";
-import { DEFAULT_RUNS_URI, type ObjectStore, openStore } from "@troupe/storage";
+import { DEFAULT_STORE_URI, type ObjectStore, openStore } from "@troupe/storage";
 import { createTeamRegistry } from "@troupe/teams";
 import { table } from "@troupe/trainer";
 import { gateReports, gateRows } from "./gate.ts";
@@ -35,7 +35,7 @@ const USAGE = `usage: eval run   (--team <name[@alias|@version]>[,…] | --run <
                 [--tasks <n>] [--samples <n>] [--out <report.json>] [--no-store]
        eval gate    --current <report.json> --baseline <report.json | name@alias | store key> [--store <uri>] [--tolerance <x>] [--out <gate.md>]
        eval nightly --lane embedded|gpu [--suite nightly] [--store <uri>] [--ref latest] [--teams a,b] [--out <dir>] [--tolerance <x>]
-  --store     where teams and runs are (default $TROUPE_STORE or ${DEFAULT_RUNS_URI}); s3://bucket/prefix
+  --store     where teams and runs are (default $TROUPE_STORE or ${DEFAULT_STORE_URI}); s3://bucket/prefix
               uses AWS_ENDPOINT_URL_S3 / AWS_ACCESS_KEY_ID / AWS_SECRET_ACCESS_KEY / AWS_REGION
   --suite     how much evaluation: nightly (32 tasks × 10 samples), full (500 × 10) or a YAML file
   --backend   auto (default): onnx when every policy has model.onnx, else torch; openai needs --base-url
@@ -45,7 +45,7 @@ const BACKENDS: readonly BackendChoice[] = ["auto", "onnx", "torch", "openai"];
 
 function openStoreArg(uri: string | undefined): ObjectStore {
   try {
-    return openStore(uri ?? process.env.TROUPE_STORE ?? DEFAULT_RUNS_URI, { cwd: workspaceRoot });
+    return openStore(uri ?? process.env.TROUPE_STORE ?? DEFAULT_STORE_URI, { cwd: workspaceRoot });
   } catch (error) {
     throw new EvalUsageError((error as Error).message);
   }

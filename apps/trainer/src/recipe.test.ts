@@ -17,7 +17,7 @@ describe("recipes", () => {
     const r = loadRecipeText(minimal);
     expect(r.strategy).toMatchObject({ name: "atgrpo", candidates: 4, alpha: 1, selection: "argmax" });
     expect(r.loss).toMatchObject({ clipLow: 0.2, clipHigh: 0.2, aggregation: "token-mean" });
-    expect(r.store).toBe("file://./.troupe/runs");
+    expect(r.store).toBe("file://./.troupe");
     expect(r.engine.kind).toBe("onnx");
   });
 

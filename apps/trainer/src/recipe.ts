@@ -183,8 +183,8 @@ export type TorchEngineRecipe = z.infer<typeof TorchEngineSchema>;
 export const RecipeSchema = z.strictObject({
   name: z.string().min(1),
   seed: z.number().int().min(0).default(0),
-  /** Where runs live: file://folder (default) or s3://bucket/prefix. */
-  store: z.string().default("file://./.troupe/runs"),
+  /** Where runs live (runs/<id>/ in it): file://folder (default .troupe) or s3://bucket/prefix. */
+  store: z.string().default("file://./.troupe"),
   environment: z.strictObject({
     name: z.string().min(1),
     /** Environment-specific options (grid size, roles protocol, dataset path…). */

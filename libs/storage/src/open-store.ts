@@ -1,8 +1,9 @@
 /**
  * `openStore(uri)`: the storage URI of a run folder, parsed and validated.
  *
- *   file://./.troupe/runs        a folder, relative to the working directory
- *   file:///var/lib/troupe/runs  an absolute folder
+ *   file://./.troupe             a folder, relative to the working directory (runs in runs/<id>/,
+ *                                published teams in teams/<name>/)
+ *   file:///var/lib/troupe       an absolute folder
  *   s3://bucket/some/prefix      a bucket and key prefix on S3 or any S3-compatible server
  *                                (endpoint, region, keys from the options or the environment:
  *                                AWS_ENDPOINT_URL_S3 / AWS_ENDPOINT_URL, AWS_REGION, AWS_ACCESS_KEY_ID…)
@@ -14,7 +15,8 @@ import type { ObjectStore } from "./object-store.ts";
 import { S3Store, type S3StoreOptions } from "./s3-store.ts";
 import { StoreError } from "./store-check.ts";
 
-export const DEFAULT_RUNS_URI = "file://./.troupe/runs";
+/** The default store: runs land in `.troupe/runs/<id>/`, teams in `.troupe/teams/<name>/`. */
+export const DEFAULT_STORE_URI = "file://./.troupe";
 
 const FileUriSchema = z
   .string()
@@ -49,7 +51,7 @@ export interface OpenStoreOptions {
   readonly cwd?: string;
 }
 
-export function openStore(uri: string = DEFAULT_RUNS_URI, options: OpenStoreOptions = {}): ObjectStore {
+export function openStore(uri: string = DEFAULT_STORE_URI, options: OpenStoreOptions = {}): ObjectStore {
   if (uri.startsWith("file:")) {
     const parsed = FileUriSchema.safeParse(uri);
     if (!parsed.success) throw new StoreError(uri, parsed.error.issues[0]!.message);
