@@ -19,6 +19,7 @@ from dataclasses import dataclass
 import torch
 from torch import nn
 
+from .qwen import KVCache, QwenForCausalLM
 from .sampling import SamplingConfig, draw_uniforms, request_generators, sample
 
 
@@ -46,10 +47,15 @@ def left_pad(prompts: list[list[int]], pad_id: int, device: torch.device) -> tup
 def torch_generate(model: nn.Module, prompts: list[list[int]], seeds: list[int], config: SamplingConfig,
                    pad_id: int, device: torch.device, autocast_dtype: "torch.dtype | None" = None) -> list[Generated]:
     """The plain KV-cache sampling loop. Positions count real tokens only (cumsum of the mask − 1),
-    so a left-padded prompt sees the same positions as it would alone."""
+    so a left-padded prompt sees the same positions as it would alone. The in-house model gets a
+    preallocated KVCache written in place; the attention mask is allocated once for every step."""
     B = len(prompts)
     generators = request_generators(seeds)
-    ids, mask = left_pad(prompts, pad_id, device)
+    ids, prompt_mask = left_pad(prompts, pad_id, device)
+    P = ids.shape[1]
+    full_mask = torch.ones((B, P + config.max_tokens), dtype=prompt_mask.dtype, device=device)
+    full_mask[:, :P] = prompt_mask
+    mask = prompt_mask
     positions = (mask.cumsum(-1) - 1).clamp(min=0)
     stops = torch.tensor(sorted(set(config.stop_token_ids)) or [-1], device=device)
     out_tokens = torch.zeros((B, config.max_tokens), dtype=torch.long, device=device)
@@ -58,6 +64,9 @@ def torch_generate(model: nn.Module, prompts: list[list[int]], seeds: list[int],
     done = torch.zeros(B, dtype=torch.bool, device=device)
     stopped = torch.zeros(B, dtype=torch.bool, device=device)
     cache = None
+    if isinstance(model, QwenForCausalLM):
+        dtype = autocast_dtype if autocast_dtype is not None and device.type == "cuda" else next(model.parameters()).dtype
+        cache = KVCache(model.config, B, P + config.max_tokens, device, dtype)
     step_ids, step_pos = ids, positions
     autocast = torch.autocast("cuda", dtype=autocast_dtype) if autocast_dtype is not None and device.type == "cuda" else _null()
     for step in range(config.max_tokens):
@@ -77,7 +86,7 @@ def torch_generate(model: nn.Module, prompts: list[list[int]], seeds: list[int],
             break
         step_ids = token[:, None]
         step_pos = step_pos[:, -1:] + 1
-        mask = torch.cat([mask, torch.ones((B, 1), dtype=mask.dtype, device=device)], dim=1)
+        mask = full_mask[:, : P + step + 1]
     lengths_l = lengths.tolist()
     tokens_l = out_tokens.tolist()
     logprobs_l = out_logprobs.tolist()
@@ -117,18 +126,21 @@ class SeededSampler:
 
 @torch.no_grad()
 def hf_generate(model: nn.Module, prompts: list[list[int]], seeds: list[int], config: SamplingConfig,
-                pad_id: int, device: torch.device) -> list[Generated]:
-    """transformers' generate (its own KV cache and kernels) with SeededSampler doing the sampling."""
+                pad_id: int, device: torch.device, autocast_dtype: "torch.dtype | None" = None) -> list[Generated]:
+    """transformers' generate (its own KV cache and kernels) with SeededSampler doing the sampling;
+    under bf16 autocast on CUDA when the weights are float32 (as the learner's forward passes)."""
     from transformers import LogitsProcessorList  # guarded: only called when transformers is importable
 
     ids, mask = left_pad(prompts, pad_id, device)
     sampler = SeededSampler(seeds, config)
     stops = sorted(set(config.stop_token_ids))
-    out = model.generate(
-        input_ids=ids, attention_mask=mask, do_sample=False, max_new_tokens=config.max_tokens,
-        logits_processor=LogitsProcessorList([sampler]), eos_token_id=stops or None, pad_token_id=pad_id,
-        temperature=None, top_p=None, top_k=None,
-    )
+    autocast = torch.autocast("cuda", dtype=autocast_dtype) if autocast_dtype is not None and device.type == "cuda" else _null()
+    with autocast:
+        out = model.generate(
+            input_ids=ids, attention_mask=mask, do_sample=False, max_new_tokens=config.max_tokens,
+            logits_processor=LogitsProcessorList([sampler]), eos_token_id=stops or None, pad_token_id=pad_id,
+            temperature=None, top_p=None, top_k=None,
+        )
     new = out[:, ids.shape[1] :].tolist()
     steps_lp = torch.stack(sampler.logprobs, dim=1).tolist() if sampler.logprobs else [[] for _ in prompts]
     results = []

@@ -1,7 +1,15 @@
-"""Loading a Qwen2/Qwen3 model: from checkpoint files (bytes sent by the controller), from a local HF
-directory, or randomly initialised from a config. `transformers`' Qwen2ForCausalLM /
-Qwen3ForCausalLM when importable (and not disabled), troupe_worker.qwen otherwise; both have the HF
-tensor names, so the same state dict loads into either.
+"""Loading a model: from a local HF directory, from checkpoint files (bytes sent by the
+controller), or randomly initialised from a config.
+
+- A local HF folder with `transformers` importable (the GPU path): `AutoModelForCausalLM.
+  from_pretrained` — any architecture it knows (Qwen2/2.5/3, Llama, ...), sharded safetensors,
+  tied or untied heads, the rope settings it supports. The config travels as the folder's own
+  config.json (`HFConfig`).
+- Otherwise troupe_worker.qwen, the in-house Qwen2/Qwen3 twin (CPU tests, and machines without
+  transformers); it has the HF tensor names, so the same state dict loads into either.
+
+EOS ids are the config's plus generation_config.json's (Qwen3 ends chat turns with <|im_end|>,
+which only generation_config.json names).
 """
 
 from __future__ import annotations
@@ -9,7 +17,8 @@ from __future__ import annotations
 import json
 import os
 from dataclasses import dataclass, field
-from typing import Optional
+import sys
+from typing import Any, Optional, Union
 
 import torch
 from torch import nn
@@ -17,7 +26,38 @@ from torch import nn
 from . import qwen
 from .safetensors_io import load_bytes
 
-TOKENIZER_FILES = ("tokenizer.json", "tokenizer_config.json", "special_tokens_map.json", "vocab.json", "merges.txt", "generation_config.json")
+TOKENIZER_FILES = ("tokenizer.json", "tokenizer_config.json", "special_tokens_map.json", "vocab.json", "merges.txt",
+                   "generation_config.json", "chat_template.jinja")
+
+
+class HFConfig:
+    """A transformers model's config.json as the engine reads it (the fields QwenConfig also has)."""
+
+    def __init__(self, raw: dict, generation: Optional[dict] = None) -> None:
+        self.raw = raw
+        text = raw.get("text_config") or {}
+        self.model_type = str(raw.get("model_type", "?"))
+        self.vocab_size = int(raw.get("vocab_size") or text.get("vocab_size"))
+        self.tie_word_embeddings = bool(raw.get("tie_word_embeddings", text.get("tie_word_embeddings", False)))
+        self.pad_token_id = raw.get("pad_token_id")
+        self.eos_token_id = raw.get("eos_token_id")
+        self.generation = generation or {}
+
+    def eos_ids(self) -> list[int]:
+        return merge_eos(self.eos_token_id, self.generation.get("eos_token_id"))
+
+    def to_hf_json(self) -> dict:
+        return dict(self.raw)
+
+
+def merge_eos(*values: Any) -> list[int]:
+    """EOS ids from several sources (an int, a list or None each), first seen first."""
+    out: list[int] = []
+    for v in values:
+        for e in ([] if v is None else [v] if isinstance(v, int) else list(v)):
+            if int(e) not in out:
+                out.append(int(e))
+    return out
 
 
 def transformers_available() -> bool:
@@ -31,7 +71,7 @@ def transformers_available() -> bool:
 @dataclass
 class LoadedModel:
     name: str
-    config: qwen.QwenConfig
+    config: Union[qwen.QwenConfig, HFConfig]
     module: nn.Module
     backend: str  # "transformers" | "troupe"
     tokenizer_files: dict[str, bytes] = field(default_factory=dict)
@@ -59,13 +99,25 @@ def hf_state_dict(module: nn.Module, config: qwen.QwenConfig) -> dict[str, torch
 
 
 def load_weights(module: nn.Module, config: qwen.QwenConfig, tensors: dict[str, torch.Tensor], file: str = "model.safetensors") -> None:
-    """Copies HF-named tensors into the module; every problem (missing, unexpected, shape) is listed."""
+    """Copies HF-named tensors into the module; every problem (missing, unexpected, shape) is listed.
+
+    A tied model's file may still hold `lm_head.weight` (Qwen3-0.6B and -1.7B ship it, a copy of the
+    embedding): as transformers does, the tied embedding wins and the copy is dropped — with a
+    warning if it is not in fact the same matrix."""
     expected = hf_state_dict(module, config)
+    if config.tie_word_embeddings and "lm_head.weight" in tensors:
+        tensors = dict(tensors)
+        head = tensors.pop("lm_head.weight")
+        embed = tensors.get("model.embed_tokens.weight")
+        if embed is None:
+            tensors["model.embed_tokens.weight"] = head  # only the head was saved: it is the embedding
+        elif embed.shape != head.shape or not torch.equal(embed, head):
+            print(f"troupe_worker: {file}: lm_head.weight differs from model.embed_tokens.weight but tie_word_embeddings "
+                  "is true; the embedding is used for both (as transformers does)", file=sys.stderr)
     problems = [f"{k}: missing (expected {list(v.shape)})" for k, v in expected.items() if k not in tensors]
     for k, t in tensors.items():
         if k not in expected:
-            hint = " (tie_word_embeddings is true: lm_head shares model.embed_tokens.weight)" if k == "lm_head.weight" else ""
-            problems.append(f"{k}: unexpected tensor{hint}")
+            problems.append(f"{k}: unexpected tensor")
         elif tuple(t.shape) != tuple(expected[k].shape):
             problems.append(f"{k}: expected {list(expected[k].shape)}, got {list(t.shape)}")
     if problems:
@@ -95,10 +147,22 @@ def model_from_files(name: str, files: dict[str, bytes], backend: str = "auto") 
     return LoadedModel(name, config, module, used, tok, source="files")
 
 
+def read_json_file(path: str, what: str) -> Optional[dict]:
+    if not os.path.exists(path):
+        return None
+    try:
+        with open(path, encoding="utf-8") as f:
+            return json.load(f)
+    except ValueError as e:
+        raise ValueError(f"{what}: {path} is not valid JSON: {e}") from None
+
+
 def model_from_path(name: str, path: str, backend: str = "auto") -> LoadedModel:
     """A local HF model directory (config.json, *.safetensors, tokenizer files)."""
     if not os.path.isdir(path):
         raise ValueError(f"model {name}: {path} is not a directory (download the model first, e.g. `huggingface-cli download Qwen/Qwen3-0.6B --local-dir {path}`)")
+    if backend == "transformers" or (backend == "auto" and transformers_available()):
+        return hf_model_from_path(name, path)
     files = {}
     for entry in sorted(os.listdir(path)):
         if entry == "config.json" or entry in TOKENIZER_FILES or (entry.endswith(".safetensors") and entry.startswith("model")):
@@ -107,6 +171,23 @@ def model_from_path(name: str, path: str, backend: str = "auto") -> LoadedModel:
     loaded = model_from_files(name, files, backend)
     loaded.source = path
     return loaded
+
+
+def hf_model_from_path(name: str, path: str) -> LoadedModel:
+    """transformers' own loader: whatever architecture, sharding, tying and rope the folder has."""
+    import transformers
+
+    raw = read_json_file(os.path.join(path, "config.json"), f"model {name}")
+    if raw is None:
+        raise ValueError(f"model {name}: {path}/config.json is missing")
+    generation = read_json_file(os.path.join(path, "generation_config.json"), f"model {name}")
+    module = transformers.AutoModelForCausalLM.from_pretrained(path, dtype=torch.float32, attn_implementation="sdpa")
+    tok = {}
+    for entry in TOKENIZER_FILES:
+        if os.path.exists(os.path.join(path, entry)):
+            with open(os.path.join(path, entry), "rb") as f:
+                tok[entry] = f.read()
+    return LoadedModel(name, HFConfig(raw, generation), module, "transformers", tok, source=path)
 
 
 def model_from_config(name: str, config_json: dict, seed: int, backend: str = "auto", tokenizer_files: Optional[dict[str, bytes]] = None) -> LoadedModel:

@@ -181,12 +181,60 @@ def apply_rope(x: torch.Tensor, cos: torch.Tensor, sin: torch.Tensor) -> torch.T
     return x * cos[:, None] + rotate_half(x) * sin[:, None]
 
 
-def attention(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, mask: torch.Tensor) -> torch.Tensor:
-    """softmax(q kᵀ/√d + mask) v with q [B,H,T,D], k/v [B,H,S,D], additive mask [B,1,T,S]."""
+def attention(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, mask: Optional[torch.Tensor]) -> torch.Tensor:
+    """softmax(q kᵀ/√d + mask) v with q [B,H,T,D], k/v [B,KV,S,D] (H a multiple of KV: grouped-query
+    attention), additive mask [B,1,T,S] or None for plain causal attention over T = S.
+
+    The mask is clamped to the compute dtype's own minimum: float32's minimum becomes −∞ in bf16, and
+    a padding query that may read nothing then gets softmax(−∞…) = NaN, which spreads."""
+    group = q.shape[1] // k.shape[1]
+    if mask is not None:
+        mask = mask.clamp(min=torch.finfo(q.dtype).min).to(q.dtype)
+    if mask is not None and group > 1 and q.shape[2] == 1:
+        # Decoding one token: fold the query heads of a group into the time axis, so the cache is
+        # read in place instead of copied `group` times (repeat_interleave) for every new token.
+        B, H, _, D = q.shape
+        out = _attend(q.reshape(B, k.shape[1], group, D), k, v, mask.expand(B, 1, group, mask.shape[-1]))
+        return out.reshape(B, H, 1, D)
+    if group > 1:
+        k = k.repeat_interleave(group, dim=1)
+        v = v.repeat_interleave(group, dim=1)
+    return _attend(q, k, v, mask)
+
+
+def _attend(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, mask: Optional[torch.Tensor]) -> torch.Tensor:
     if hasattr(F, "scaled_dot_product_attention"):  # torch ≥ 2.0: fused kernels
-        return F.scaled_dot_product_attention(q, k, v, attn_mask=mask.to(q.dtype))
-    scores = (q @ k.transpose(-1, -2)) / math.sqrt(q.shape[-1]) + mask.to(q.dtype)
+        if mask is None:
+            return F.scaled_dot_product_attention(q, k, v, is_causal=True)
+        return F.scaled_dot_product_attention(q, k, v, attn_mask=mask)
+    if mask is None:
+        T = q.shape[2]
+        mask = torch.zeros(T, T, dtype=q.dtype, device=q.device).masked_fill(
+            ~torch.ones(T, T, dtype=torch.bool, device=q.device).tril(), torch.finfo(q.dtype).min)
+    scores = (q @ k.transpose(-1, -2)) / math.sqrt(q.shape[-1]) + mask
     return torch.softmax(scores.float(), dim=-1).to(q.dtype) @ v
+
+
+class KVCache:
+    """A preallocated cache, [batch, kv_heads, capacity, head_dim] per layer: each step writes its new
+    keys and values in place (no torch.cat of the whole cache per token). `length` positions are filled."""
+
+    def __init__(self, config: "QwenConfig", batch: int, capacity: int, device: torch.device, dtype: torch.dtype) -> None:
+        shape = (batch, config.num_key_value_heads, capacity, config.head_dim)
+        self.keys = [torch.zeros(shape, device=device, dtype=dtype) for _ in range(config.num_hidden_layers)]
+        self.values = [torch.zeros(shape, device=device, dtype=dtype) for _ in range(config.num_hidden_layers)]
+        self.length = 0
+        self.capacity = capacity
+
+    def update(self, layer: int, k: torch.Tensor, v: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+        """Writes k/v [B, KV, T, D] after the filled part; returns every position so far (views)."""
+        T = k.shape[2]
+        end = self.length + T
+        if end > self.capacity:
+            raise ValueError(f"KV cache: {end} positions exceed its capacity {self.capacity}")
+        self.keys[layer][:, :, self.length : end] = k
+        self.values[layer][:, :, self.length : end] = v
+        return self.keys[layer][:, :, :end], self.values[layer][:, :, :end]
 
 
 class Qwen2Attention(nn.Module):
@@ -203,8 +251,10 @@ class Qwen2Attention(nn.Module):
             self.k_norm = RMSNorm(D, config.rms_norm_eps)
         self.qk_norm = config.qk_norm
 
-    def forward(self, h: torch.Tensor, cos: torch.Tensor, sin: torch.Tensor, mask: torch.Tensor,
-                cache: Optional[tuple[torch.Tensor, torch.Tensor]]) -> tuple[torch.Tensor, tuple[torch.Tensor, torch.Tensor]]:
+    def forward(self, h: torch.Tensor, cos: torch.Tensor, sin: torch.Tensor, mask: Optional[torch.Tensor],
+                cache: Any = None) -> tuple[torch.Tensor, Any]:
+        """cache: None, a (k, v) pair of the earlier positions (returned extended), or
+        (KVCache, layer index) — written in place."""
         B, T, _ = h.shape
         q = self.q_proj(h).view(B, T, self.heads, self.head_dim)
         k = self.k_proj(h).view(B, T, self.kv_heads, self.head_dim)
@@ -213,14 +263,13 @@ class Qwen2Attention(nn.Module):
             q, k = self.q_norm(q), self.k_norm(k)
         q = apply_rope(q.transpose(1, 2), cos, sin)
         k = apply_rope(k.transpose(1, 2), cos, sin)
-        if cache is not None:
+        if isinstance(cache, tuple) and isinstance(cache[0], KVCache):
+            k, v = cache[0].update(cache[1], k, v)
+        elif cache is not None:
             k = torch.cat([cache[0], k], dim=2)
             v = torch.cat([cache[1], v], dim=2)
         new_cache = (k, v)
-        group = self.heads // self.kv_heads  # query head j reads kv head ⌊j / group⌋
-        if group > 1:
-            k = k.repeat_interleave(group, dim=1)
-            v = v.repeat_interleave(group, dim=1)
+        # query head j reads kv head ⌊j / group⌋ (grouped-query attention, inside `attention`)
         out = attention(q, k, v, mask).transpose(1, 2).reshape(B, T, self.heads * self.head_dim)
         return self.o_proj(out), new_cache
 
@@ -245,8 +294,8 @@ class Qwen2DecoderLayer(nn.Module):
         self.post_attention_layernorm = RMSNorm(config.hidden_size, config.rms_norm_eps)
         self.mlp = Qwen2MLP(config)
 
-    def forward(self, x: torch.Tensor, cos: torch.Tensor, sin: torch.Tensor, mask: torch.Tensor,
-                cache: Optional[tuple[torch.Tensor, torch.Tensor]] = None) -> tuple[torch.Tensor, tuple[torch.Tensor, torch.Tensor]]:
+    def forward(self, x: torch.Tensor, cos: torch.Tensor, sin: torch.Tensor, mask: Optional[torch.Tensor],
+                cache: Any = None) -> tuple[torch.Tensor, Any]:
         a, new_cache = self.self_attn(self.input_layernorm(x), cos, sin, mask, cache)
         x = x + a
         x = x + self.mlp(self.post_attention_layernorm(x))
@@ -293,25 +342,35 @@ class QwenForCausalLM(nn.Module):
             elif isinstance(m, RMSNorm):
                 nn.init.ones_(m.weight)
 
-    def gradient_checkpointing_enable(self) -> None:
+    def gradient_checkpointing_enable(self, gradient_checkpointing_kwargs: Optional[dict] = None) -> None:
+        """Always non-reentrant (the kwargs are accepted for transformers' signature): reentrant
+        checkpointing gives no gradient to a LoRA adapter on a frozen base, whose checkpointed
+        inputs do not require grad."""
         self.gradient_checkpointing = True
 
-    def forward(self, input_ids: torch.Tensor, attention_mask: Optional[torch.Tensor] = None,
-                position_ids: Optional[torch.Tensor] = None, past_key_values: Optional[list] = None,
-                use_cache: bool = False) -> CausalLMOutput:
-        """input_ids [B, T]; attention_mask [B, past + T] (1 = real token, 0 = padding) covers the cache
-        too; position_ids [B, T] default to past..past+T−1. Returns logits [B, T, V]."""
+    def hidden_states(self, input_ids: torch.Tensor, attention_mask: Optional[torch.Tensor] = None,
+                      position_ids: Optional[torch.Tensor] = None, past_key_values: Any = None,
+                      use_cache: bool = False) -> tuple[torch.Tensor, Optional[list]]:
+        """The final normed hidden states [B, T, H] (before lm_head) and the new cache."""
         B, T = input_ids.shape
-        past = 0 if past_key_values is None else past_key_values[0][0].shape[2]
+        if isinstance(past_key_values, KVCache):
+            past = past_key_values.length
+        else:
+            past = 0 if past_key_values is None else past_key_values[0][0].shape[2]
         device = input_ids.device
         if position_ids is None:
             position_ids = torch.arange(past, past + T, device=device).expand(B, T)
         x = self.model.embed_tokens(input_ids)
         cos, sin = rope_cos_sin(position_ids, self.config.head_dim, self.config.rope_theta, x.dtype)
-        mask = causal_mask(B, T, past, attention_mask, device)
+        # Right-padded (or unpadded) batches without a cache need no mask: causal attention alone.
+        plain = attention_mask is None and past == 0
+        mask = None if plain else causal_mask(B, T, past, attention_mask, device, x.dtype)
         new_caches = []
         for i, layer in enumerate(self.model.layers):
-            cache = None if past_key_values is None else past_key_values[i]
+            if isinstance(past_key_values, KVCache):
+                cache: Any = (past_key_values, i)
+            else:
+                cache = None if past_key_values is None else past_key_values[i]
             if self.gradient_checkpointing and self.training and cache is None:
                 from torch.utils.checkpoint import checkpoint
 
@@ -320,17 +379,29 @@ class QwenForCausalLM(nn.Module):
                 x, kv = layer(x, cos, sin, mask, cache)
             if use_cache:
                 new_caches.append(kv)
-        logits = self.lm_head(self.model.norm(x))
-        return CausalLMOutput(logits, new_caches if use_cache else None)
+        if isinstance(past_key_values, KVCache):
+            past_key_values.length += T
+            return self.model.norm(x), past_key_values  # type: ignore[return-value]
+        return self.model.norm(x), (new_caches if use_cache else None)
+
+    def forward(self, input_ids: torch.Tensor, attention_mask: Optional[torch.Tensor] = None,
+                position_ids: Optional[torch.Tensor] = None, past_key_values: Any = None,
+                use_cache: bool = False) -> CausalLMOutput:
+        """input_ids [B, T]; attention_mask [B, past + T] (1 = real token, 0 = padding) covers the cache
+        too; position_ids [B, T] default to past..past+T−1; past_key_values: a list of (k, v) per
+        layer, or a KVCache (updated in place). Returns logits [B, T, V]."""
+        h, cache = self.hidden_states(input_ids, attention_mask, position_ids, past_key_values, use_cache)
+        return CausalLMOutput(self.lm_head(h), cache)
 
 
-def causal_mask(B: int, T: int, past: int, attention_mask: Optional[torch.Tensor], device: torch.device) -> torch.Tensor:
+def causal_mask(B: int, T: int, past: int, attention_mask: Optional[torch.Tensor], device: torch.device,
+                dtype: torch.dtype = torch.float32) -> torch.Tensor:
     """Additive mask [B, 1, T, past+T]: 0 where query t may read key s (s ≤ past + t and s is not
-    padding), a large negative number elsewhere. Finite rather than −inf so that a padding query
-    that may read nothing gets a uniform (ignored) row instead of NaN."""
+    padding), the dtype's most negative finite number elsewhere. Finite rather than −inf (and the
+    minimum of `dtype`, not float32's, which is −inf in bf16) so that a padding query that may read
+    nothing gets a uniform (ignored) row instead of NaN."""
     S = past + T
     allowed = torch.ones(T, S, dtype=torch.bool, device=device).tril(diagonal=past)[None, None]
     if attention_mask is not None:
         allowed = allowed & attention_mask[:, None, None, :S].bool()
-    neg = torch.finfo(torch.float32).min
-    return torch.zeros(allowed.shape, device=device).masked_fill(~allowed, neg)
+    return torch.zeros(allowed.shape, device=device, dtype=dtype).masked_fill(~allowed, torch.finfo(dtype).min)

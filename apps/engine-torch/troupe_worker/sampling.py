@@ -78,12 +78,13 @@ def usable_logits(logits: torch.Tensor, config: SamplingConfig) -> torch.Tensor:
 
 def sampling_distribution(logits: torch.Tensor, config: SamplingConfig) -> tuple[torch.Tensor, torch.Tensor]:
     """(ids [B, V] most probable first, q [B, V] float64, zero outside the kept set)."""
-    logits = usable_logits(logits, config)
-    logp = torch.log_softmax(logits.double() / config.temperature, dim=-1)
-    V = logp.shape[-1]
-    # Descending by probability; stable sort of −logp keeps lower ids first among ties.
-    order = torch.sort(-logp, dim=-1, stable=True).indices
-    p = logp.gather(-1, order).exp()
+    logits = usable_logits(logits, config).float()
+    V = logits.shape[-1]
+    # Descending by probability. log-softmax(z/T) is increasing in z, so sorting the float32 logits
+    # gives the order of the float64 probabilities without a float64 sort of the vocabulary; the
+    # stable sort of −z keeps lower ids first among ties.
+    order = torch.sort(-logits, dim=-1, stable=True).indices
+    p = torch.softmax(logits.gather(-1, order).double() / config.temperature, dim=-1)
     rank = torch.arange(V, device=logits.device)
     keep = torch.ones_like(p, dtype=torch.bool)
     if 0 < config.top_k < V:
