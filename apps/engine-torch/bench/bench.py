@@ -138,7 +138,7 @@ def main() -> int:
     ap.add_argument("--gen-batch", type=int, default=64)
     ap.add_argument("--gen-prompt", type=int, default=128)
     ap.add_argument("--gen-tokens", type=int, default=128)
-    ap.add_argument("--generator", default="auto", choices=["auto", "torch", "hf", "vllm"])
+    ap.add_argument("--generator", default="auto", choices=["auto", "torch", "hf"])
     ap.add_argument("--model-backend", default="auto", choices=["auto", "transformers", "troupe"])
     ap.add_argument("--gradient-checkpointing", action="store_true")
     ap.add_argument("--cpu-smoke", action="store_true", help="tiny config on CPU: exercises the code path, measures nothing meaningful")

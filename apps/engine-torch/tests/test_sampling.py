@@ -70,20 +70,3 @@ def test_config_errors_name_the_field() -> None:
         SamplingConfig.from_json({"topP": 0})
     with pytest.raises(ValueError, match="sampling.maxTokens"):
         SamplingConfig.from_json({"maxTokens": 0})
-
-
-def test_vllm_log_probs_are_recomputed_under_the_sampling_distribution() -> None:
-    """vllm_backend.sampling_logprobs runs on CPU: tokens from the torch loop must get the same log q."""
-    from conftest import make_engine
-
-    from troupe_worker.generate import torch_generate
-    from troupe_worker.vllm_backend import sampling_logprobs
-
-    e = make_engine()
-    e.add_policy({"id": "p", "model": "m", "copy": False})
-    cfg = SamplingConfig(temperature=0.7, top_k=10, top_p=0.9, max_tokens=6)
-    prompts = [[5, 6, 7], [9, 10]]
-    gen = torch_generate(e.policies["p"].module, prompts, [1, 2], cfg, 0, torch.device("cpu"))
-    again = sampling_logprobs(e, e.policies["p"], prompts, [g.token_ids for g in gen], cfg)
-    for g, lp in zip(gen, again):
-        assert lp == pytest.approx(g.logprobs, abs=1e-5)

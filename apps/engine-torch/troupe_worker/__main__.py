@@ -69,7 +69,7 @@ def parse_args(argv: list[str]) -> argparse.Namespace:
     ap.add_argument("--device", default=None, help="cpu | cuda | cuda:N (default: cuda when available)")
     ap.add_argument("--param-dtype", default="float32", choices=["float32", "bfloat16"], help="dtype of the weights on the device")
     ap.add_argument("--no-autocast", action="store_true", help="no bf16 autocast on CUDA")
-    ap.add_argument("--generator", default="auto", choices=["auto", "torch", "hf", "vllm"])
+    ap.add_argument("--generator", default="auto", choices=["auto", "torch", "hf"])
     ap.add_argument("--model-backend", default="auto", choices=["auto", "transformers", "troupe"])
     ap.add_argument("--logprob-batch-size", type=int, default=8)
     ap.add_argument("--gradient-checkpointing", action="store_true")

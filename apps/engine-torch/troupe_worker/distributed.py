@@ -1,19 +1,27 @@
 """Several GPUs, one box or many, under `torchrun` (which sets RANK / WORLD_SIZE / LOCAL_RANK).
 
 Rank 0 talks to the controller; every request it reads is broadcast to the other ranks, and all
-ranks execute it (FSDP forward and backward passes are collective). Full-model policies are
-sharded with FSDP2 `fully_shard` (torch ≥ 2.4) or FSDP1 otherwise; in train_step each rank takes
-every world_size-th sequence and the gradients are averaged by FSDP.
+ranks execute it. Data parallelism in train_step: the rows are sorted by length and dealt to the
+ranks, and every rank's share is padded with zero-weight rows to the same count, so every rank runs
+the same number of micro-batches (FSDP's collectives are per forward/backward: a rank with one
+micro-batch fewer would hang the others). The loss of each rank is scaled by world size and the
+gradients averaged, so the update is the one-process update of the whole batch.
 
-!!! MULTI-GPU CODE PATH: not exercised by the CPU test suite (a single process has world size 1 and
-every function here is then a no-op). Keep it small. Checked by hand with
-`torchrun --nproc-per-node 2 -m troupe_worker --selftest` on a GPU box (see docs/gpu.md).
-LoRA policies are not sharded (the frozen base is replicated); generation runs the full batch on
-every rank (rank 0's result is returned).
+How the gradients are averaged:
+- full models on CUDA: FSDP2 `fully_shard` per decoder layer, with a mixed-precision policy —
+  bf16 compute, fp32 master weights and fp32 gradient reductions; checkpoints are
+  `torch.distributed.checkpoint` shards, written by every rank;
+- everything else (LoRA adapters on a replicated frozen base; full models on CPU with gloo):
+  replicated parameters whose gradients are all-reduced (averaged) after the backward passes —
+  what DDP does, without its bucketing/overlap, which does not pay for adapters.
+
+Collectives may wait for a rank that is saving a checkpoint or running an evaluation: the process
+group's timeout is TROUPE_COLLECTIVE_TIMEOUT_MINUTES (default 60), not torch's 10 minutes.
 """
 
 from __future__ import annotations
 
+import datetime
 import os
 from typing import Any, Optional
 
@@ -29,6 +37,10 @@ def rank() -> int:
     return int(os.environ.get("RANK", "0"))
 
 
+def collective_timeout() -> datetime.timedelta:
+    return datetime.timedelta(minutes=float(os.environ.get("TROUPE_COLLECTIVE_TIMEOUT_MINUTES", "60")))
+
+
 def init() -> Optional[torch.device]:
     """Joins the process group when launched by torchrun; returns this rank's device (None: single process)."""
     if world_size() == 1:
@@ -36,11 +48,11 @@ def init() -> Optional[torch.device]:
     import torch.distributed as dist
 
     local = int(os.environ.get("LOCAL_RANK", "0"))
-    if torch.cuda.is_available():
+    if torch.cuda.is_available() and os.environ.get("TROUPE_DIST_BACKEND", "nccl") == "nccl":
         torch.cuda.set_device(local)
-        dist.init_process_group("nccl")
+        dist.init_process_group("nccl", timeout=collective_timeout())
         return torch.device("cuda", local)
-    dist.init_process_group("gloo")
+    dist.init_process_group("gloo", timeout=collective_timeout())
     return torch.device("cpu")
 
 
@@ -55,66 +67,122 @@ def broadcast(obj: Any) -> Any:
     return box[0]
 
 
+def _reduce_device() -> torch.device:
+    import torch.distributed as dist
+
+    if dist.get_backend() == "nccl":
+        return torch.device("cuda", torch.cuda.current_device())
+    return torch.device("cpu")
+
+
 def all_reduce_sums(sums: dict[str, torch.Tensor]) -> None:
     import torch.distributed as dist
 
     keys = sorted(sums)
-    device = torch.device("cuda", torch.cuda.current_device()) if torch.cuda.is_available() else torch.device("cpu")
-    flat = torch.stack([sums[k].double() for k in keys]).to(device)
+    flat = torch.stack([sums[k].double() for k in keys]).to(_reduce_device())
     dist.all_reduce(flat)
     for k, v in zip(keys, flat.cpu()):
         sums[k] = v
 
 
-def wrap_for_training(module: nn.Module) -> nn.Module:
-    """FSDP-shards a full policy's model when world_size > 1 (each decoder layer its own unit)."""
-    if world_size() == 1:
+def average_gradients(params: list[nn.Parameter]) -> None:
+    """Replicated parameters: every gradient becomes the mean over ranks (one flat all-reduce per
+    dtype). A parameter without a gradient on this rank counts as zero, so every rank joins with
+    the same flat size."""
+    if world_size() == 1 or not params:
+        return
+    import torch.distributed as dist
+
+    world = world_size()
+    by_dtype: dict[torch.dtype, list[nn.Parameter]] = {}
+    for p in params:
+        by_dtype.setdefault(p.dtype, []).append(p)
+    device = _reduce_device()
+    for dtype, group in sorted(by_dtype.items(), key=lambda kv: str(kv[0])):
+        flat = torch.cat([(p.grad if p.grad is not None else torch.zeros_like(p)).reshape(-1).float() for p in group]).to(device)
+        dist.all_reduce(flat)
+        flat /= world
+        at = 0
+        for p in group:
+            n = p.numel()
+            p.grad = flat[at : at + n].view_as(p).to(device=p.device, dtype=p.dtype).clone()
+            at += n
+
+
+def is_sharded(module: nn.Module) -> bool:
+    """Whether FSDP2 sharded the module (its parameters are DTensors)."""
+    return any(type(p).__name__ == "DTensor" for p in module.parameters())
+
+
+def wrap_for_training(module: nn.Module, device: torch.device) -> nn.Module:
+    """FSDP2-shards a full policy's model on CUDA when world_size > 1 (each decoder layer its own
+    unit; bf16 compute, fp32 params and reductions). On CPU (gloo) the module stays replicated and
+    `average_gradients` does the data-parallel part."""
+    if world_size() == 1 or device.type != "cuda":
         return module
-    layers = list(module.model.layers)
-    try:  # FSDP2 (per-parameter DTensor sharding)
-        try:
-            from torch.distributed.fsdp import fully_shard  # torch ≥ 2.6
-        except ImportError:
-            from torch.distributed._composable.fsdp import fully_shard  # torch 2.4–2.5
-        for layer in layers:
-            fully_shard(layer)
-        fully_shard(module)
-        return module
-    except ImportError:
-        from torch.distributed.fsdp import FullyShardedDataParallel as FSDP
-        from torch.distributed.fsdp.wrap import ModuleWrapPolicy
-
-        layer_type = type(layers[0])
-        return FSDP(module, auto_wrap_policy=ModuleWrapPolicy({layer_type}), use_orig_params=True,
-                    device_id=torch.cuda.current_device() if torch.cuda.is_available() else None)
+    try:
+        from torch.distributed.fsdp import MixedPrecisionPolicy, fully_shard  # torch ≥ 2.6
+    except ImportError as e:
+        raise RuntimeError(f"multi-GPU full-model training needs FSDP2 (torch ≥ 2.6): {e}") from None
+    layers = list(_decoder_layers(module))
+    policy = MixedPrecisionPolicy(param_dtype=torch.bfloat16, reduce_dtype=torch.float32)
+    for layer in layers:
+        fully_shard(layer, mp_policy=policy)
+    fully_shard(module, mp_policy=policy)
+    return module
 
 
-def full_module(module: nn.Module) -> nn.Module:
-    """The module whose state_dict has full (unsharded) HF-named tensors, for save/export.
-    FSDP1 needs its FULL_STATE_DICT context; FSDP2 parameters are DTensors gathered by `full_tensor`
-    in `gathered_state_dict`. Single process: the module itself."""
-    if world_size() == 1:
-        return module
-    return _Gathered(module)
+def _decoder_layers(module: nn.Module) -> list[nn.Module]:
+    inner = getattr(module, "model", None)
+    layers = getattr(inner, "layers", None)
+    if layers is None:
+        raise ValueError(f"FSDP: {type(module).__name__} has no .model.layers to shard layer by layer")
+    return list(layers)
 
 
-class _Gathered(nn.Module):
-    """A view whose state_dict() is the full, unsharded state dict of an FSDP1/FSDP2 module."""
+def full_state_dict(module: nn.Module) -> dict[str, torch.Tensor]:
+    """The full (unsharded) state dict: FSDP2 DTensors gathered with `full_tensor` (a collective:
+    every rank must call it); a replicated module's own state dict otherwise."""
+    out = {}
+    for k, v in module.state_dict().items():
+        out[k] = v.full_tensor() if hasattr(v, "full_tensor") else v
+    return out
 
-    def __init__(self, inner: nn.Module) -> None:
-        super().__init__()
-        self.inner = [inner]  # a list so it is not registered as a submodule
 
-    def state_dict(self, *args: Any, **kwargs: Any) -> dict[str, torch.Tensor]:  # type: ignore[override]
-        inner = self.inner[0]
-        from torch.distributed.fsdp import FullyShardedDataParallel as FSDP
+def save_sharded(module: nn.Module, optimizer: Optional[torch.optim.Optimizer], folder: str) -> None:
+    """FSDP2: model and optimizer state as torch.distributed.checkpoint shards in folder/dcp (each
+    rank writes its own shards — the folder must be shared by every node)."""
+    import torch.distributed.checkpoint as dcp
+    from torch.distributed.checkpoint.state_dict import get_state_dict
 
-        if isinstance(inner, FSDP):
-            from torch.distributed.fsdp import FullStateDictConfig, StateDictType
+    model_sd, optim_sd = get_state_dict(module, optimizer if optimizer is not None else [])
+    dcp.save({"model": model_sd, "optimizer": optim_sd}, checkpoint_id=os.path.join(folder, "dcp"))
 
-            with FSDP.state_dict_type(inner, StateDictType.FULL_STATE_DICT, FullStateDictConfig(offload_to_cpu=True, rank0_only=False)):
-                return {k.replace("_fsdp_wrapped_module.", ""): v for k, v in inner.state_dict().items()}
-        out = {}
-        for k, v in inner.state_dict().items():
-            out[k] = v.full_tensor() if hasattr(v, "full_tensor") else v
-        return out
+
+def load_sharded(module: nn.Module, optimizer: Optional[torch.optim.Optimizer], folder: str) -> None:
+    import torch.distributed.checkpoint as dcp
+    from torch.distributed.checkpoint.state_dict import get_state_dict, set_state_dict
+
+    model_sd, optim_sd = get_state_dict(module, optimizer if optimizer is not None else [])
+    state = {"model": model_sd, "optimizer": optim_sd}
+    dcp.load(state, checkpoint_id=os.path.join(folder, "dcp"))
+    set_state_dict(module, optimizer if optimizer is not None else [], model_state_dict=state["model"],
+                   optim_state_dict=state["optimizer"])
+
+
+def barrier() -> None:
+    if world_size() > 1:
+        import torch.distributed as dist
+
+        dist.barrier()
+
+
+def shard_rows(lengths: list[int], world: int, rank_: int) -> list[Optional[int]]:
+    """This rank's rows of a batch: sorted by length (longest first) and dealt round-robin, so the
+    ranks get similar token counts; then padded with None (a zero-weight row) to ⌈B / world⌉, so
+    every rank runs the same number of micro-batches. Within a rank, rows stay longest first, so a
+    micro-batch holds rows of similar length (little padding)."""
+    order = sorted(range(len(lengths)), key=lambda b: (-lengths[b], b))
+    mine: list[Optional[int]] = list(order[rank_::world])
+    per_rank = -(-len(lengths) // world)
+    return mine + [None] * (per_rank - len(mine))

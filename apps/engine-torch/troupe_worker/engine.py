@@ -12,10 +12,11 @@ Policies:
 from __future__ import annotations
 
 import copy
-import importlib.util
 import json
 import math
+import os
 import sys
+import tempfile
 import traceback
 from contextlib import contextmanager, nullcontext
 from dataclasses import dataclass
@@ -28,9 +29,9 @@ from . import distributed
 from .generate import Generated, hf_generate, torch_generate
 from .lora import Adapter, LoraConfig, LoraHost, adapter_config_bytes
 from .loss import LossConfig, policy_loss
-from .models import LoadedModel, hf_state_dict, load_weights, model_from_config, model_from_files, model_from_path
+from .models import LoadedModel, merge_eos, hf_state_dict, hf_state_dict_of, load_weights, model_from_config, model_from_files, model_from_path
 from .optim import OptimizerConfig, clip_gradients, configure, learning_rate, make_adamw
-from .safetensors_io import load_bytes, save_bytes
+from .safetensors_io import load_bytes, load_file, save_file
 from .sampling import SamplingConfig
 
 TRAINER_STATE_FORMAT_VERSION = 1
@@ -43,12 +44,15 @@ class EngineOptions:
     param_dtype: str = "float32"
     #: bf16 autocast of forward passes on CUDA (ignored on CPU)
     autocast: bool = True
-    #: "auto" (hf for transformers models, torch otherwise) | "torch" | "hf" | "vllm"
+    #: "auto" (hf for transformers models, torch otherwise) | "torch" | "hf". Rollouts at inference-
+    #: server speed come from a vLLM/SGLang server next to the worker (the trainer's engine.rollouts).
     generator: str = "auto"
     #: "auto" | "transformers" | "troupe" (troupe_worker.qwen)
     model_backend: str = "auto"
     #: sequences per forward in `logprobs`
     logprob_batch_size: int = 8
+    #: completion positions per lm_head chunk (the [chunk, vocab] fp32 logits are the peak)
+    logprob_chunk: int = 1024
     gradient_checkpointing: bool = False
 
 
@@ -110,8 +114,6 @@ class Engine:
         self.claimed: set[str] = set()
         self.hosts: dict[str, LoraHost] = {}
         self.policies: dict[str, Policy] = {}
-        #: set when vLLM, picked by `--generator auto`, failed once: the built-in generators take over
-        self.vllm_failed = False
 
     # ---- setup ------------------------------------------------------------------------------
     def load_model(self, args: dict, payloads: dict[str, Any]) -> dict:
@@ -128,11 +130,14 @@ class Engine:
             loaded = model_from_files(name, files, backend)
         loaded.module.to(device=self.device, dtype=self.param_dtype)
         if self.options.gradient_checkpointing or args.get("gradientCheckpointing"):
-            loaded.module.gradient_checkpointing_enable()
+            # non-reentrant: reentrant checkpointing gives a LoRA adapter on a frozen base no gradient
+            loaded.module.gradient_checkpointing_enable(gradient_checkpointing_kwargs={"use_reentrant": False})
         loaded.module.eval()
         self.models[name] = loaded
+        generation = json.loads(loaded.tokenizer_files.get("generation_config.json") or b"{}")
         return {"name": name, "backend": loaded.backend, "config": loaded.config.to_hf_json(),
-                "parameters": sum(p.numel() for p in loaded.module.parameters())}
+                "parameters": sum(p.numel() for p in loaded.module.parameters()),
+                "eosTokenIds": merge_eos(loaded.config.eos_ids(), generation.get("eos_token_id"))}
 
     def add_policy(self, args: dict) -> dict:
         pid, model_name = args["id"], args["model"]
@@ -159,7 +164,7 @@ class Engine:
             if take:
                 self.claimed.add(model_name)
             module.requires_grad_(True)
-            module = distributed.wrap_for_training(module)
+            module = distributed.wrap_for_training(module, self.device)
             policy = Policy(pid, model, module)
         self.policies[pid] = policy
         return self.policy_info(policy)
@@ -200,38 +205,16 @@ class Engine:
         cfg = policy.model.config
         pad = cfg.pad_token_id if cfg.pad_token_id is not None else (cfg.eos_ids() or [0])[0]
         backend = self.options.generator
-        chosen_by_auto = backend == "auto"
-        if chosen_by_auto:
-            backend = self.auto_generator(policy)
+        if backend == "auto":
+            backend = "hf" if policy.model.backend == "transformers" else "torch"
+        autocast = torch.bfloat16 if self.device.type == "cuda" and self.options.autocast and self.param_dtype == torch.float32 else None
         policy.module.eval()
         with policy.active():
-            results = None
-            if backend == "vllm":
-                from .vllm_backend import vllm_generate
-
-                try:
-                    results = vllm_generate(self, policy, prompts, seeds, sampling)
-                except Exception:  # noqa: BLE001 — `auto` falls back to the worker's own generate
-                    if not chosen_by_auto:
-                        raise
-                    self.vllm_failed = True
-                    print(f"troupe_worker: vLLM generate failed; using the built-in generator from now on\n{traceback.format_exc()}", file=sys.stderr)
-                    backend = "hf" if policy.model.backend == "transformers" else "torch"
-            if results is None and backend == "hf":
-                results = hf_generate(policy.module, prompts, seeds, sampling, pad, self.device)
-            elif results is None:
-                autocast = torch.bfloat16 if self.device.type == "cuda" and self.options.autocast and self.param_dtype == torch.float32 else None
+            if backend == "hf":
+                results = hf_generate(policy.module, prompts, seeds, sampling, pad, self.device, autocast)
+            else:
                 results = torch_generate(policy.module, prompts, seeds, sampling, pad, self.device, autocast)
         return self._pack_generated(results)
-
-    def auto_generator(self, policy: Policy) -> str:
-        """`--generator auto`: vLLM when it is importable and the worker is one process on a GPU (it
-        runs next to the training model; under FSDP each rank would build its own engine), else
-        transformers' generate for transformers models, else the worker's own KV-cache loop."""
-        if (self.device.type == "cuda" and distributed.world_size() == 1 and not self.vllm_failed
-                and importlib.util.find_spec("vllm") is not None):
-            return "vllm"
-        return "hf" if policy.model.backend == "transformers" else "torch"
 
     @staticmethod
     def _pack_generated(results: list[Generated]) -> tuple[dict, dict[str, Any]]:
@@ -242,11 +225,17 @@ class Engine:
                  "logprobs": torch.tensor(logprobs, dtype=torch.float32)})
 
     # ---- log-probs --------------------------------------------------------------------------
-    def forward_logprobs(self, policy: Policy, seqs: list[list[int]], entropy: bool,
-                         usable_vocab: int = 0) -> tuple[torch.Tensor, Optional[torch.Tensor]]:
-        """Right-padded forward: logprob[b, t] = log p(seqs[b][t+1] | seqs[b][≤t]) and the entropy of
-        that next-token distribution, [B, T−1] float32. Right padding needs no attention mask: under
-        the causal mask real tokens never read the padding after them.
+    def completion_logprobs(self, policy: Policy, seqs: list[list[int]], prompt_lengths: list[int],
+                            completion_lengths: list[int], entropy: str = "none",
+                            usable_vocab: int = 0) -> tuple[torch.Tensor, torch.Tensor]:
+        """log p(token) of every completion token, flat [N] float32 in row order, and the entropy of
+        each of those next-token distributions (zeros when entropy == "none"; "detached": values
+        without a graph; "grad": differentiable).
+
+        Memory: the lm_head runs only on the N completion positions (prompt and padding positions
+        never reach the vocabulary), in chunks of `logprob_chunk` positions, each under non-reentrant
+        checkpointing when gradients are on: the chunk's [chunk, V] fp32 logits are recomputed in the
+        backward pass instead of being kept — never a full B·T·V tensor.
 
         With 0 < usable_vocab < vocab_size the softmax runs over ids [0, usable_vocab) only — the ids
         the tokenizer has and the sampler may draw (sampling.py masks the rest) — so scoring and
@@ -261,13 +250,24 @@ class Engine:
         if int(ids.max()) >= vocab or int(ids.min()) < 0:
             b = next(b for b, s in enumerate(seqs) if any(not 0 <= t < vocab for t in s))
             raise ValueError(f"sequence {b}: a token id is outside {what}[0, {vocab})")
+        # (row, position) of every completion token's prediction: position P−1+i predicts token P+i
+        rows = torch.cat([torch.full((C,), b, dtype=torch.long) for b, C in enumerate(completion_lengths)] or [torch.zeros(0, dtype=torch.long)])
+        cols = torch.cat([torch.arange(P - 1, P - 1 + C) for P, C in zip(prompt_lengths, completion_lengths)] or [torch.zeros(0, dtype=torch.long)])
+        targets = ids[rows, cols + 1].to(self.device)
         ids = ids.to(self.device)
+        chunk = max(1, self.options.logprob_chunk)
         with policy.active(), self.autocast():
-            logits = policy.module(ids[:, :-1]).logits[..., :vocab].float()
-        logp = torch.log_softmax(logits, dim=-1)
-        chosen = logp.gather(-1, ids[:, 1:, None]).squeeze(-1)
-        ent = -(logp.exp() * logp).sum(-1) if entropy else None
-        return chosen, ent
+            module = policy.module
+            if distributed.is_sharded(module):
+                # FSDP2 gathers the root's parameters (embedding, final norm, lm_head) around
+                # forward() only: run this pass as a registered forward method of the root.
+                if not hasattr(module, "troupe_logprobs"):
+                    from torch.distributed.fsdp import register_fsdp_forward_method
+
+                    module.troupe_logprobs = _policy_logprobs.__get__(module)
+                    register_fsdp_forward_method(module, "troupe_logprobs")
+                return module.troupe_logprobs(ids, rows.to(self.device), cols.to(self.device), targets, vocab, entropy, chunk)
+            return _policy_logprobs(module, ids, rows.to(self.device), cols.to(self.device), targets, vocab, entropy, chunk)
 
     def logprobs(self, args: dict, payloads: dict[str, Any]) -> tuple[dict, dict[str, Any]]:
         policy = self.policy(args["policy"])
@@ -278,11 +278,9 @@ class Engine:
         with torch.no_grad():
             for start in range(0, len(batch.tokens), size):
                 rows = range(start, min(start + size, len(batch.tokens)))
-                lp, _ = self.forward_logprobs(policy, [batch.tokens[b] for b in rows], entropy=False,
-                                              usable_vocab=int(args.get("usableVocab", 0)))
-                for i, b in enumerate(rows):
-                    P, C = batch.prompt_lengths[b], batch.completion_lengths[b]
-                    out.append(lp[i, P - 1 : P - 1 + C].cpu())
+                lp, _ = self.completion_logprobs(policy, [batch.tokens[b] for b in rows], [batch.prompt_lengths[b] for b in rows],
+                                                 [batch.completion_lengths[b] for b in rows], usable_vocab=int(args.get("usableVocab", 0)))
+                out.append(lp.cpu())
         flat = torch.cat(out) if out else torch.zeros(0)
         return {}, {"logprobs": flat.float()}
 
@@ -314,7 +312,7 @@ class Engine:
         live = sum(1 for c in batch.completion_lengths if c > 0)
         if total_tokens == 0:
             raise ValueError("train_step: the batch has no completion token")
-        # Per-sequence aggregation weight (every completion token is masked in): see loss.py.
+        # Per-sequence aggregation weight over the WHOLE batch (every completion token is masked in): see loss.py.
         def seq_weight(c: int) -> float:
             if c == 0:
                 return 0.0
@@ -327,8 +325,9 @@ class Engine:
         starts = [0]
         for c in batch.completion_lengths:
             starts.append(starts[-1] + c)
-        rank, world = distributed.rank(), distributed.world_size()
-        mine = [b for b in range(B) if b % world == rank]  # data parallel: each rank its share of rows
+        world = distributed.world_size()
+        # Data parallel: every rank the same number of rows (None = a zero-weight padding row).
+        mine = distributed.shard_rows([len(t) for t in batch.tokens], world, distributed.rank())
 
         named = policy.trainable()
         params = [p for _, p in named]
@@ -339,39 +338,40 @@ class Engine:
         policy.optimizer.zero_grad(set_to_none=True)
         policy.module.train()
         sums = {k: torch.zeros((), dtype=torch.float64) for k in ("loss", "pg", "kl", "entropy", "clipped", "old_minus_new", "tokens")}
-        need_entropy = loss_cfg.entropy_coef != 0
+        entropy_mode = "grad" if loss_cfg.entropy_coef != 0 else "detached"
+        pad_row = max(range(B), key=lambda b: batch.completion_lengths[b])  # any row with a completion
         for start in range(0, len(mine), micro):
             rows = mine[start : start + micro]
-            lp, ent = self.forward_logprobs(policy, [batch.tokens[b] for b in rows], entropy=True,
-                                            usable_vocab=int(args.get("usableVocab", 0)))
-            Tm = lp.shape[1]
-            shape = (len(rows), Tm)
-            old_t = torch.zeros(shape, dtype=torch.float32)
-            ref_t = torch.zeros(shape, dtype=torch.float32)
-            mask = torch.zeros(shape, dtype=torch.float32)
-            weights = torch.zeros(shape, dtype=torch.float32)
-            adv_t = torch.tensor([[adv[b]] for b in rows], dtype=torch.float32)
-            for i, b in enumerate(rows):
-                P, C = batch.prompt_lengths[b], batch.completion_lengths[b]
-                span = slice(P - 1, P - 1 + C)
-                old_t[i, span] = torch.tensor(old[starts[b] : starts[b] + C])
+            real = [b if b is not None else pad_row for b in rows]
+            lp, ent = self.completion_logprobs(policy, [batch.tokens[b] for b in real], [batch.prompt_lengths[b] for b in real],
+                                               [batch.completion_lengths[b] for b in real], entropy=entropy_mode,
+                                               usable_vocab=int(args.get("usableVocab", 0)))
+            old_t, ref_t, adv_t, w_t, mask_t = [], [], [], [], []
+            for b, r in zip(rows, real):
+                C = batch.completion_lengths[r]
+                old_t.append(torch.tensor(old[starts[r] : starts[r] + C]))
                 if ref is not None:
-                    ref_t[i, span] = torch.tensor(ref[starts[b] : starts[b] + C])
-                mask[i, span] = 1.0
-                weights[i, span] = seq_weight(C)
+                    ref_t.append(torch.tensor(ref[starts[r] : starts[r] + C]))
+                adv_t.append(torch.full((C,), adv[r]))
+                w_t.append(torch.full((C,), seq_weight(C) if b is not None else 0.0))
+                mask_t.append(torch.full((C,), 1.0 if b is not None else 0.0))
             dev = lp.device
-            terms = policy_loss(lp, old_t.to(dev), adv_t.to(dev), mask.to(dev), loss_cfg,
-                                ref_logprobs=ref_t.to(dev) if ref is not None else None,
-                                entropies=ent if need_entropy else None, weights=weights.to(dev))
-            # FSDP averages gradients over ranks; each rank's share of the batch loss is scaled back up.
+            flat = lambda xs: torch.cat(xs).to(device=dev, dtype=torch.float32)  # noqa: E731
+            weights, mask = flat(w_t), flat(mask_t)
+            terms = policy_loss(lp, flat(old_t), flat(adv_t), mask, loss_cfg,
+                                ref_logprobs=flat(ref_t) if ref is not None else None,
+                                entropies=ent if entropy_mode == "grad" else None, weights=weights)
+            # Gradients are averaged over ranks; each rank's share of the batch loss is scaled back up.
             (terms["loss"] * world).backward()
-            terms["entropy"] = (weights.to(dev) * ent.detach()).sum()  # reported even when β_H = 0
+            terms["entropy"] = (weights * ent.detach()).sum()  # reported even when β_H = 0
             for k in sums:
                 sums[k] += terms[k].detach().double().cpu()
         policy.module.eval()
         if world > 1:
             distributed.all_reduce_sums(sums)
-        grad_norm = clip_gradients(params, opt_cfg.max_grad_norm, policy.module if world > 1 else None)
+            if not distributed.is_sharded(policy.module):
+                distributed.average_gradients(params)
+        grad_norm = clip_gradients(params, opt_cfg.max_grad_norm)
         if math.isfinite(grad_norm):
             policy.optimizer.step()
             policy.step += 1
@@ -385,22 +385,63 @@ class Engine:
         }
 
     # ---- checkpoints ------------------------------------------------------------------------
-    def save(self, args: dict) -> dict[str, bytes]:
-        policy = self.policy(args["policy"])
-        files: dict[str, bytes] = dict(policy.model.tokenizer_files)
-        cfg_json = (json.dumps(policy.model.config.to_hf_json(), indent=2) + "\n").encode()
-        if policy.adapter is not None:
-            files["adapter_model.safetensors"] = save_bytes(_fp32(policy.adapter.peft_state_dict()), {"format": "pt"})
-            files["adapter_config.json"] = adapter_config_bytes(policy.adapter.config, policy.model.source or policy.model.name)
-            files["config.json"] = cfg_json  # the base's config, so the adapter's shapes can be checked
-        else:
-            files["config.json"] = cfg_json
-            files["model.safetensors"] = save_bytes(_fp32(hf_state_dict(distributed.full_module(policy.module), policy.model.config)), {"format": "pt"})
-        files["optimizer.safetensors"] = self._optimizer_bytes(policy)
-        files["trainer_state.json"] = (json.dumps({"format_version": TRAINER_STATE_FORMAT_VERSION, "optimizer_step": policy.step}, indent=2) + "\n").encode()
-        return files
+    # Checkpoints are folders on the worker's machine: the worker writes (and reads) the files
+    # there and the protocol carries the folder and the file names; the controller moves the files
+    # to the store. (Without a `dir`, save/export/load carry the bytes in the frame — small models
+    # and tests.)
+    def save_to(self, policy: Policy, folder: str) -> list[str]:
+        """The policy's checkpoint in `folder`: tokenizer files, config.json, trainer_state.json and
+        - LoRA: adapter_model.safetensors + adapter_config.json (the PEFT save_pretrained layout);
+        - a full model: model.safetensors (HF names, fp32), or under FSDP2 dcp/ — the model and
+          optimizer as torch.distributed.checkpoint shards, written by every rank;
+        - optimizer.safetensors (AdamW moments, optimizer.ts's format) unless in the DCP shards."""
+        sharded = policy.adapter is None and distributed.is_sharded(policy.module)
+        if distributed.rank() == 0:
+            os.makedirs(folder, exist_ok=True)
+        distributed.barrier()
+        if sharded:
+            distributed.save_sharded(policy.module, policy.optimizer, folder)
+        names: list[str] = []
 
-    def _optimizer_bytes(self, policy: Policy) -> bytes:
+        def write(name: str, data: bytes) -> None:
+            with open(os.path.join(folder, name), "wb") as f:
+                f.write(data)
+            names.append(name)
+
+        if distributed.rank() == 0:
+            for name, data in policy.model.tokenizer_files.items():
+                write(name, data)
+            # the base's config for an adapter, so its shapes can be checked
+            write("config.json", (json.dumps(policy.model.config.to_hf_json(), indent=2) + "\n").encode())
+            if policy.adapter is not None:
+                save_file(_fp32(policy.adapter.peft_state_dict()), os.path.join(folder, "adapter_model.safetensors"), {"format": "pt"})
+                names.append("adapter_model.safetensors")
+                write("adapter_config.json", adapter_config_bytes(policy.adapter.config, policy.model.source or policy.model.name))
+            elif not sharded:
+                save_file(_fp32(hf_state_dict(policy.module, policy.model.config)), os.path.join(folder, "model.safetensors"), {"format": "pt"})
+                names.append("model.safetensors")
+            if not sharded:
+                save_file(self._optimizer_tensors(policy), os.path.join(folder, "optimizer.safetensors"),
+                          {"format": "troupe-adamw", "step": str(policy.step)})
+                names.append("optimizer.safetensors")
+            state = {"format_version": TRAINER_STATE_FORMAT_VERSION, "optimizer_step": policy.step, **({"sharded": True} if sharded else {})}
+            write("trainer_state.json", (json.dumps(state, indent=2) + "\n").encode())
+        distributed.barrier()
+        if sharded and distributed.rank() == 0:
+            for root, _, files in os.walk(os.path.join(folder, "dcp")):
+                names += [os.path.relpath(os.path.join(root, f), folder) for f in files]
+        return sorted(names)
+
+    def save(self, args: dict) -> dict[str, Any]:
+        """{files: names, dir?}; with no `dir` the files' bytes too (payloads file:<name>)."""
+        policy = self.policy(args["policy"])
+        if args.get("dir"):
+            return {"files": self.save_to(policy, args["dir"]), "dir": args["dir"]}
+        with tempfile.TemporaryDirectory(prefix="troupe-save-") as folder:
+            names = self.save_to(policy, folder)
+            return {"files": names, "bytes": _read_files(folder, names)}
+
+    def _optimizer_tensors(self, policy: Policy) -> dict[str, torch.Tensor]:
         """optimizer.ts's format: `<name>.exp_avg` / `<name>.exp_avg_sq`, metadata {format: troupe-adamw, step}."""
         tensors = {}
         state = policy.optimizer.state if policy.optimizer is not None else {}
@@ -408,11 +449,32 @@ class Engine:
             s = state.get(p, {})
             tensors[f"{name}.exp_avg"] = s.get("exp_avg", torch.zeros_like(p)).float()
             tensors[f"{name}.exp_avg_sq"] = s.get("exp_avg_sq", torch.zeros_like(p)).float()
-        return save_bytes(tensors, {"format": "troupe-adamw", "step": str(policy.step)})
+        return tensors
 
     def load(self, args: dict, payloads: dict[str, Any]) -> dict:
+        """From a folder (`dir`, read by rank 0 and broadcast; DCP shards by every rank) or from
+        the frame's file payloads."""
         policy = self.policy(args["policy"])
-        files = {k[len("file:") :]: v for k, v in payloads.items() if k.startswith("file:")}
+        folder = args.get("dir")
+        state = json.loads(_read_one(folder, "trainer_state.json") or b"{}") if folder and distributed.rank() == 0 else {}
+        state = distributed.broadcast(state) if folder else state
+        if folder and state.get("sharded"):
+            if policy.optimizer is None:
+                policy.optimizer = make_adamw(policy.trainable(), OptimizerConfig())
+            distributed.load_sharded(policy.module, policy.optimizer, folder)
+            policy.step = int(state["optimizer_step"])
+            return self.policy_info(policy)
+        if folder:
+            tensors = distributed.broadcast(_load_folder(folder) if distributed.rank() == 0 else None)
+        else:
+            tensors = {}
+            files = {k[len("file:") :]: v for k, v in payloads.items() if k.startswith("file:")}
+            for name, data in files.items():
+                tensors[name] = load_bytes(data) if name.endswith(".safetensors") else data
+        return self._load_files(policy, tensors)
+
+    def _load_files(self, policy: Policy, files: dict[str, Any]) -> dict:
+        """files: name → (tensors, metadata) for .safetensors, bytes otherwise."""
         if policy.adapter is not None:
             for need in ("adapter_model.safetensors", "adapter_config.json"):
                 if need not in files:
@@ -421,21 +483,20 @@ class Engine:
             if lora_cfg != policy.adapter.config:
                 policy.adapter = Adapter(policy.model.module, lora_cfg).to(self.device)
                 policy.host.attach(policy.adapter)
-            policy.adapter.load_peft_state_dict(load_bytes(files["adapter_model.safetensors"])[0])
+            policy.adapter.load_peft_state_dict(files["adapter_model.safetensors"][0])
         else:
             if "model.safetensors" not in files:
                 raise ValueError(f"load {policy.id}: model.safetensors is missing (files: {', '.join(sorted(files))})")
-            load_weights(policy.module, policy.model.config, load_bytes(files["model.safetensors"])[0], "model.safetensors")
+            load_weights(policy.module, policy.model.config, files["model.safetensors"][0], "model.safetensors")
         policy.optimizer = None
         policy.step = 0
         if "trainer_state.json" in files:
             policy.step = int(json.loads(files["trainer_state.json"])["optimizer_step"])
         if "optimizer.safetensors" in files:
-            self._load_optimizer(policy, files["optimizer.safetensors"])
+            self._load_optimizer(policy, *files["optimizer.safetensors"])
         return self.policy_info(policy)
 
-    def _load_optimizer(self, policy: Policy, data: bytes) -> None:
-        tensors, meta = load_bytes(data)
+    def _load_optimizer(self, policy: Policy, tensors: dict[str, torch.Tensor], meta: dict[str, str]) -> None:
         if meta.get("format") != "troupe-adamw":
             raise ValueError(f'optimizer.safetensors: __metadata__.format must be "troupe-adamw", got {meta.get("format")!r}')
         step = int(meta.get("step", "0"))
@@ -454,21 +515,109 @@ class Engine:
                     "exp_avg_sq": tensors[f"{name}.exp_avg_sq"].to(p.device, torch.float32).reshape(p.shape).clone(),
                 }
 
-    def export(self, args: dict) -> dict[str, bytes]:
-        """The policy as a plain HF model (LoRA merged into the base): config.json, model.safetensors
-        (F32 or BF16), tokenizer files — what the embedded engine and inference servers load."""
-        policy = self.policy(args["policy"])
-        dtype = {"F32": torch.float32, "BF16": torch.bfloat16}[args.get("dtype", "F32")]
-        sd = {k: v.detach().clone() for k, v in hf_state_dict(distributed.full_module(policy.module), policy.model.config).items()}
+    def export_to(self, policy: Policy, folder: str, dtype: torch.dtype) -> list[str]:
+        """The policy as a plain HF model (LoRA merged into the base) in `folder`: config.json,
+        model.safetensors, tokenizer files — what AutoModelForCausalLM.from_pretrained, the
+        embedded engine and inference servers load. Every rank gathers (FSDP2), rank 0 writes."""
+        sd = distributed.full_state_dict(policy.module)
+        if distributed.rank() != 0:
+            distributed.barrier()
+            return []
+        sd = {k: v.detach() for k, v in hf_state_dict_of(sd, policy.model.config).items()}
         if policy.adapter is not None:
             with torch.no_grad():
                 for key in policy.adapter.lora_A:
                     path = key.replace("/", ".")
                     sd[f"{path}.weight"] = sd[f"{path}.weight"].float() + policy.adapter.delta(path).float()
-        files = dict(policy.model.tokenizer_files)
-        files["config.json"] = (json.dumps(policy.model.config.to_hf_json(), indent=2) + "\n").encode()
-        files["model.safetensors"] = save_bytes({k: v.to(dtype) for k, v in sd.items()}, {"format": "pt"})
-        return files
+        os.makedirs(folder, exist_ok=True)
+        names = []
+        for name, data in policy.model.tokenizer_files.items():
+            with open(os.path.join(folder, name), "wb") as f:
+                f.write(data)
+            names.append(name)
+        with open(os.path.join(folder, "config.json"), "w", encoding="utf-8") as f:
+            f.write(json.dumps(policy.model.config.to_hf_json(), indent=2) + "\n")
+        save_file({k: v.to(dtype) for k, v in sd.items()}, os.path.join(folder, "model.safetensors"), {"format": "pt"})
+        distributed.barrier()
+        return sorted(names + ["config.json", "model.safetensors"])
+
+    def export(self, args: dict) -> dict[str, Any]:
+        policy = self.policy(args["policy"])
+        dtype = {"F32": torch.float32, "BF16": torch.bfloat16}[args.get("dtype", "F32")]
+        if args.get("dir"):
+            return {"files": self.export_to(policy, args["dir"], dtype), "dir": args["dir"]}
+        with tempfile.TemporaryDirectory(prefix="troupe-export-") as folder:
+            names = self.export_to(policy, folder, dtype)
+            return {"files": names, "bytes": _read_files(folder, names)}
+
+
+def _read_one(folder: str, name: str) -> Optional[bytes]:
+    path = os.path.join(folder, name)
+    if not os.path.exists(path):
+        return None
+    with open(path, "rb") as f:
+        return f.read()
+
+
+def _read_files(folder: str, names: list[str]) -> dict[str, bytes]:
+    return {n: _read_one(folder, n) or b"" for n in names}
+
+
+def _load_folder(folder: str) -> dict[str, Any]:
+    """A checkpoint folder's files: (tensors, metadata) for .safetensors, bytes otherwise."""
+    if not os.path.isdir(folder):
+        raise ValueError(f"load: {folder} is not a directory")
+    out: dict[str, Any] = {}
+    for name in sorted(os.listdir(folder)):
+        path = os.path.join(folder, name)
+        if os.path.isfile(path):
+            out[name] = load_file(path) if name.endswith(".safetensors") else _read_one(folder, name)
+    return out
+
+
+def _policy_logprobs(module: nn.Module, ids: torch.Tensor, rows: torch.Tensor, cols: torch.Tensor, targets: torch.Tensor,
+                     vocab: int, entropy: str, chunk: int) -> tuple[torch.Tensor, torch.Tensor]:
+    """Engine.completion_logprobs' forward: hidden states of the right-padded batch (no attention
+    mask: under the causal mask real tokens never read the padding after them), the completion
+    positions picked out, then lm_head chunk by chunk."""
+    if hasattr(module, "hidden_states"):  # troupe_worker.qwen
+        h = module.hidden_states(ids)[0]
+    else:  # transformers' *ForCausalLM
+        h = module.model(input_ids=ids).last_hidden_state
+    h = h[rows, cols]  # [N, H]
+    lps, ents = [], []
+    for start in range(0, h.shape[0], chunk):
+        hc, tc = h[start : start + chunk], targets[start : start + chunk]
+        if torch.is_grad_enabled() and hc.requires_grad:
+            from torch.utils.checkpoint import checkpoint
+
+            lp, ent = checkpoint(_head_logprobs, module.lm_head, hc, tc, vocab, entropy, use_reentrant=False)
+        else:
+            lp, ent = _head_logprobs(module.lm_head, hc, tc, vocab, entropy)
+        lps.append(lp)
+        ents.append(ent)
+    if not lps:
+        z = torch.zeros(0, device=ids.device)
+        return z, z
+    return torch.cat(lps), torch.cat(ents)
+
+
+def _head_logprobs(head: nn.Module, h: torch.Tensor, targets: torch.Tensor, vocab: int, entropy: str) -> tuple[torch.Tensor, torch.Tensor]:
+    """log p(target) and the entropy from hidden states [n, H] through lm_head, in float32."""
+    logits = head(h)[..., :vocab].float()
+    lse = torch.logsumexp(logits, dim=-1)
+    lp = logits.gather(-1, targets[:, None]).squeeze(-1) - lse
+    if entropy == "none":
+        return lp, torch.zeros_like(lp)
+
+    def ent_of(z: torch.Tensor) -> torch.Tensor:
+        logp = z - lse[:, None]
+        return -(logp.exp() * logp).sum(-1)
+
+    if entropy == "grad":
+        return lp, ent_of(logits)
+    with torch.no_grad():
+        return lp, ent_of(logits.detach())
 
 
 def _fp32(sd: dict[str, torch.Tensor]) -> dict[str, torch.Tensor]:

@@ -1,4 +1,4 @@
-"""Batched generation with a KV cache. Three back ends, picked by `generator_backend`:
+"""Batched generation with a KV cache. Two back ends, picked by `generator_backend`:
 
 - `torch`: the plain loop below — left-padded prefill, then one token per step reusing the cache.
   Works with troupe_worker.qwen and with transformers models alike (the cache is passed back as
@@ -6,7 +6,8 @@
 - `hf`: transformers' `model.generate`, with sampling done by `SeededSampler` (a logits processor
   that draws from each request's own generator and forces that token), so seeds and log-probs keep
   the semantics of sampling.py.
-- `vllm`: see vllm_backend.py (GPU boxes with vLLM installed).
+Rollouts at inference-server speed come from a vLLM or SGLang server paired with this worker's
+learner (the trainer's `engine.rollouts`), not from an engine inside the worker.
 
 Every back end returns, per request, the completion token ids (a stop token included), the log-prob
 of each under the sampling distribution, and whether it stopped on a stop token or ran to max_tokens.

@@ -92,7 +92,11 @@ def build_module(config: qwen.QwenConfig, backend: str) -> tuple[nn.Module, str]
 
 def hf_state_dict(module: nn.Module, config: qwen.QwenConfig) -> dict[str, torch.Tensor]:
     """The module's weights under HF names; lm_head.weight left out when tied (as HF saves it)."""
-    sd = {k: v for k, v in module.state_dict().items() if not k.endswith("rotary_emb.inv_freq")}
+    return hf_state_dict_of(module.state_dict(), config)
+
+
+def hf_state_dict_of(state: dict[str, torch.Tensor], config: Any) -> dict[str, torch.Tensor]:
+    sd = {k: v for k, v in state.items() if not k.endswith("rotary_emb.inv_freq")}
     if config.tie_word_embeddings:
         sd.pop("lm_head.weight", None)
     return sd

@@ -48,6 +48,45 @@ def save_bytes(tensors: dict[str, torch.Tensor], metadata: Optional[dict[str, st
     return struct.pack("<Q", len(head)) + head + b"".join(chunks)
 
 
+def save_file(tensors: dict[str, torch.Tensor], path: str, metadata: Optional[dict[str, str]] = None) -> None:
+    """Tensors → a safetensors file, written tensor by tensor (only one tensor's bytes in memory at a
+    time, on top of the tensors themselves)."""
+    header: dict = {}
+    if metadata:
+        header["__metadata__"] = {str(k): str(v) for k, v in metadata.items()}
+    offset = 0
+    for name, t in tensors.items():
+        if t.dtype not in _NAMES:
+            raise SafetensorsError(f'tensor "{name}": unsupported dtype {t.dtype}')
+        n = t.numel() * t.element_size()
+        header[name] = {"dtype": _NAMES[t.dtype], "shape": list(t.shape), "data_offsets": [offset, offset + n]}
+        offset += n
+    text = json.dumps(header, separators=(",", ":"))
+    text += " " * ((8 - (8 + len(text.encode())) % 8) % 8)
+    head = text.encode()
+    with open(path, "wb") as f:
+        f.write(struct.pack("<Q", len(head)) + head)
+        for t in tensors.values():
+            t = t.detach().to("cpu").contiguous()
+            f.write((t.view(torch.int16) if t.dtype == torch.bfloat16 else t).numpy().tobytes())
+
+
+def load_file(path: str) -> tuple[dict[str, torch.Tensor], dict[str, str]]:
+    """A safetensors file → (tensors on CPU, metadata); the `safetensors` package's memory-mapped
+    reader when importable."""
+    try:
+        from safetensors import safe_open
+    except ImportError:
+        with open(path, "rb") as f:
+            return load_bytes(f.read())
+    out = {}
+    with safe_open(path, framework="pt") as f:
+        meta = f.metadata() or {}
+        for k in f.keys():
+            out[k] = f.get_tensor(k)
+    return out, meta
+
+
 def load_bytes(data: bytes) -> tuple[dict[str, torch.Tensor], dict[str, str]]:
     """safetensors bytes → (tensors on CPU, metadata); a malformed file raises naming the tensor."""
     if len(data) < 8:

@@ -10,8 +10,8 @@ Ops (args → result; payloads in brackets):
     train_step   {policy, loss, optimizer, microBatchSize}
                  [tokens, prompt_lengths, completion_lengths, old_logprobs, advantages, ref_logprobs?]
                                                             → TrainMetrics
-    save / export {policy, dtype?}                          → {files} [file:*]
-    load         {policy} [file:*]                          → PolicyInfo
+    save / export {policy, dir?, dtype?}                    → {files, dir?} [file:* when no dir]
+    load         {policy, dir?} [file:* when no dir]        → PolicyInfo
     echo         {bytes?} [*]                               → {bytes} [*, pattern]   (tests: large frames)
     shutdown     {}                                         → {}   (then the worker exits)
 """
@@ -80,8 +80,9 @@ class Server:
         if op == "train_step":
             return e.train_step(args, payloads), {}
         if op in ("save", "export"):
-            files = e.save(args) if op == "save" else e.export(args)
-            return {"files": sorted(files)}, {f"file:{k}": v for k, v in files.items()}
+            out = e.save(args) if op == "save" else e.export(args)
+            data = out.pop("bytes", {})
+            return out, {f"file:{k}": v for k, v in data.items()}
         if op == "load":
             return e.load(args, payloads), {}
         if op == "shutdown":
