@@ -1,13 +1,26 @@
 /**
- * The trainer names environments through the shared registry in @troupe/envs (the API serves
- * published teams through the same one).
+ * The trainer builds environments through the shared registry in @troupe/envs (the API and the
+ * evaluator serve published teams through the same one). Environments that run the agents' code
+ * get one sandbox per process (bubblewrap, as many runs at once as there are cores), made when the
+ * first code runs, or up front by `checkRecipeSandbox`; without bubblewrap the trainer refuses to
+ * run them unless the recipe says `environment.unsafe: true` (rlimits only).
  */
 import type { Team } from "@troupe/core";
 import {
   configuredTeam,
   createEnvironment as createRegistered,
+  needsSandbox,
   type RegisteredEnvironment,
+  withBaseline,
 } from "@troupe/envs";
+import {
+  type ConnectedRunner,
+  createSandbox,
+  type LiveRun,
+  type RunRequest,
+  type Sandbox,
+  SandboxUnavailableError,
+} from "@troupe/sandbox";
 
 import { type Recipe, RecipeError } from "./recipe.ts";
 
@@ -16,10 +29,54 @@ export type TrainerEnvironment = RegisteredEnvironment;
 /** The environment's team for a recipe: its specialisation, with the recipe's turn overrides. */
 export const recipeTeam = configuredTeam;
 
-/** The recipe's environment and its team. */
+const sandboxes = new Map<boolean, Promise<Sandbox>>();
+
+/** The process's sandbox (one per `unsafe` setting); bubblewrap missing is a RecipeError line. */
+function sandbox(unsafe: boolean): Promise<Sandbox> {
+  let made = sandboxes.get(unsafe);
+  if (!made) {
+    made = createSandbox({ unsafe }).catch((error: unknown) => {
+      sandboxes.delete(unsafe);
+      if (error instanceof SandboxUnavailableError) {
+        throw new RecipeError(
+          `environment: the agents' code must run in a sandbox, and bubblewrap cannot run here (${error.reason}); ` +
+            "install it (bash tools/system-deps.sh) or set environment.unsafe: true to run with rlimits only, which does NOT contain hostile code",
+        );
+      }
+      throw error;
+    });
+    sandboxes.set(unsafe, made);
+  }
+  return made;
+}
+
+/** A runner that makes the sandbox when code first runs, so building an environment stays synchronous. */
+function lazyRunner(unsafe: boolean): ConnectedRunner {
+  return {
+    run: async (request: RunRequest) => (await sandbox(unsafe)).run(request),
+    runConnected: async <T>(requests: readonly RunRequest[], talk: (runs: readonly LiveRun[]) => Promise<T>) =>
+      (await sandbox(unsafe)).runConnected(requests, talk),
+  };
+}
+
+const recipeNeedsSandbox = (recipe: Recipe) =>
+  needsSandbox({ name: recipe.environment.name, options: recipe.environment.options });
+
+/** Before any work: a recipe whose agents' code runs gets its sandbox now (or a RecipeError line). */
+export async function checkRecipeSandbox(recipe: Recipe): Promise<void> {
+  if (recipeNeedsSandbox(recipe)) await sandbox(recipe.environment.unsafe ?? false);
+}
+
+/** The recipe's environment and its team (answered a baseline's way when the recipe names one). */
 export function recipeEnvironment(recipe: Recipe): { trainerEnv: TrainerEnvironment; team: Team } {
-  const trainerEnv = createEnvironment(recipe.environment.name, recipe.environment.options);
-  return { trainerEnv, team: recipeTeam(trainerEnv, recipe.team) };
+  const options = recipeNeedsSandbox(recipe)
+    ? { ...recipe.environment.options, runner: lazyRunner(recipe.environment.unsafe ?? false) }
+    : recipe.environment.options;
+  const trainerEnv = createEnvironment(recipe.environment.name, options);
+  const team = recipeTeam(trainerEnv, recipe.team);
+  if (recipe.environment.baseline === undefined) return { trainerEnv, team };
+  const wrapped = withBaseline(trainerEnv, team, recipe.environment.baseline);
+  return { trainerEnv: wrapped.registered, team: wrapped.team };
 }
 
 export function createEnvironment(name: string, options: Record<string, unknown>): TrainerEnvironment {

@@ -23,7 +23,7 @@ import { AUX_MAIN_REWARD_TIERS, type AuxMainRewardBreakdown, auxMainReward } fro
 import type { CodingProblem } from "./dataset.ts";
 import { extractCode } from "./extract.ts";
 import { diagnosticsFeedback, type FeedbackTransition } from "./feedback.ts";
-import { type HarnessOptions, runTests, type TestReport } from "./harness.ts";
+import { type HarnessOptions, runTests, type TestReport, type TestSummary, testSummary } from "./harness.ts";
 
 export const AUX_MAIN_AGENTS = ["helper", "main"] as const;
 
@@ -45,6 +45,8 @@ export interface AuxMainAttempt {
   readonly reward: AuxMainRewardBreakdown;
   readonly passed: number;
   readonly total: number;
+  /** The hidden tests' outcomes. */
+  readonly tests: TestSummary;
   /** Feedback each agent reads on the next turn (empty on the last turn). */
   readonly feedback: Readonly<Record<AgentId, string>>;
 }
@@ -152,6 +154,7 @@ export function auxMainEnv(options: AuxMainEnvOptions): Environment<AuxMainState
         reward,
         passed: report.passed,
         total: report.total,
+        tests: testSummary(report),
         feedback: feedbackByAgent,
       };
       return {

@@ -29,7 +29,14 @@ import { isAllPassed } from "./aux-main-env.ts";
 import type { CodingProblem } from "./dataset.ts";
 import { extractCode } from "./extract.ts";
 import { diagnosticsFeedback, type FeedbackTransition } from "./feedback.ts";
-import { type HarnessOptions, passFraction, runTests, type TestReport } from "./harness.ts";
+import {
+  type HarnessOptions,
+  passFraction,
+  runTests,
+  type TestReport,
+  type TestSummary,
+  testSummary,
+} from "./harness.ts";
 
 export const CODER_TESTER_AGENTS = ["coder", "tester"] as const;
 
@@ -58,9 +65,9 @@ export interface CoderTesterState {
   readonly code: string | null;
   readonly tests: string | null;
   /** Hidden-test result of `code`. */
-  readonly hidden: { readonly passed: number; readonly total: number } | null;
+  readonly hidden: TestSummary | null;
   /** Result of `code` against `tests`. */
-  readonly generated: { readonly passed: number; readonly total: number } | null;
+  readonly generated: TestSummary | null;
   readonly feedback: Readonly<Record<AgentId, string>>;
   readonly done: boolean;
 }
@@ -92,7 +99,6 @@ function instructions(agent: AgentId, p: CodingProblem): string {
   );
 }
 
-const summary = (r: TestReport) => ({ passed: r.passed, total: r.total });
 
 export function coderTesterEnv(options: CoderTesterEnvOptions): Environment<CoderTesterState, CodingProblem> {
   const maxTurns = options.maxTurns ?? defaultCoderTesterOptions.maxTurns;
@@ -149,8 +155,8 @@ export function coderTesterEnv(options: CoderTesterEnvOptions): Environment<Code
         testerActed && tests !== null ? run(canonicalProgram(p), tests, "asserts", p) : undefined,
         testerActed && tests !== null ? run(stubProgram(p), tests, "asserts", p) : undefined,
       ]);
-      const hidden = hiddenReport ? summary(hiddenReport) : state.hidden;
-      const generated = generatedReport ? summary(generatedReport) : null;
+      const hidden = hiddenReport ? testSummary(hiddenReport) : state.hidden;
+      const generated = generatedReport ? testSummary(generatedReport) : null;
       const hiddenAllPassed = hidden !== null && hidden.total > 0 && hidden.passed === hidden.total;
 
       const localRewards: Record<AgentId, number> = {};

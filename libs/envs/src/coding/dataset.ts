@@ -7,7 +7,7 @@
 import { join } from "node:path";
 import type { Split, Task } from "@troupe/core";
 import { z } from "zod";
-import { DATA_DIR, type DataSource, loadJsonl } from "./load.ts";
+import { DATA_DIR, type DataSource, loadJsonl, loadJsonlSync } from "./load.ts";
 import { splitByHash } from "./split.ts";
 
 /**
@@ -56,6 +56,17 @@ export async function loadHumanEval(source: DataSource = DEFAULT_HUMANEVAL_PATH)
       entryPoint: row.entry_point,
     };
   });
+}
+
+/** The shipped HumanEval, read synchronously (once per process), for the registry. */
+export function humanEvalProblems(): CodingProblem[] {
+  return loadJsonlSync(DEFAULT_HUMANEVAL_PATH, HumanEvalRowSchema, "task_id").map((row) => ({
+    taskId: row.task_id,
+    prompt: row.prompt,
+    canonicalSolution: row.canonical_solution,
+    test: row.test,
+    entryPoint: row.entry_point,
+  }));
 }
 
 export interface CodingSplitOptions {

@@ -265,6 +265,28 @@ export async function runTests(
   };
 }
 
+/**
+ * What an episode keeps of a test run (in its state, so the answer of a solve can show it): the
+ * counts, each test's source and outcome, and why the run failed as a whole, if it did.
+ */
+export interface TestSummary {
+  readonly passed: number;
+  readonly total: number;
+  readonly cases: readonly TestCaseResult[];
+  /** Syntax, load or harness error, when the program never got to the tests. */
+  readonly error?: string;
+}
+
+export function testSummary(report: TestReport): TestSummary {
+  const error = report.harnessError ?? report.syntaxError ?? report.loadError;
+  return {
+    passed: report.passed,
+    total: report.total,
+    cases: report.tests,
+    ...(error !== undefined ? { error } : {}),
+  };
+}
+
 /** Fraction of tests passed; 0 when there are none. */
 export function passFraction(report: Pick<TestReport, "passed" | "total">): number {
   return report.total > 0 ? report.passed / report.total : 0;

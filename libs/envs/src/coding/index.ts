@@ -9,3 +9,5 @@ export * from "./harness.ts";
 export * from "./load.ts";
 export * from "./pass-at-k.ts";
 export * from "./split.ts";
+export * from "./entry.ts";
+export * from "./mbpp.ts";

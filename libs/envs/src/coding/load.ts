@@ -3,6 +3,7 @@
  * validating every row with a zod schema so a bad row is reported by file, line and field.
  * Shared by the coding, math and writing environments.
  */
+import { readFileSync } from "node:fs";
 import { readFile } from "node:fs/promises";
 import { dirname, join } from "node:path";
 import { fileURLToPath } from "node:url";
@@ -32,6 +33,13 @@ export async function readSourceBytes(source: DataSource): Promise<Uint8Array> {
 /** Text of a source, gunzipped when it is gzip data (detected by the magic bytes, not the name). */
 export async function readSourceText(source: DataSource): Promise<string> {
   const bytes = await readSourceBytes(source);
+  const gzipped = bytes.length >= 2 && bytes[0] === 0x1f && bytes[1] === 0x8b;
+  return new TextDecoder().decode(gzipped ? gunzipSync(bytes) : bytes);
+}
+
+/** Text of a local file, gunzipped when it is gzip data. */
+export function readSourceTextSync(path: string): string {
+  const bytes = readFileSync(path);
   const gzipped = bytes.length >= 2 && bytes[0] === 0x1f && bytes[1] === 0x8b;
   return new TextDecoder().decode(gzipped ? gunzipSync(bytes) : bytes);
 }
@@ -81,4 +89,19 @@ export async function loadJsonl<S extends z.ZodType>(
 ): Promise<z.infer<S>[]> {
   const where = String(source);
   return validateRows(parseJsonl(await readSourceText(source), where), schema, where, idField);
+}
+
+const syncCache = new Map<string, unknown[]>();
+
+/**
+ * Reads and validates a shipped JSONL / JSONL.gz file synchronously, once per process (later calls
+ * get the same rows). The registry's `generateTasks` is synchronous, like the games' generators, so
+ * dataset environments read their (small, local) files this way.
+ */
+export function loadJsonlSync<S extends z.ZodType>(path: string, schema: S, idField?: string): z.infer<S>[] {
+  const cached = syncCache.get(path);
+  if (cached) return cached as z.infer<S>[];
+  const rows = validateRows(parseJsonl(readSourceTextSync(path), path), schema, path, idField);
+  syncCache.set(path, rows);
+  return rows;
 }

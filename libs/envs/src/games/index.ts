@@ -5,3 +5,4 @@ export * from "./plan-path.ts";
 export * from "./sokoban.ts";
 export * from "./splits.ts";
 export * from "./sudoku.ts";
+export * from "./entry.ts";

@@ -89,7 +89,7 @@ export const PlanPathRewardsSchema = z.object({
 });
 export type PlanPathRewards = z.output<typeof PlanPathRewardsSchema>;
 
-const PlanPathOptionsSchema = EpisodeOptionsSchema.extend({
+export const PlanPathOptionsSchema = EpisodeOptionsSchema.extend({
   ...PlanPathGenerationSchema.shape,
   rewards: PlanPathRewardsSchema.default(PlanPathRewardsSchema.parse({})),
 }).strict();

@@ -89,7 +89,7 @@ export const SokobanRewardsSchema = z.object({
 });
 export type SokobanRewards = z.output<typeof SokobanRewardsSchema>;
 
-const SokobanOptionsSchema = EpisodeOptionsSchema.extend({
+export const SokobanOptionsSchema = EpisodeOptionsSchema.extend({
   ...SokobanGenerationSchema.shape,
   rewards: SokobanRewardsSchema.default(SokobanRewardsSchema.parse({})),
 }).strict();

@@ -87,7 +87,7 @@ export const SudokuRewardsSchema = z.object({
 });
 export type SudokuRewards = z.output<typeof SudokuRewardsSchema>;
 
-const SudokuOptionsSchema = EpisodeOptionsSchema.extend({
+export const SudokuOptionsSchema = EpisodeOptionsSchema.extend({
   ...SudokuGenerationSchema.shape,
   rewards: SudokuRewardsSchema.default(SudokuRewardsSchema.parse({})),
 }).strict();

@@ -55,6 +55,9 @@ export interface AgentAnswer {
   /** Tool only: how its program ended and what it wrote to stderr (clipped). */
   readonly runStatus?: RunStatus | "no-code";
   readonly error?: string;
+  /** Tool only: the program it ran and what it printed (the tail, clipped), for the answer of a solve. */
+  readonly program?: string;
+  readonly output?: string;
 }
 
 export interface ReasonerToolState {
@@ -62,6 +65,9 @@ export interface ReasonerToolState {
   readonly turn: number;
   readonly maxTurns: number;
   readonly last: Readonly<Partial<Record<AgentId, AgentAnswer>>>;
+  /** The team's answer after the last step (the agreed one, else the fallback's). */
+  readonly teamAnswer: number | null;
+  readonly agree: boolean;
   readonly done: boolean;
 }
 
@@ -100,6 +106,8 @@ export async function toolAnswer(
     formatOk: result.status === "ok" && answer !== null,
     runStatus: result.status,
     ...(error !== undefined ? { error } : {}),
+    program: code,
+    output: result.stdout.slice(-maxChars),
   };
 }
 
@@ -121,7 +129,15 @@ export function reasonerToolEnv(
       local: [0, MATH_REWARDS.format + MATH_REWARDS.correct],
     },
     reset(task: Task<MathProblem>): ReasonerToolState {
-      return { problem: task.payload, turn: 0, maxTurns: o.maxTurns, last: {}, done: false };
+      return {
+        problem: task.payload,
+        turn: 0,
+        maxTurns: o.maxTurns,
+        last: {},
+        teamAnswer: null,
+        agree: false,
+        done: false,
+      };
     },
     observe(state, agent) {
       const intro =
@@ -170,7 +186,7 @@ export function reasonerToolEnv(
             : null;
       const success = done && answersMatch(teamAnswer, reference);
       return {
-        state: { ...state, turn, last, done },
+        state: { ...state, turn, last, teamAnswer, agree, done },
         teamReward: success ? MATH_REWARDS.teamSuccess : 0,
         localRewards,
         done,

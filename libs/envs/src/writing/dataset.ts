@@ -15,6 +15,7 @@ import {
   parseJsonl,
   readSourceBytes,
   readSourceText,
+  readSourceTextSync,
   validateRows,
 } from "../coding/load.ts";
 import { problemHash, splitByHash } from "../coding/split.ts";
@@ -44,9 +45,13 @@ const ArxivRowSchema = z.object({
   abstract: z.string().min(1, "must be a non-empty abstract").max(WRITING_MAX_SOURCE_CHARS),
 });
 
-export const WRITING_SAMPLE_PATHS: Record<WritingKind, string> = {
-  tldr: join(DATA_DIR, "writing", "tldr.jsonl"),
-  arxiv: join(DATA_DIR, "writing", "arxiv.jsonl"),
+/**
+ * The shipped splits: TLDR, 500 Reddit posts with their authors' TL;DRs (372 train / 128 test,
+ * CC BY 4.0); arXiv, 1,686 titles and abstracts (1,366 / 320, CC0). SOURCE.md next to each.
+ */
+export const WRITING_PATHS: Record<WritingKind, Record<"train" | "test", string>> = {
+  tldr: { train: join(DATA_DIR, "tldr", "train.jsonl.gz"), test: join(DATA_DIR, "tldr", "test.jsonl.gz") },
+  arxiv: { train: join(DATA_DIR, "arxiv", "train.jsonl.gz"), test: join(DATA_DIR, "arxiv", "test.jsonl.gz") },
 };
 
 export interface WritingLoadOptions {
@@ -67,10 +72,32 @@ export async function readRecords(source: DataSource): Promise<unknown[]> {
 
 export async function loadWriting(
   kind: WritingKind,
-  source: DataSource = WRITING_SAMPLE_PATHS[kind],
+  source: DataSource = WRITING_PATHS[kind].test,
   options: WritingLoadOptions = {},
 ): Promise<WritingProblem[]> {
-  const records = await readRecords(source);
+  return writingRows(kind, await readRecords(source), String(source), options);
+}
+
+const shipped = new Map<string, WritingProblem[]>();
+
+/** A shipped split, read synchronously once per process (for the registry). */
+export function shippedWriting(kind: WritingKind, split: "train" | "test"): WritingProblem[] {
+  const path = WRITING_PATHS[kind][split];
+  let rows = shipped.get(path);
+  if (!rows) {
+    rows = writingRows(kind, parseJsonl(readSourceTextSync(path), path), path);
+    shipped.set(path, rows);
+  }
+  return rows;
+}
+
+/** Validated problems from raw records (columns renamed by `options.fields`). */
+export function writingRows(
+  kind: WritingKind,
+  records: readonly unknown[],
+  where: string,
+  options: WritingLoadOptions = {},
+): WritingProblem[] {
   const renamed = records.map((r) => {
     if (!r || typeof r !== "object") return r;
     const row = r as Record<string, unknown>;
@@ -80,7 +107,6 @@ export async function loadWriting(
     for (const k of Object.keys(out)) if (out[k] === null) delete out[k];
     return out;
   });
-  const where = String(source);
   if (kind === "tldr") {
     return validateRows(renamed, TldrRowSchema, where, "id").map((r) => ({
       kind,

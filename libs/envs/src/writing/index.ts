@@ -2,3 +2,4 @@ export * from "./dataset.ts";
 export * from "./rewards.ts";
 export * from "./text-stats.ts";
 export * from "./writing-env.ts";
+export * from "./entry.ts";

@@ -1,0 +1,155 @@
+/**
+ * `coding` in the registry: Python function synthesis, the agents' code run against the problem's
+ * hidden tests in the sandbox.
+ * - `roles: helper-main` (MAGRPO / CoMLRL): helper writes `aux`, main the entry point, in parallel;
+ *   CoMLRL's tiered reward; with `maxTurns > 1` each later turn follows execution feedback.
+ * - `roles: coder-tester` (Stronger-MAS / AT-GRPO): the tester writes asserts, the coder the
+ *   function, in turn; success = every hidden test passes.
+ * Training problems: HumanEval's train half (by a hash of the prompt) and MBPP (974). Evaluation:
+ * CoopHumanEval (82, the MAGRPO paper's set; helper-main only: it has no reference solutions, which
+ * the tester's reward needs) or HumanEval's test half.
+ */
+import type { Environment } from "@troupe/core";
+import type { CodeRunner } from "@troupe/sandbox";
+import { z } from "zod";
+import type { CodeAnswer, TestRunAnswer } from "../answer.ts";
+import { checkedEnvironment, datasetTasks, defineEnvironment, textTeam } from "../entry.ts";
+import { type AuxMainState, auxMainEnv, auxMainProgram } from "./aux-main-env.ts";
+import { type CoderTesterState, coderProgram, coderTesterEnv } from "./coder-tester-env.ts";
+import {
+  CODING_MAX_CODE_CHARS,
+  CODING_MAX_PROMPT_CHARS,
+  type CodingProblem,
+  codingTasks,
+  humanEvalProblems,
+} from "./dataset.ts";
+import { diagnosticsFeedback, passFailFeedback, selfRevisionFeedback } from "./feedback.ts";
+import type { TestSummary } from "./harness.ts";
+import { coopHumanEvalProblems, mbppProblems } from "./mbpp.ts";
+
+export const CodingOptionsSchema = z
+  .object({
+    roles: z.enum(["helper-main", "coder-tester"]).default("helper-main"),
+    /** Turns per episode (helper-main: attempts with feedback between; coder-tester: coder attempts). */
+    maxTurns: z.number().int().min(1).max(8).default(2),
+    /** What agents read between turns: test diagnostics (never the hidden asserts), pass/fail only, or nothing. */
+    feedback: z.enum(["diagnostics", "pass-fail", "self-revision"]).default("diagnostics"),
+    /** Training problems. */
+    train: z
+      .array(z.enum(["humaneval", "mbpp"]))
+      .min(1)
+      .default(["humaneval", "mbpp"]),
+    /** Held-out problems (validation and test). */
+    test: z.enum(["coophumaneval", "humaneval"]).default("coophumaneval"),
+    /** Wall-clock limit of one test, ms. */
+    perTestTimeoutMs: z.number().int().min(100).max(60_000).default(3000),
+    /** Wall-clock limit of one whole test run (program + every test), ms. */
+    wallMs: z.number().int().min(500).max(120_000).default(10_000),
+  })
+  .strict()
+  .superRefine((o, ctx) => {
+    if (o.roles === "coder-tester" && o.test === "coophumaneval") {
+      ctx.addIssue({
+        code: "custom",
+        path: ["test"],
+        message:
+          'roles "coder-tester" needs reference solutions for the tester\'s reward, which CoopHumanEval lacks: use test: humaneval',
+      });
+    }
+  });
+
+export const CodingProblemSchema = z.object({
+  taskId: z.string().min(1).max(200),
+  prompt: z.string().min(1).max(CODING_MAX_PROMPT_CHARS),
+  canonicalSolution: z.string().max(CODING_MAX_CODE_CHARS).default(""),
+  test: z.string().min(1).max(CODING_MAX_CODE_CHARS),
+  entryPoint: z.string().regex(/^[A-Za-z_]\w*$/, "must be a Python identifier"),
+});
+
+/** HumanEval split in two by a hash of the prompt; the halves never share a problem. */
+const humanEvalHalves = () => codingTasks(humanEvalProblems());
+
+function splits(options: z.output<typeof CodingOptionsSchema>) {
+  return () => {
+    const halves = humanEvalHalves();
+    const train = options.train.flatMap((set) =>
+      set === "humaneval" ? halves.train.map((t) => t.payload) : mbppProblems(),
+    );
+    const test =
+      options.test === "coophumaneval" ? coopHumanEvalProblems() : halves.test.map((t) => t.payload);
+    return { train, test };
+  };
+}
+
+const FEEDBACK = {
+  diagnostics: () => diagnosticsFeedback(),
+  "pass-fail": passFailFeedback,
+  "self-revision": selfRevisionFeedback,
+} as const;
+
+const testRun = (s: TestSummary | null | undefined): TestRunAnswer | null =>
+  s
+    ? {
+        passed: s.passed,
+        total: s.total,
+        cases: s.cases.map((c) => ({ source: c.source, passed: c.passed, ...(c.error ? { error: c.error } : {}) })),
+        ...(s.error !== undefined ? { error: s.error } : {}),
+      }
+    : null;
+
+function renderCoding(state: unknown): CodeAnswer {
+  if (typeof state === "object" && state !== null && "attempts" in state) {
+    const s = state as AuxMainState;
+    const last = s.attempts.at(-1);
+    return {
+      kind: "code",
+      entryPoint: s.problem.entryPoint,
+      program: last ? auxMainProgram(s.problem, last.aux, last.main) : "",
+      parts: last ? { helper: last.aux, main: last.main } : {},
+      tests: testRun(last?.tests),
+      turns: s.turn,
+    };
+  }
+  const s = state as CoderTesterState;
+  return {
+    kind: "code",
+    entryPoint: s.problem.entryPoint,
+    program: s.code !== null ? coderProgram(s.problem, s.code) : "",
+    parts: { ...(s.code !== null ? { coder: s.code } : {}), ...(s.tests !== null ? { tester: s.tests } : {}) },
+    tests: testRun(s.hidden),
+    generatedTests: testRun(s.generated),
+    turns: s.turn,
+  };
+}
+
+export const codingEntry = defineEnvironment({
+  description: "Python functions against hidden tests (helper + main, or coder + tester), run in the sandbox",
+  options: CodingOptionsSchema,
+  needsSandbox: () => true,
+  build(options, runner: CodeRunner | undefined) {
+    if (runner === undefined) throw new Error("coding: runs the agents' code and needs a sandbox runner");
+    const harness = { perTestTimeoutMs: options.perTestTimeoutMs, wallMs: options.wallMs };
+    const feedback = FEEDBACK[options.feedback]();
+    const helperMain = options.roles === "helper-main";
+    const env: Environment<unknown, CodingProblem> = helperMain
+      ? (auxMainEnv({ runner, maxTurns: options.maxTurns, feedback, harness }) as Environment<unknown, CodingProblem>)
+      : (coderTesterEnv({
+          runner,
+          maxTurns: options.maxTurns,
+          harness,
+          ...(options.feedback === "diagnostics" ? {} : { feedback }),
+        }) as Environment<unknown, CodingProblem>);
+    const generateTasks = datasetTasks(`coding-${options.train.join("+")}`, splits(options), (p: CodingProblem) => p.taskId);
+    return {
+      env: checkedEnvironment("coding", env, CodingProblemSchema as z.ZodType<CodingProblem>),
+      generateTasks,
+      // helper-main acts in parallel (neither sees the other's first code); coder-tester in turn,
+      // the tester first so the coder's first run already meets generated tests.
+      team: (specialisation) =>
+        helperMain
+          ? textTeam("coding-helper-main", env.agents, specialisation, "parallel", options.maxTurns)
+          : textTeam("coding-coder-tester", ["tester", "coder"], specialisation, "sequential", options.maxTurns),
+    };
+  },
+  render: (state) => renderCoding(state),
+});

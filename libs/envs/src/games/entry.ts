@@ -1,0 +1,105 @@
+/**
+ * Plan-Path, Sokoban and Sudoku in the registry. Their options are the game's own (grid size,
+ * generation, rewards) plus the episode options (roles protocol, turns, hints); `roles: tool` runs
+ * the tool agent's Python, so only that protocol needs the sandbox. Solvers give demonstrations.
+ * The answer is the final board; Plan-Path's also replays the path cell by cell.
+ */
+import type { CodeRunner } from "@troupe/sandbox";
+import type { z } from "zod";
+import type { BoardAnswer, ExecutedAction, PlanPathAnswer } from "../answer.ts";
+import { defineEnvironment } from "../entry.ts";
+import { envTeam, type GameState } from "./episode.ts";
+import { parseDirections, samePos, step, type Pos } from "./grid.ts";
+import {
+  type PlanPathBoard,
+  PlanPathOptionsSchema,
+  type PlanPathPuzzle,
+  planPathEnv,
+  renderPlanPath,
+} from "./plan-path.ts";
+import { renderSokoban, type SokobanBoard, SokobanOptionsSchema, type SokobanPuzzle, sokobanEnv } from "./sokoban.ts";
+import { renderSudoku, type SudokuBoard, SudokuOptionsSchema, type SudokuPuzzle, sudokuEnv } from "./sudoku.ts";
+
+type GameFactory = typeof planPathEnv | typeof sokobanEnv | typeof sudokuEnv;
+
+function gameEntry<S extends z.ZodObject>(
+  description: string,
+  schema: S,
+  factory: GameFactory,
+  render: (state: unknown, actions: readonly ExecutedAction[]) => PlanPathAnswer | BoardAnswer,
+) {
+  return defineEnvironment({
+    description,
+    // The runner is not an option: the registry passes the sandbox when `needsSandbox` says so.
+    options: schema.omit({ runner: true } as never).strict() as unknown as z.ZodObject,
+    needsSandbox: (options) => (options as { roles?: string }).roles === "tool",
+    build(options, runner: CodeRunner | undefined) {
+      const env = factory({ ...(options as object), ...(runner ? { runner } : {}) } as never) as ReturnType<
+        typeof planPathEnv
+      >;
+      return {
+        env: env as never,
+        generateTasks: (split, count, seed) => env.generateTasks(split, count, { seed }),
+        team: (specialisation) => envTeam(env, { policies: specialisation }),
+        demo: (task, state, agent) => env.demo(task as never, state as never, agent),
+      };
+    },
+    render,
+  });
+}
+
+function boardAnswer(kind: "sokoban" | "sudoku", text: string, state: GameState<unknown, unknown>): BoardAnswer {
+  return { kind, board: text.split("\n"), movesTaken: state.movesTaken, report: state.report };
+}
+
+function planPathAnswer(state: unknown, actions: readonly ExecutedAction[]): PlanPathAnswer {
+  const { puzzle, board, ...s } = state as GameState<PlanPathPuzzle, PlanPathBoard>;
+  // Replay: each plan's first `executed` moves were applied (the environment stops at the first
+  // invalid move and at the goal), from where the previous plan left the agent.
+  const path: Pos[] = [puzzle.start];
+  let moves = "";
+  for (const action of actions) {
+    const executed = (action.info as { executed?: unknown } | undefined)?.executed;
+    if (typeof executed !== "number" || executed === 0) continue;
+    const plan = parseDirections(action.text) ?? [];
+    for (const move of plan.slice(0, executed)) {
+      path.push(step(path.at(-1)!, move));
+      moves += move;
+    }
+  }
+  const consistent = samePos(path.at(-1)!, board.pos) && moves.length === s.movesTaken;
+  return {
+    kind: "plan-path",
+    grid: renderPlanPath(puzzle, board).split("\n"),
+    start: puzzle.start,
+    goal: puzzle.goal,
+    position: board.pos,
+    // The replay mirrors the environment's rules; if it ever disagrees, show only the end point.
+    path: consistent ? path : [board.pos],
+    moves: consistent ? moves : "",
+    optimal: puzzle.optimal,
+    report: s.report,
+  };
+}
+
+export const planPathEntry = gameEntry(
+  "reach the goal on a grid maze (planner + fixer, tool + plan, or a single planner)",
+  PlanPathOptionsSchema,
+  planPathEnv,
+  planPathAnswer,
+);
+
+export const sokobanEntry = gameEntry(
+  "push every box onto a target",
+  SokobanOptionsSchema,
+  sokobanEnv,
+  (state) => {
+    const s = state as GameState<SokobanPuzzle, SokobanBoard>;
+    return boardAnswer("sokoban", renderSokoban(s.puzzle, s.board), s);
+  },
+);
+
+export const sudokuEntry = gameEntry("fill the Sudoku grid", SudokuOptionsSchema, sudokuEnv, (state) => {
+  const s = state as GameState<SudokuPuzzle, SudokuBoard>;
+  return boardAnswer("sudoku", renderSudoku(s.puzzle, s.board), s);
+});

@@ -1,0 +1,89 @@
+/**
+ * `math` in the registry: a reasoner and a tool agent (Stronger-MAS / AT-GRPO) answer GSM8K
+ * problems in parallel; the tool agent's Python runs in the sandbox. Train: GSM8K train (7,473);
+ * evaluation: GSM8K test (1,319). Demonstrations: the reasoner writes the reference solution ending
+ * in `\boxed{answer}`, the tool a program that prints the answer.
+ */
+import type { CodeRunner } from "@troupe/sandbox";
+import { z } from "zod";
+import { GSM8K_PATHS } from "../math/dataset.ts";
+import type { MathAnswer } from "../answer.ts";
+import { loadJsonlSync } from "../coding/load.ts";
+import { checkedEnvironment, datasetTasks, defineEnvironment, textTeam } from "../entry.ts";
+import { parseNumber } from "./answer.ts";
+import { Gsm8kRowSchema, MATH_MAX_ANSWER_CHARS, MATH_MAX_QUESTION_CHARS, type MathProblem } from "./dataset.ts";
+import { defaultReasonerToolOptions, type ReasonerToolState, reasonerToolEnv } from "./reasoner-tool-env.ts";
+
+export const MathOptionsSchema = z
+  .object({
+    maxTurns: z.number().int().min(1).max(8).default(defaultReasonerToolOptions.maxTurns),
+    /** Whose answer counts when the agents never agree. */
+    fallbackAnswer: z.enum(["reasoner", "tool", "none"]).default(defaultReasonerToolOptions.fallbackAnswer),
+    /** Wall-clock limit of the tool's program, ms. */
+    toolWallMs: z.number().int().min(100).max(60_000).default(defaultReasonerToolOptions.toolWallMs),
+  })
+  .strict();
+
+export const MathProblemSchema = z.object({
+  id: z.string().min(1).max(200),
+  question: z.string().min(1).max(MATH_MAX_QUESTION_CHARS),
+  solution: z.string().max(MATH_MAX_ANSWER_CHARS).default(""),
+  answer: z.number().finite(),
+});
+
+/** GSM8K split, read synchronously once. */
+function gsm8k(split: "train" | "test"): MathProblem[] {
+  return loadJsonlSync(GSM8K_PATHS[split], Gsm8kRowSchema).map((row, i) => {
+    const final = row.answer.slice(row.answer.lastIndexOf("####") + 4).trim();
+    const answer = parseNumber(final);
+    if (answer === null) throw new Error(`${GSM8K_PATHS[split]}: row ${i + 1}: field answer: "${final}" is not a number`);
+    return { id: `gsm8k/${split}/${i}`, question: row.question, solution: row.answer, answer };
+  });
+}
+
+/** The reference solution with GSM8K's calculator annotations (<<48/2=24>>) dropped. */
+function reasonerDemo(p: MathProblem): string {
+  const steps = p.solution.slice(0, p.solution.lastIndexOf("####")).replace(/<<[^>]*>>/g, "").trim();
+  return `${steps}\nThe answer is \\boxed{${p.answer}}.`;
+}
+
+function renderMath(state: unknown): MathAnswer {
+  const s = state as ReasonerToolState;
+  const t = s.last.tool;
+  return {
+    kind: "math",
+    answer: s.teamAnswer,
+    agree: s.agree,
+    reasoner: s.last.reasoner?.answer ?? null,
+    tool: t
+      ? {
+          answer: t.answer,
+          program: t.program ?? "",
+          output: t.output ?? "",
+          status: t.runStatus ?? "no-code",
+          ...(t.error !== undefined ? { error: t.error } : {}),
+        }
+      : null,
+    turns: s.turn,
+  };
+}
+
+export const mathEntry = defineEnvironment({
+  description: "GSM8K word problems: a reasoner and a Python tool agent (run in the sandbox) must agree",
+  options: MathOptionsSchema,
+  needsSandbox: () => true,
+  build(options, runner: CodeRunner | undefined) {
+    if (runner === undefined) throw new Error("math: runs the tool agent's code and needs a sandbox runner");
+    const env = reasonerToolEnv({ runner, ...options });
+    return {
+      env: checkedEnvironment("math", env, MathProblemSchema as z.ZodType<MathProblem>),
+      generateTasks: datasetTasks("math-gsm8k", () => ({ train: gsm8k("train"), test: gsm8k("test") }), (p: MathProblem) => p.id),
+      team: (specialisation) => textTeam("math-reasoner-tool", env.agents, specialisation, "parallel", options.maxTurns),
+      demo: (task, _state, agent) => {
+        const p = task.payload as MathProblem;
+        return agent === "reasoner" ? reasonerDemo(p) : `\`\`\`python\nprint(${p.answer})\n\`\`\``;
+      },
+    };
+  },
+  render: (state) => renderMath(state),
+});
