@@ -59,7 +59,7 @@ def watch_parent(controller_pid: Optional[int]) -> None:
 
 
 #: flags every rank takes from rank 0 (the device stays each rank's own GPU)
-RANK0_FLAGS = ("param_dtype", "no_autocast", "generator", "model_backend", "logprob_batch_size", "gradient_checkpointing", "threads")
+RANK0_FLAGS = ("param_dtype", "no_autocast", "generator", "model_backend", "logprob_batch_size", "logprob_chunk", "gradient_checkpointing", "threads")
 
 
 def parse_args(argv: list[str]) -> argparse.Namespace:
@@ -72,6 +72,7 @@ def parse_args(argv: list[str]) -> argparse.Namespace:
     ap.add_argument("--generator", default="auto", choices=["auto", "torch", "hf"])
     ap.add_argument("--model-backend", default="auto", choices=["auto", "transformers", "troupe"])
     ap.add_argument("--logprob-batch-size", type=int, default=8)
+    ap.add_argument("--logprob-chunk", type=int, default=1024, help="completion positions per lm_head chunk (peak: chunk × vocab fp32 logits)")
     ap.add_argument("--gradient-checkpointing", action="store_true")
     ap.add_argument("--threads", type=int, default=0, help="torch CPU threads (0: torch's default)")
     ap.add_argument("--selftest", action="store_true", help="run a tiny model through every op on every rank and exit")

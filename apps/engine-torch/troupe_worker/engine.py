@@ -362,7 +362,10 @@ class Engine:
                                 ref_logprobs=flat(ref_t) if ref is not None else None,
                                 entropies=ent if entropy_mode == "grad" else None, weights=weights)
             # Gradients are averaged over ranks; each rank's share of the batch loss is scaled back up.
-            (terms["loss"] * world).backward()
+            # The adapter stays active through backward: checkpointed layers re-run their forward
+            # (and the LoRA hooks) there, and must see the same adapter as the first time.
+            with policy.active():
+                (terms["loss"] * world).backward()
             terms["entropy"] = (weights * ent.detach()).sum()  # reported even when β_H = 0
             for k in sums:
                 sums[k] += terms[k].detach().double().cpu()

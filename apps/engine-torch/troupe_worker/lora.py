@@ -23,6 +23,7 @@ from dataclasses import dataclass
 from typing import Callable, Iterator, Optional
 
 import torch
+import torch.nn.functional as F
 from torch import nn
 
 DEFAULT_TARGETS = ("q_proj", "k_proj", "v_proj", "o_proj", "gate_proj", "up_proj", "down_proj")
@@ -137,7 +138,7 @@ class LoraHost:
                 return None
             x = inputs[0]
             a, b = adapter.lora_A[key], adapter.lora_B[key]
-            return output + adapter.config.scale * ((x.to(a.dtype) @ a.t()) @ b.t()).to(output.dtype)
+            return output + adapter.config.scale * F.linear(F.linear(x.to(a.dtype), a), b).to(output.dtype)
 
         return hook
 

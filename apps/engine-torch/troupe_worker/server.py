@@ -48,7 +48,7 @@ class Server:
     def __init__(self, args: argparse.Namespace, device: str) -> None:
         self.engine = Engine(EngineOptions(
             device=device, param_dtype=args.param_dtype, autocast=not args.no_autocast, generator=args.generator,
-            model_backend=args.model_backend, logprob_batch_size=args.logprob_batch_size,
+            model_backend=args.model_backend, logprob_batch_size=args.logprob_batch_size, logprob_chunk=args.logprob_chunk,
             gradient_checkpointing=args.gradient_checkpointing,
         ))
 
