@@ -15,6 +15,8 @@ command -v prlimit >/dev/null 2>&1 && command -v setpriv >/dev/null 2>&1 || need
 # apps/engine-torch + libs/engine-torch: the torch worker's CPU tests run on Debian's python3-torch.
 /usr/bin/python3 -c 'import torch' >/dev/null 2>&1 || need+=(python3-torch libopenblas0-pthread)
 /usr/bin/python3 -c 'import pytest' >/dev/null 2>&1 || need+=(python3-pytest)
+# ...and jinja2: the reference renderer of chat templates (troupe_worker/chat_template.py).
+/usr/bin/python3 -c 'import jinja2' >/dev/null 2>&1 || need+=(python3-jinja2)
 # libs/storage: a real S3 server for its tests — Ceph's RADOS gateway on loopback (tools/ceph/start-rgw.sh).
 for pair in ceph-mon:ceph-mon ceph-osd:ceph-osd radosgw:radosgw ceph:ceph-common; do
   command -v "${pair%%:*}" >/dev/null 2>&1 || need+=("${pair#*:}")

@@ -10,8 +10,9 @@
  * A policy without `lora` trains a full copy of its model (a shared policy, per-role full models,
  * or heterogeneous models each with their own tokenizer).
  */
-import { readdirSync, readFileSync } from "node:fs";
-import { join } from "node:path";
+import { mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { dirname, join } from "node:path";
 import {
   type Completion,
   type Observation,
@@ -38,6 +39,7 @@ import {
   validateQwenConfig,
 } from "@troupe/engine";
 import { z } from "zod";
+import { chatTemplateOf, specialTokenStrings, withChatTemplate } from "./chat.ts";
 import {
   FilesResultSchema,
   type Frame,
@@ -91,12 +93,27 @@ export type TorchModelSource =
 export interface TorchEngineOptions extends WorkerProcessOptions {
   readonly models: Readonly<Record<string, TorchModelSource>>;
   readonly policies: readonly TorchPolicySpec[];
+  /**
+   * Arguments of every model's chat template, as transformers' apply_chat_template takes them
+   * (e.g. `{ enable_thinking: false }` for Qwen3). Given to a model without a template: an error.
+   */
+  readonly chatTemplateKwargs?: Readonly<Record<string, unknown>>;
+  /** Where save()/load() stage checkpoint folders for the worker (default: the OS temp folder). */
+  readonly scratchDir?: string;
+  /** Warnings (a model without a chat template), default console.warn. */
+  readonly warn?: (message: string) => void;
 }
 
 interface PolicyState {
   info: PolicyInfo;
   readonly model: string;
   readonly tokenizer: Tokenizer;
+}
+
+interface ModelState {
+  readonly tokenizer: Tokenizer;
+  /** End-of-turn ids of config.json and generation_config.json (Qwen3's <|im_end|> is only there). */
+  readonly eosTokenIds: readonly number[];
 }
 
 function int32(values: readonly number[], what: string): Int32Array {
@@ -110,20 +127,33 @@ function int32(values: readonly number[], what: string): Int32Array {
   return out;
 }
 
-function filesPayloads(files: CheckpointFiles): Map<string, PayloadValue> {
+function filesPayloads(files: Readonly<Record<string, Uint8Array>>): Map<string, PayloadValue> {
   return new Map(Object.entries(files).map(([name, bytes]) => [`file:${name}`, bytes]));
 }
 
-function filesOf(frame: Frame): CheckpointFiles {
-  const { files } = parseResult(frame.op, FilesResultSchema, frame.body);
-  return Object.fromEntries(files.map((name) => [name, payload(frame, `file:${name}`, Uint8Array)]));
-}
+/** The files of a model folder the controller reads: the tokenizer, its chat template, generation defaults. */
+const CONTROLLER_FILES = [...TOKENIZER_FILES, "chat_template.jinja", "generation_config.json"];
 
 function readTokenizerFiles(dir: string): Record<string, Uint8Array> {
   const present = new Set(readdirSync(dir));
   const out: Record<string, Uint8Array> = {};
-  for (const name of TOKENIZER_FILES) if (present.has(name)) out[name] = readFileSync(join(dir, name));
+  for (const name of CONTROLLER_FILES) if (present.has(name)) out[name] = readFileSync(join(dir, name));
   return out;
+}
+
+/** Reads the named files (relative paths, e.g. dcp/__0_0.distcp) of a folder. */
+export function readFolder(dir: string, names: readonly string[]): CheckpointFiles {
+  return Object.fromEntries(names.map((name) => [name, new Uint8Array(readFileSync(join(dir, name)))]));
+}
+
+function writeFolder(dir: string, files: CheckpointFiles): void {
+  for (const [name, bytes] of Object.entries(files)) {
+    if (name.split("/").some((part) => part === ".." || part === "")) {
+      throw new Error(`torch engine: checkpoint file name "${name}" is not a plain relative path`);
+    }
+    mkdirSync(dirname(join(dir, name)), { recursive: true });
+    writeFileSync(join(dir, name), bytes);
+  }
 }
 
 /** Index of the earliest occurrence of any stop string, −1 if none. */
@@ -157,7 +187,7 @@ export async function createTorchEngine(options: TorchEngineOptions): Promise<To
   }
   const worker = await WorkerProcess.start(options);
   try {
-    const engine = new TorchEngine(worker);
+    const engine = new TorchEngine(worker, options);
     for (const [name, source] of Object.entries(options.models)) await engine.loadModel(name, source);
     for (const spec of specs) {
       // The last full policy of a model that no adapter uses trains the loaded weights in place; the others copy them.
@@ -175,9 +205,19 @@ export async function createTorchEngine(options: TorchEngineOptions): Promise<To
 export class TorchEngine implements Engine {
   readonly kind = "torch";
   private readonly states = new Map<PolicyId, PolicyState>();
-  private readonly tokenizers = new Map<string, Tokenizer>();
+  private readonly models = new Map<string, ModelState>();
+  private readonly chatTemplateKwargs: Readonly<Record<string, unknown>>;
+  private readonly scratchDir: string;
+  private readonly warn: (message: string) => void;
 
-  constructor(private readonly worker: WorkerProcess) {}
+  constructor(
+    private readonly worker: WorkerProcess,
+    options: Pick<TorchEngineOptions, "chatTemplateKwargs" | "scratchDir" | "warn"> = {},
+  ) {
+    this.chatTemplateKwargs = options.chatTemplateKwargs ?? {};
+    this.scratchDir = options.scratchDir ?? tmpdir();
+    this.warn = options.warn ?? ((m) => console.warn(m));
+  }
 
   /** The worker's process id (under torchrun: the torchrun launcher's), e.g. to watch or signal it. */
   get workerPid(): number | undefined {
@@ -195,19 +235,37 @@ export class TorchEngine implements Engine {
       gradientCheckpointing: source.gradientCheckpointing ?? false,
     };
     let payloads = new Map<string, PayloadValue>();
-    let tokenizer: Tokenizer;
+    let tokenizerFiles: Record<string, Uint8Array>;
     if (source.kind === "files") {
       payloads = filesPayloads(source.files);
-      tokenizer = loadTokenizer(source.files);
+      tokenizerFiles = { ...source.files };
     } else if (source.kind === "path") {
       args = { ...args, path: source.path };
-      tokenizer = loadTokenizer(readTokenizerFiles(source.path));
+      tokenizerFiles = readTokenizerFiles(source.path);
     } else {
       const config = validateQwenConfig(source.config);
-      const tokenizerFiles = source.tokenizerFiles ?? new ByteTokenizer().toFiles();
-      tokenizer = loadTokenizer(tokenizerFiles);
+      tokenizerFiles = { ...(source.tokenizerFiles ?? new ByteTokenizer().toFiles()) };
       args = { ...args, init: { config: modelConfigToJson(config), seed: source.seed ?? 0 } };
       payloads = filesPayloads(tokenizerFiles);
+    }
+    let tokenizer = loadTokenizer(tokenizerFiles);
+    const template = chatTemplateOf(tokenizerFiles);
+    const kwargs = Object.keys(this.chatTemplateKwargs);
+    if (template !== undefined) {
+      tokenizer = withChatTemplate(
+        tokenizer,
+        template,
+        specialTokenStrings(tokenizerFiles),
+        this.chatTemplateKwargs,
+      );
+    } else if (kwargs.length > 0) {
+      throw new Error(
+        `torch engine: model "${name}": chat template kwargs (${kwargs.join(", ")}) given, but the model has no chat template (chat_template.jinja or tokenizer_config.json)`,
+      );
+    } else if (source.kind === "path") {
+      this.warn(
+        `torch engine: model "${name}": ${source.path} has no chat template (chat_template.jinja or tokenizer_config.json chat_template); prompts use plain ChatML`,
+      );
     }
     const reply = await this.worker.request("load_model", args, payloads);
     const loaded = parseResult("load_model", LoadModelResultSchema, reply.body);
@@ -217,7 +275,8 @@ export class TorchEngine implements Engine {
         `torch engine: model "${name}": the tokenizer has ${tokenizer.vocabSize} ids, more than vocab_size ${vocab}`,
       );
     }
-    this.tokenizers.set(name, tokenizer);
+    const eosTokenIds = (loaded.eosTokenIds ?? []).filter((id) => id < tokenizer.vocabSize);
+    this.models.set(name, { tokenizer, eosTokenIds });
   }
 
   async addPolicy(spec: z.output<typeof TorchPolicySpecSchema>, copy = true): Promise<void> {
@@ -229,7 +288,7 @@ export class TorchEngine implements Engine {
       ...(spec.seed !== undefined ? { seed: spec.seed } : {}),
     });
     const info = parseResult("add_policy", PolicyInfoSchema, reply.body);
-    this.states.set(spec.id, { info, model: spec.model, tokenizer: this.tokenizers.get(spec.model)! });
+    this.states.set(spec.id, { info, model: spec.model, tokenizer: this.models.get(spec.model)!.tokenizer });
   }
 
   private state(policyId: PolicyId): PolicyState {
@@ -263,9 +322,15 @@ export class TorchEngine implements Engine {
       groups.set(r.policyId, [...(groups.get(r.policyId) ?? []), i]);
     });
     for (const [policyId, indices] of groups) {
-      const tokenizer = this.state(policyId).tokenizer;
+      const { tokenizer, model } = this.state(policyId);
       const prompts = indices.map((i) => tokenizer.encodeChat(requests[i]!.observation.messages));
-      const stopIds = [...new Set([...params.stopTokenIds, ...tokenizer.stopTokenIds])];
+      const stopIds = [
+        ...new Set([
+          ...params.stopTokenIds,
+          ...tokenizer.stopTokenIds,
+          ...this.models.get(model)!.eosTokenIds,
+        ]),
+      ];
       const reply = await this.worker.request(
         "generate",
         {
@@ -447,25 +512,60 @@ export class TorchEngine implements Engine {
     return metrics;
   }
 
-  async save(policyId: PolicyId): Promise<CheckpointFiles> {
+  /**
+   * The policy's checkpoint, written by the worker into `dir` (a folder on the worker's machine;
+   * under FSDP every rank writes its torch.distributed.checkpoint shards there, so it must be shared
+   * by the nodes). Returns the relative file names; nothing but names crosses the pipe.
+   */
+  async saveTo(policyId: PolicyId, dir: string): Promise<string[]> {
     this.state(policyId);
-    return filesOf(await this.worker.request("save", { policy: policyId }));
+    const reply = await this.worker.request("save", { policy: policyId, dir });
+    return parseResult("save", FilesResultSchema, reply.body).files;
   }
 
-  async load(policyId: PolicyId, files: CheckpointFiles): Promise<void> {
+  /** save(): the checkpoint staged in a scratch folder, read back as files. */
+  async save(policyId: PolicyId): Promise<CheckpointFiles> {
+    return this.staged((dir) => this.saveTo(policyId, dir).then((names) => readFolder(dir, names)));
+  }
+
+  /** Loads a checkpoint folder on the worker's machine (what saveTo wrote, or a store download). */
+  async loadFrom(policyId: PolicyId, dir: string): Promise<void> {
     const state = this.state(policyId);
-    const reply = await this.worker.request("load", { policy: policyId }, filesPayloads(files));
+    const reply = await this.worker.request("load", { policy: policyId, dir });
     state.info = parseResult("load", PolicyInfoSchema, reply.body);
   }
 
-  /**
-   * The policy as a plain HF model — LoRA merged into its base — for the embedded engine (which
-   * builds its ONNX graphs from these weights) or an inference server: config.json,
-   * model.safetensors (F32 or BF16), tokenizer files.
-   */
-  async exportPolicy(policyId: PolicyId, dtype: "F32" | "BF16" = "F32"): Promise<CheckpointFiles> {
+  async load(policyId: PolicyId, files: CheckpointFiles): Promise<void> {
     this.state(policyId);
-    return filesOf(await this.worker.request("export", { policy: policyId, dtype }));
+    await this.staged(async (dir) => {
+      writeFolder(dir, files);
+      await this.loadFrom(policyId, dir);
+    });
+  }
+
+  /**
+   * The policy as a plain HF model — LoRA merged into its base — written into `dir`: config.json,
+   * model.safetensors (F32 or BF16), tokenizer files; what AutoModelForCausalLM.from_pretrained, the
+   * embedded engine and inference servers load.
+   */
+  async exportTo(policyId: PolicyId, dir: string, dtype: "F32" | "BF16" = "F32"): Promise<string[]> {
+    this.state(policyId);
+    const reply = await this.worker.request("export", { policy: policyId, dtype, dir });
+    return parseResult("export", FilesResultSchema, reply.body).files;
+  }
+
+  async exportPolicy(policyId: PolicyId, dtype: "F32" | "BF16" = "F32"): Promise<CheckpointFiles> {
+    return this.staged((dir) => this.exportTo(policyId, dir, dtype).then((names) => readFolder(dir, names)));
+  }
+
+  /** Runs `work` with a fresh scratch folder, removed afterwards whatever happens. */
+  private async staged<T>(work: (dir: string) => Promise<T>): Promise<T> {
+    const dir = mkdtempSync(join(this.scratchDir, "troupe-ckpt-"));
+    try {
+      return await work(dir);
+    } finally {
+      rmSync(dir, { recursive: true, force: true });
+    }
   }
 
   async close(): Promise<void> {

@@ -1,3 +1,4 @@
+export * from "./chat.ts";
 export * from "./engine.ts";
 export * from "./protocol.ts";
 export * from "./worker-process.ts";

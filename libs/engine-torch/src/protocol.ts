@@ -313,6 +313,7 @@ export const LoadModelResultSchema = z.object({
   backend: z.enum(["transformers", "troupe"]),
   config: z.record(z.string(), z.unknown()),
   parameters: nonNegativeInt,
+  eosTokenIds: z.array(nonNegativeInt).optional(),
 });
 
 export const GenerateResultSchema = z.object({ finishReasons: z.array(z.enum(["stop", "length"])) });
@@ -330,7 +331,7 @@ export const TrainMetricsSchema = z.object({
   optimizerStep: nonNegativeInt,
 });
 
-export const FilesResultSchema = z.object({ files: z.array(z.string()) });
+export const FilesResultSchema = z.object({ files: z.array(z.string()), dir: z.string().optional() });
 
 /** Parses a result with its schema; the error names the op and the field. */
 export function parseResult<S extends z.ZodType>(op: string, schema: S, value: unknown): z.infer<S> {
