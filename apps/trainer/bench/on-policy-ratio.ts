@@ -20,14 +20,13 @@ import { join } from "node:path";
 import { parseArgs } from "node:util";
 import { type Sample, samplingParams, teamPolicies } from "@troupe/core";
 import type { OnnxEngine } from "@troupe/engine-onnx";
-import { aggregationWeights } from "@troupe/rl";
+import { aggregationWeights, runStrategy } from "@troupe/rl";
 import { FileStore } from "@troupe/storage";
 import { createEngine } from "../src/engines.ts";
 import { recipeEnvironment } from "../src/envs.ts";
 import { batchesByPolicy, learnerStep } from "../src/learner.ts";
 import { resolveRecipePath } from "../src/main.ts";
 import { loadRecipeText } from "../src/recipe.ts";
-import { runStrategy } from "../src/strategies.ts";
 import { optimizerConfig, policySet, trainTasks } from "../src/train.ts";
 import { warmStart } from "../src/warm-start.ts";
 

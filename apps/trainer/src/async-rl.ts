@@ -7,7 +7,9 @@
  *            tasks, each sampled with a version v ≥ s − maxStaleness (0: strictly on-policy).
  *   worker   loads the newest published version V, and for each step s it may sample for
  *            (V ≥ s − maxStaleness, s not yet committed) takes a lease on one task of s, rolls it out
- *            with version V and commits the samples as a rollout shard tagged with V.
+ *            with version V and commits the samples as a rollout shard tagged with V. Shards hold
+ *            rewards, returns and group keys; the learner estimates advantages (train.ts) once it
+ *            holds all of step s's shards, so group filters see the whole step.
  *
  * Units of work and shards. Task i of step s is one unit; its shard lives in the queue at
  *   rollouts/<V>/step-<s>-<i>/        (RolloutQueue's "<workerId>-<seq>" with stream "step-<s>", seq i)
@@ -25,13 +27,13 @@
  */
 import { type Sample, samplingParams, type Team, teamPolicies } from "@troupe/core";
 import type { Engine } from "@troupe/engine";
+import { runStrategy } from "@troupe/rl";
 import type { ObjectStore } from "@troupe/storage";
 import { pad, RolloutQueue, type RolloutShardRef, RunStore } from "@troupe/storage";
 import { createEngine } from "./engines.ts";
 import { recipeEnvironment, type TrainerEnvironment } from "./envs.ts";
 import type { Recipe } from "./recipe.ts";
 import { consoleReporter } from "./reporter.ts";
-import { runStrategy } from "./strategies.ts";
 import { policySet, type RolloutSource, restoreStep, type TrainReporter, trainTasks } from "./train.ts";
 import { warmStart, warmStartId } from "./warm-start.ts";
 

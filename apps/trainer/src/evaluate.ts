@@ -1,10 +1,11 @@
 /**
- * Held-out evaluation: one episode per test task with the current policies, reported as the
- * success rate with a 95% Wilson interval. Test tasks depend only on the environment's options,
+ * Held-out evaluation: one episode per test task with the current policies (@troupe/rl's episode
+ * runner, the loop of parallel rollouts and of serving), reported as the success rate with a 95%
+ * Wilson interval. Test tasks depend only on the environment's options,
  * never on the run seed, so every run and every step is measured on the same tasks.
  */
 import { type PolicySet, type SamplingParams, samplingParams, type Task, type Team } from "@troupe/core";
-import { rolloutParallel } from "@troupe/rl";
+import { runEpisodes, summarizeEpisode } from "@troupe/rl";
 import type { TrainerEnvironment } from "./envs.ts";
 import type { Recipe } from "./recipe.ts";
 
@@ -41,25 +42,19 @@ export async function evaluate(
   sampling: SamplingParams,
   seed: number,
 ): Promise<EvalResult> {
-  const out = await rolloutParallel(
+  const played = await runEpisodes(
     { runId: "eval", step: 0, seed, env: trainerEnv.env, team, policies, sampling },
     tasks,
-    {
-      groupSize: 1,
-      gamma: 1,
-      teamWeight: 1,
-      localWeight: 0,
-      advantage: { baseline: "raw", normalizeStd: false, eps: 0 },
-    },
   );
-  const successes = out.episodes.filter((e) => e.success).length;
-  const n = out.episodes.length;
+  const episodes = played.map(summarizeEpisode);
+  const successes = episodes.filter((e) => e.success).length;
+  const n = episodes.length;
   return {
     tasks: n,
     successes,
     successRate: n ? successes / n : 0,
     ci95: wilson(successes, n),
-    meanTeamReturn: n ? out.episodes.reduce((s, e) => s + e.teamReturn, 0) / n : 0,
-    meanTurns: n ? out.episodes.reduce((s, e) => s + e.turns, 0) / n : 0,
+    meanTeamReturn: n ? episodes.reduce((s, e) => s + e.teamReturn, 0) / n : 0,
+    meanTurns: n ? episodes.reduce((s, e) => s + e.turns, 0) / n : 0,
   };
 }

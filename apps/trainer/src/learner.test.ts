@@ -1,13 +1,12 @@
 import { type SamplingParams, samplingParams, teamPolicies } from "@troupe/core";
 import type { Engine, TrainSequence, TrainStepConfig } from "@troupe/engine";
 import type { OnnxEngine } from "@troupe/engine-onnx";
-import { aggregationWeights, policyLoss } from "@troupe/rl";
+import { aggregationWeights, policyLoss, runStrategy } from "@troupe/rl";
 import { describe, expect, it } from "vitest";
 import { createEngine } from "./engines.ts";
 import { recipeEnvironment } from "./envs.ts";
 import { batchesByPolicy, learnerStep } from "./learner.ts";
 import { loadRecipeText } from "./recipe.ts";
-import { runStrategy } from "./strategies.ts";
 import { optimizerConfig, policySet, trainTasks } from "./train.ts";
 
 const recipe = loadRecipeText(`

@@ -5,69 +5,9 @@
  */
 import { SamplingParamsSchema } from "@troupe/core";
 import { defaultOptimizerConfig } from "@troupe/engine";
-import {
-  defaultAtgrpoConfig,
-  defaultMagrpoConfig,
-  defaultParallelConfig,
-  defaultPolicyLossConfig,
-} from "@troupe/rl";
+import { defaultPolicyLossConfig, StrategyConfigSchema } from "@troupe/rl";
 import { parse as parseYaml } from "yaml";
 import { z } from "zod";
-
-const AdvantageSchema = z.strictObject({
-  baseline: z.enum(["mean", "rloo", "max", "raw"]),
-  normalizeStd: z.boolean(),
-  // (R − b) / (σ + ε): with ε = 0 a group whose spread underflows to 0 gives 0/0 = NaN advantages.
-  eps: z.number().gt(0, {
-    message: "eps must be > 0: it is the ε in (R − baseline) / (std + ε), and ε = 0 divides by zero",
-  }),
-  /** Which std divides when normalizeStd: population (÷G, default) or sample (÷(G−1), as verl). */
-  std: z.enum(["population", "sample"]).optional(),
-});
-
-const FiltersSchema = z.strictObject({
-  dropZeroVariance: z.boolean().default(false),
-  dropLowestMeanFraction: z.number().min(0).lt(1).default(0),
-});
-
-const ParallelStrategySchema = z.strictObject({
-  name: z.literal("parallel"),
-  groupSize: z.number().int().min(1).default(defaultParallelConfig.groupSize),
-  gamma: z.number().min(0).max(1).default(defaultParallelConfig.gamma),
-  teamWeight: z.number().default(defaultParallelConfig.teamWeight),
-  localWeight: z.number().default(defaultParallelConfig.localWeight),
-  advantage: AdvantageSchema.default(defaultParallelConfig.advantage),
-});
-
-const MagrpoStrategySchema = z.strictObject({
-  name: z.literal("magrpo"),
-  groupSize: z.number().int().min(2).default(defaultMagrpoConfig.groupSize),
-  jointMode: z.enum(["aligned", "cross"]).default(defaultMagrpoConfig.jointMode),
-  gamma: z.number().min(0).max(1).default(defaultMagrpoConfig.gamma),
-  earlyTerminationThreshold: z.number().optional(),
-  crossCredit: z.enum(["sum", "mean"]).default(defaultMagrpoConfig.crossCredit),
-  teamWeight: z.number().default(defaultMagrpoConfig.teamWeight),
-  localWeight: z.number().default(defaultMagrpoConfig.localWeight),
-  advantage: AdvantageSchema.default(defaultMagrpoConfig.advantage),
-});
-
-const AtgrpoStrategySchema = z.strictObject({
-  name: z.literal("atgrpo"),
-  candidates: z.number().int().min(1).default(defaultAtgrpoConfig.candidates),
-  alpha: z.number().default(defaultAtgrpoConfig.alpha),
-  localWeight: z.number().default(defaultAtgrpoConfig.localWeight),
-  selection: z.enum(["argmax", "sample"]).default(defaultAtgrpoConfig.selection),
-  selectionTemperature: z.number().gt(0).default(defaultAtgrpoConfig.selectionTemperature),
-  advantage: AdvantageSchema.default(defaultAtgrpoConfig.advantage),
-  filters: FiltersSchema.default(defaultAtgrpoConfig.filters),
-});
-
-export const StrategySchema = z.discriminatedUnion("name", [
-  ParallelStrategySchema,
-  MagrpoStrategySchema,
-  AtgrpoStrategySchema,
-]);
-export type StrategyConfig = z.infer<typeof StrategySchema>;
 
 /** A tiny Qwen-style model built from scratch (HF config.json field names). */
 export const ModelSchema = z.strictObject({
@@ -200,7 +140,8 @@ export const RecipeSchema = z.strictObject({
     .default({ specialisation: "per-role" }),
   engine: EngineSchema,
   model: ModelSchema.default(ModelSchema.parse({})),
-  strategy: StrategySchema,
+  /** The rollout strategy (`name`) and its config, declared with its defaults in @troupe/rl. */
+  strategy: StrategyConfigSchema,
   sampling: SamplingParamsSchema.partial().default({}),
   loss: LossSchema.default(LossSchema.parse({})),
   optimizer: OptimizerSchema.default(OptimizerSchema.parse({})),

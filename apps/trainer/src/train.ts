@@ -2,7 +2,8 @@
  * The training loop (mode "all": rollouts and learner in one process; mode "learner" plugs in
  * rollouts from the store's queue instead, see async-rl.ts).
  *
- * Step s:  tasks(s) → rollouts with policy version s → samples (advantages inside their groups)
+ * Step s:  tasks(s) → rollouts with policy version s → samples (rewards, returns, group keys)
+ *          → the advantage stage: group filters, then the strategy's estimator per group
  *          → one learner update per policy → checkpoint of every policy (version s+1)
  *          → metrics → the step's manifest, committed last with a conditional put
  *          → checkpoints older than s deleted unless (step + 1) % train.checkpointEvery === 0.
@@ -20,6 +21,7 @@ import {
   teamPolicies,
 } from "@troupe/core";
 import { type Engine, enginePolicy, type OptimizerConfig } from "@troupe/engine";
+import { estimateAdvantages, type FilterReport, runStrategy } from "@troupe/rl";
 import type { MetricValue, RunStore } from "@troupe/storage";
 import type { TrainerEnvironment } from "./envs.ts";
 import { type EvalResult, evalSampling, evaluate } from "./evaluate.ts";
@@ -27,7 +29,6 @@ import { faultPoint } from "./faults.ts";
 import { learnerStep, type ReferenceScorer } from "./learner.ts";
 import type { Recipe } from "./recipe.ts";
 import { createReferenceEngine } from "./reference.ts";
-import { runStrategy } from "./strategies.ts";
 import { EventFileWriter } from "./tensorboard.ts";
 
 export interface TrainReporter {
@@ -115,7 +116,10 @@ export async function restoreStep(
   }
 }
 
-/** What one training step learns from: the samples, and a few numbers about where they came from. */
+/**
+ * What one training step learns from: the samples, and a few numbers about where they came from.
+ * The samples carry rewards, returns and group keys; their advantages are estimated by train().
+ */
 export interface RolloutBatch {
   readonly samples: readonly Sample[];
   /** Ids of the tasks the samples are for (recorded in the step's manifest). */
@@ -271,7 +275,10 @@ export async function train(options: TrainOptions): Promise<TrainSummary> {
       const started = performance.now();
       const batch = await rollouts(step);
       faultPoint("after-rollout", step);
-      const learner = await learnerStep(engine, batch.samples, {
+      // The advantage stage, on the whole step (mode learner: on shards that passed the staleness check).
+      const estimated = estimateAdvantages(batch.samples, recipe.strategy);
+      const samples = estimated.samples;
+      const learner = await learnerStep(engine, samples, {
         loss: recipe.loss,
         optimizer: optimizerConfig(recipe),
         microBatchSize: recipe.train.microBatchSize,
@@ -281,11 +288,12 @@ export async function train(options: TrainOptions): Promise<TrainSummary> {
       faultPoint("after-learner", step);
       const checkpoints: [string, Record<string, Uint8Array>][] = [];
       for (const policyId of teamPolicies(team)) checkpoints.push([policyId, await engine.save(policyId)]);
-      const tokens = batch.samples.reduce((n, s) => n + s.completionTokenIds.length, 0);
+      const tokens = samples.reduce((n, s) => n + s.completionTokenIds.length, 0);
       const metrics: Record<string, MetricValue> = {
-        samples: batch.samples.length,
+        samples: samples.length,
         ...batch.metrics,
-        meanReward: mean(batch.samples.map((s) => s.reward.total)),
+        ...(recipe.strategy.filters ? filterMetrics(estimated.filters) : {}),
+        meanReward: mean(samples.map((s) => s.reward.total)),
         tokens,
       };
       for (const [policyId, m] of learner) {
@@ -301,7 +309,7 @@ export async function train(options: TrainOptions): Promise<TrainSummary> {
       const work: StepWork = {
         checkpoints,
         metrics,
-        samples: batch.samples,
+        samples,
         meta: { tasks: batch.tasks, ...batch.meta },
         report: {
           step,
@@ -310,7 +318,7 @@ export async function train(options: TrainOptions): Promise<TrainSummary> {
           successRate: batch.successRate,
           tokensPerSecond: tokens / seconds,
           seconds,
-          samples: batch.samples.length,
+          samples: samples.length,
           loss: losses.length ? mean(losses) : 0,
         },
       };
@@ -363,6 +371,15 @@ export function evalMetrics(result: EvalResult): Record<string, MetricValue> {
     ci95High: result.ci95[1],
     meanTeamReturn: result.meanTeamReturn,
     tasks: result.tasks,
+  };
+}
+
+/** What the group filters kept and dropped (only with a `filters` section). */
+function filterMetrics(report: FilterReport): Record<string, MetricValue> {
+  return {
+    groupsKept: report.kept,
+    groupsDroppedZeroVariance: report.droppedZeroVariance,
+    groupsDroppedLowMean: report.droppedLowMean,
   };
 }
 

@@ -12,13 +12,13 @@ import { tmpdir } from "node:os";
 import { dirname, join, resolve } from "node:path";
 import { fileURLToPath } from "node:url";
 import { canonicalJson, samplingParams, teamPolicies } from "@troupe/core";
+import { runStrategy } from "@troupe/rl";
 import { FileStore, RolloutQueue, RunStore } from "@troupe/storage";
 import { afterAll, describe, expect, it } from "vitest";
 import { LEARNER_CONSUMER, queueRollouts, rolloutWorker, stepStream } from "../src/async-rl.ts";
 import { createEngine } from "../src/engines.ts";
 import { createEnvironment, recipeTeam } from "../src/envs.ts";
 import { loadRecipeText, type Recipe } from "../src/recipe.ts";
-import { runStrategy } from "../src/strategies.ts";
 import { policySet, restoreStep, type TrainReporter, train, trainTasks } from "../src/train.ts";
 import { warmStart } from "../src/warm-start.ts";
 

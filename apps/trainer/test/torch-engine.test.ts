@@ -19,13 +19,13 @@ import { canonicalJson, type SamplingParams, samplingParams, sha256Hex, teamPoli
 import { decodeCheckpoint, type Engine } from "@troupe/engine";
 import { createOnnxEngine } from "@troupe/engine-onnx";
 import { TorchEngine } from "@troupe/engine-torch";
+import { runStrategy } from "@troupe/rl";
 import { FileStore, RunStore } from "@troupe/storage";
 import { afterAll, describe, expect, it } from "vitest";
 import { createEngine, scratchCheckpoint } from "../src/engines.ts";
 import { createEnvironment, recipeTeam } from "../src/envs.ts";
 import { batchesByPolicy, learnerStep } from "../src/learner.ts";
 import { loadRecipeText, parseRecipe, type Recipe } from "../src/recipe.ts";
-import { runStrategy } from "../src/strategies.ts";
 import { optimizerConfig, policySet, type TrainReporter, train, trainTasks } from "../src/train.ts";
 import { warmStart } from "../src/warm-start.ts";
 

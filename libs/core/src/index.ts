@@ -4,7 +4,5 @@ export * from "./messages.ts";
 export * from "./policy.ts";
 export * from "./rng.ts";
 export * from "./sample.ts";
-export * from "./scripted-policy.ts";
 export * from "./task.ts";
 export * from "./team.ts";
-export * from "./toy.ts";

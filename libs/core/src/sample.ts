@@ -10,14 +10,12 @@ import { SplitSchema } from "./task.ts";
 
 export const SAMPLE_SCHEMA_VERSION = 1;
 
-export const StrategyNameSchema = z.enum(["parallel", "magrpo", "atgrpo"]);
-export type StrategyName = z.infer<typeof StrategyNameSchema>;
-
 export const ProvenanceSchema = z.object({
   runId: z.string(),
   /** Training step whose rollouts produced this sample. */
   step: z.number().int().min(0),
-  strategy: StrategyNameSchema,
+  /** Name of the rollout strategy that sampled it (the registry in @troupe/rl knows them). */
+  strategy: z.string().min(1),
   environment: z.string(),
   taskId: z.string(),
   split: SplitSchema,
@@ -55,8 +53,9 @@ export const SampleSchema = z.object({
   samplingLogprobs: z.array(z.number()),
   finishReason: z.enum(["stop", "length"]),
   reward: RewardPartsSchema,
-  /** Discounted return the advantage was computed from. */
+  /** The return the advantage is estimated from (each strategy defines it; docs/algorithms.md). */
   return: z.number(),
+  /** Group-relative advantage, set by the trainer's advantage stage (0 in rollout workers' shards). */
   advantage: z.number(),
   groupKey: z.string(),
   /** Whether the episode this sample belongs to ended in success, when known. */

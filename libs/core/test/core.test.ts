@@ -8,15 +8,13 @@ import {
   parseSample,
   Rng,
   SAMPLE_SCHEMA_VERSION,
-  ScriptedPolicy,
   samplingParams,
   sha256Hex,
   stableHash,
-  sumToTargetEnv,
-  temperedProbabilities,
   turnStages,
   userObservation,
 } from "../src/index.ts";
+import { ScriptedPolicy, sumToTargetEnv, temperedProbabilities } from "../src/testing.ts";
 
 describe("seeds and Rng", () => {
   it("deriveSeed is a pure function of the base and the path", () => {

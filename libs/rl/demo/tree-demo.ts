@@ -5,8 +5,10 @@
  *
  *   npx nx run rl:demo
  */
-import { type Sample, ScriptedPolicy, samplingParams, sumToTargetEnv, type Team } from "@troupe/core";
+import { type Sample, samplingParams, type Team } from "@troupe/core";
+import { ScriptedPolicy, sumToTargetEnv } from "@troupe/core/testing";
 import { defaultAtgrpoConfig, rolloutAtgrpo } from "../src/atgrpo.ts";
+import { estimateAdvantages } from "../src/estimators.ts";
 import { defaultMagrpoConfig, rolloutMagrpo } from "../src/magrpo.ts";
 import type { RolloutContext, RolloutNode } from "../src/rollout.ts";
 
@@ -94,12 +96,16 @@ console.log(
   `\n${magrpo.samples.length} samples in ${new Set(magrpo.samples.map((s) => s.groupKey)).size} groups, ${magrpo.stats.leaves} leaves\n`,
 );
 
-const atgrpo = await rolloutAtgrpo(ctx({ ...parallelTeam, turnOrder: "sequential", maxTurns: 3 }), [task], {
-  ...defaultAtgrpoConfig,
-  candidates: 3,
-});
-console.log("AT-GRPO (K=3, α=1, argmax continues), groups keyed (task, turn, agent)");
-console.log(table(sampleRows(atgrpo.samples)));
+const atgrpoConfig = { ...defaultAtgrpoConfig, candidates: 3 };
+const atgrpo = await rolloutAtgrpo(
+  ctx({ ...parallelTeam, turnOrder: "sequential", maxTurns: 3 }),
+  [task],
+  atgrpoConfig,
+);
+// The trainer's advantage stage, as it runs after every step's rollouts.
+const atgrpoSamples = estimateAdvantages(atgrpo.samples, atgrpoConfig).samples;
+console.log("AT-GRPO (K=3, w_team=1, argmax continues), groups keyed (task, turn, agent)");
+console.log(table(sampleRows(atgrpoSamples)));
 const ep = atgrpo.episodes[0]!;
 console.log(
   `\nepisode: ${ep.success ? "solved" : "not solved"} in ${ep.turns} turn(s), team return ${ep.teamReturn}`,

@@ -21,9 +21,63 @@
  * floating-point returns can differ from them in the last bit, leaving σ ≈ 1e-17 instead of 0.
  *
  * With the `mean` baseline the advantages of a group sum to zero; with `rloo` too.
+ *
+ * Baselines are registered by name (`registerBaseline`), so a strategy's config names one
+ * (`advantage.baseline`) and a new one is a function here, not a new code path in a strategy.
+ * Which samples form a group, and when advantages are computed, is estimators.ts.
  */
+import { z } from "zod";
 
-export type Baseline = "mean" | "rloo" | "max" | "raw";
+/** The centred advantages A_i = R_i − b of one group's returns R (n ≥ 1, all finite), in order. */
+export type BaselineFn = (returns: readonly number[], mean: number) => number[];
+
+const baselines = new Map<string, BaselineFn>();
+
+/** Makes `name` usable as `advantage.baseline`. */
+export function registerBaseline(name: string, fn: BaselineFn): void {
+  if (baselines.has(name)) throw new Error(`baseline "${name}" is already registered`);
+  baselines.set(name, fn);
+}
+
+/** Names of the registered baselines, in registration order. */
+export function baselineNames(): string[] {
+  return [...baselines.keys()];
+}
+
+// GRPO (Shao et al. 2024): A_i = R_i − mean(R).
+registerBaseline("mean", (returns, m) => returns.map((r) => r - m));
+// RLOO (Ahmadian et al. 2024): A_i = R_i − mean_{j≠i} R_j = G/(G−1)·(R_i − mean R). A group of
+// one has no "others": its advantage is 0.
+registerBaseline("rloo", (returns, m) => {
+  const n = returns.length;
+  return n === 1 ? [0] : returns.map((r) => (r - m) * (n / (n - 1)));
+});
+// ReMax-like: A_i = R_i − max(R) (≤ 0: only the best is not pushed down).
+registerBaseline("max", (returns) => {
+  const best = Math.max(...returns);
+  return returns.map((r) => r - best);
+});
+// REINFORCE: no baseline, A_i = R_i.
+registerBaseline("raw", (returns) => returns.slice());
+
+export type Baseline = string;
+export type StdKind = "population" | "sample";
+
+/** How a group's returns become advantages; a strategy's `advantage` section. */
+export const AdvantageSchema = z.strictObject({
+  /** A registered baseline: mean (GRPO), rloo, max, raw (REINFORCE). */
+  baseline: z.string().refine((name) => baselines.has(name), {
+    error: (issue) => `unknown baseline "${String(issue.input)}" (known: ${baselineNames().join(", ")})`,
+  }),
+  /** Divide by the group's standard deviation (+ε). GRPO: true; Dr. GRPO: false. */
+  normalizeStd: z.boolean(),
+  // (R − b) / (σ + ε): with ε = 0 a group whose spread underflows to 0 gives 0/0 = NaN advantages.
+  eps: z.number().gt(0, {
+    message: "eps must be > 0: it is the ε in (R − baseline) / (std + ε), and ε = 0 divides by zero",
+  }),
+  /** Which std divides when normalizeStd: population (÷G, default) or sample (÷(G−1), as verl). */
+  std: z.enum(["population", "sample"]).optional(),
+});
 
 export interface AdvantageConfig {
   readonly baseline: Baseline;
@@ -32,10 +86,8 @@ export interface AdvantageConfig {
   /** ε in the std normalisation, > 0 when `normalizeStd` (unused otherwise). */
   readonly eps: number;
   /** Which std divides (default "population", ÷G; "sample" is ÷(G−1), verl's torch.std). */
-  readonly std?: StdKind;
+  readonly std?: StdKind | undefined;
 }
-
-export type StdKind = "population" | "sample";
 
 export const defaultAdvantageConfig: AdvantageConfig = { baseline: "mean", normalizeStd: true, eps: 1e-6 };
 
@@ -73,25 +125,11 @@ export function groupAdvantages(
   if (n === 0) return [];
   for (const r of returns)
     if (!Number.isFinite(r)) throw new Error(`groupAdvantages: non-finite return ${r}`);
-  const m = mean(returns);
-  let centred: number[];
-  switch (config.baseline) {
-    case "mean":
-      centred = returns.map((r) => r - m);
-      break;
-    case "rloo":
-      // A group of one has no "others": its advantage is 0.
-      centred = n === 1 ? [0] : returns.map((r) => (r - m) * (n / (n - 1)));
-      break;
-    case "max": {
-      const best = Math.max(...returns);
-      centred = returns.map((r) => r - best);
-      break;
-    }
-    case "raw":
-      centred = returns.slice();
-      break;
+  const baseline = baselines.get(config.baseline);
+  if (!baseline) {
+    throw new Error(`unknown baseline "${config.baseline}" (known: ${baselineNames().join(", ")})`);
   }
+  const centred = baseline(returns, mean(returns));
   if (!config.normalizeStd) return centred;
   // ε > 0 bounds |A_i| ≤ |A_i (centred)| / ε even where σ is 0 for distinct returns (their squared
   // deviations underflow, e.g. [1e-200, 2e-200]); with ε = 0 that was 0/0 = NaN.

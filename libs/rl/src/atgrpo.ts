@@ -6,23 +6,25 @@
  *   1. observes the current state s and samples K candidates a_1..a_K from the SAME state;
  *   2. each candidate is stepped on its own copy of s (states are immutable, so "copy" is free):
  *        s_k', team_k, local_k = env.step(s, {i: a_k})
- *   3. its reward mixes the team and the agent's own reward:   r_k = α · team_k + local_k
- *   4. group (task, turn, agent) = the K candidates; advantage A_k = (r_k − mean r) / (std r + ε)
+ *   3. its reward mixes the team and the agent's own reward:
+ *        r_k = w_team · team_k + w_local · local_k      (Stronger-MAS: α · team + local, α = w_team)
+ *   4. group (task, turn, agent) = the K candidates, return R_k = r_k; the controller's estimator
+ *      gives A_k = (r_k − mean r) / (std r + ε) (estimators.ts)
  *   5. the best candidate k* = argmax_k r_k (ties broken by a seeded draw; or sampled with
  *      p ∝ exp(r_k / τ) when `selection` is "sample") continues the episode: s ← s_{k*}',
  *      and the agents after i in the same turn observe it.
  * The episode ends when the environment says done or after `maxTurns` turns.
  *
- * Group filters (optional, applied after rollout by the trainer or here): drop groups whose
- * rewards are all equal; drop the lowest-mean fraction of groups.
+ * Group filters (optional, `filters`; the controller applies them to the step's groups before
+ * estimating advantages): drop groups whose rewards are all equal; drop the lowest-mean fraction.
  *
  * Turn order: agents act one at a time in role order; a team with turnOrder "parallel" is rolled
  * out the same way (each agent's candidates are stepped with only that agent's action).
  */
 import { type AgentId, deriveSeed, type Observation, Rng, type StepResult, type Task } from "@troupe/core";
-import { type AdvantageConfig, groupAdvantages } from "./advantages.ts";
-import { filterGroups, type GroupFilterConfig, groupKey } from "./grouping.ts";
-import { countLeaves, edgeNode, rootNode } from "./parallel.ts";
+import { z } from "zod";
+import { AdvantageSchema } from "./advantages.ts";
+import { GroupFilterSchema, groupKey } from "./grouping.ts";
 import {
   buildSample,
   type EpisodeSummary,
@@ -36,30 +38,24 @@ import {
   rewardParts,
   stepState,
 } from "./rollout.ts";
+import { countLeaves, edgeNode, rootNode } from "./tree.ts";
 
-export interface AtgrpoConfig {
+export const AtgrpoConfigSchema = z.strictObject({
   /** K: candidates per (turn, agent). Stronger-MAS samples K = 4 branches per agent per turn. */
-  readonly candidates: number;
-  /** α: weight of the team reward; the agent's local reward has weight 1. Stronger-MAS: α = 1. */
-  readonly alpha: number;
-  readonly localWeight: number;
+  candidates: z.number().int().min(1).default(4),
+  /** w_team: weight of the team reward (Stronger-MAS's α = 1); recipes may still call it `alpha`. */
+  teamWeight: z.number().default(1),
+  /** w_local: weight of the agent's own reward. Stronger-MAS: 1. */
+  localWeight: z.number().default(1),
   /** "argmax": the best candidate continues (ties broken by seed); "sample": p ∝ exp(r/τ). */
-  readonly selection: "argmax" | "sample";
+  selection: z.enum(["argmax", "sample"]).default("argmax"),
   /** τ for `selection: "sample"`. */
-  readonly selectionTemperature: number;
-  readonly advantage: AdvantageConfig;
-  readonly filters: GroupFilterConfig;
-}
-
-export const defaultAtgrpoConfig: AtgrpoConfig = {
-  candidates: 4,
-  alpha: 1,
-  localWeight: 1,
-  selection: "argmax",
-  selectionTemperature: 1,
-  advantage: { baseline: "mean", normalizeStd: true, eps: 1e-6 },
-  filters: { dropZeroVariance: false, dropLowestMeanFraction: 0 },
-};
+  selectionTemperature: z.number().gt(0).default(1),
+  advantage: AdvantageSchema.default({ baseline: "mean", normalizeStd: true, eps: 1e-6 }),
+  filters: GroupFilterSchema.optional(),
+});
+export type AtgrpoConfig = z.output<typeof AtgrpoConfigSchema>;
+export const defaultAtgrpoConfig: AtgrpoConfig = AtgrpoConfigSchema.parse({});
 
 interface Episode<S> {
   readonly task: Task<unknown>;
@@ -98,7 +94,6 @@ export async function rolloutAtgrpo<S, P>(
   if (!Number.isInteger(config.candidates) || config.candidates < 1) {
     throw new Error(`atgrpo: candidates must be a positive integer, got ${config.candidates}`);
   }
-  const weights = { teamWeight: config.alpha, localWeight: config.localWeight };
   const order = ctx.team.roles.map((r) => r.id);
   const episodes: Episode<S>[] = [];
   for (const task of tasks) {
@@ -138,11 +133,7 @@ export async function rolloutAtgrpo<S, P>(
           results.push(await stepState(ctx, ep.state, { [agent]: outputs[base + k]!.text }));
           envSteps++;
         }
-        const rewards = results.map((r) => rewardParts(r, agent, weights));
-        const advantages = groupAdvantages(
-          rewards.map((r) => r.total),
-          config.advantage,
-        );
+        const rewards = results.map((r) => rewardParts(r, agent, config));
         const key = groupKey({ environment: ctx.env.name, taskId: ep.task.id, turn, agent });
         const branch = ep.cursor.path;
         for (let k = 0; k < config.candidates; k++) {
@@ -160,7 +151,6 @@ export async function rolloutAtgrpo<S, P>(
               completion: outputs[base + k]!,
               reward: rewards[k]!,
               return: rewards[k]!.total,
-              advantage: advantages[k]!,
               groupKey: key,
               success: results[k]!.success,
             }),
@@ -187,7 +177,6 @@ export async function rolloutAtgrpo<S, P>(
       }
     }
   }
-  const filtered = filterGroups(samples, config.filters).samples;
   const summaries: EpisodeSummary[] = episodes.map((ep) => ({
     taskId: ep.task.id,
     episode: 0,
@@ -197,7 +186,7 @@ export async function rolloutAtgrpo<S, P>(
   }));
   const trees = episodes.map((ep) => ep.root);
   return {
-    samples: filtered,
+    samples,
     episodes: summaries,
     trees,
     stats: { completions, envSteps, leaves: countLeaves(trees) },

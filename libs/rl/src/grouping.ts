@@ -6,6 +6,7 @@
  * (one reference system computed the key from the wrong index and mixed problems).
  */
 import type { Sample } from "@troupe/core";
+import { z } from "zod";
 
 export interface GroupKeyParts {
   readonly environment: string;
@@ -32,17 +33,16 @@ export function groupSamples(samples: readonly Sample[]): Map<string, Sample[]> 
   return groups;
 }
 
-export interface GroupFilterConfig {
+/** A strategy's `filters` section: which groups the controller drops before estimating advantages. */
+export const GroupFilterSchema = z.strictObject({
   /** Drop groups whose rewards are all equal (their advantages are all 0: no signal, only noise). */
-  readonly dropZeroVariance: boolean;
+  dropZeroVariance: z.boolean().default(false),
   /** Drop this fraction of groups with the lowest mean reward (0 keeps all). */
-  readonly dropLowestMeanFraction: number;
-}
+  dropLowestMeanFraction: z.number().min(0).lt(1).default(0),
+});
+export type GroupFilterConfig = z.output<typeof GroupFilterSchema>;
 
-export const defaultGroupFilterConfig: GroupFilterConfig = {
-  dropZeroVariance: false,
-  dropLowestMeanFraction: 0,
-};
+export const defaultGroupFilterConfig: GroupFilterConfig = GroupFilterSchema.parse({});
 
 export interface FilterReport {
   readonly kept: number;

@@ -19,16 +19,17 @@
  *   aligned: R^i(g) = R_g^i
  *   cross:   R^i(g) = Σ_{j : j_i = g} R_j^i   (sum, as CoMLRL; or the mean, `crossCredit: "mean"`)
  * Group: the G completions of agent i at one node (siblings); key (environment, task, turn, agent,
- * node). Advantage A^i(g) = R^i(g) − baseline (mean by default; raw, max, rloo; optional std).
+ * node); return R^i(g). The controller's estimator gives A^i(g) = R^i(g) − baseline (mean by
+ * default; raw, max, rloo; optional std; estimators.ts).
  *
  * MAGRPO samples joint actions: all agents of a turn act on the same state. A team whose turn
  * order is sequential (later roles see earlier roles' actions within the turn) cannot be rolled
  * out this way: use AT-GRPO or parallel rollouts for it.
  */
 import { type AgentId, type Observation, type StepResult, type Task, turnStages } from "@troupe/core";
-import { type AdvantageConfig, groupAdvantages, mean } from "./advantages.ts";
-import { groupKey } from "./grouping.ts";
-import { countLeaves, edgeNode, rootNode } from "./parallel.ts";
+import { z } from "zod";
+import { AdvantageSchema, mean } from "./advantages.ts";
+import { GroupFilterSchema, groupKey } from "./grouping.ts";
 import {
   buildSample,
   type EpisodeSummary,
@@ -42,36 +43,30 @@ import {
   rewardParts,
   stepState,
 } from "./rollout.ts";
+import { countLeaves, edgeNode, rootNode } from "./tree.ts";
 
-export type JointMode = "aligned" | "cross";
-
-export interface MagrpoConfig {
+export const MagrpoConfigSchema = z.strictObject({
   /** G: completions per agent per node. CoMLRL default 4 (must be ≥ 2 for a baseline). */
-  readonly groupSize: number;
+  groupSize: z.number().int().min(2).default(4),
   /** How per-agent completions combine into joint actions. CoMLRL default "cross". */
-  readonly jointMode: JointMode;
+  jointMode: z.enum(["aligned", "cross"]).default("cross"),
   /** γ in R = r + γ·mean(children). CoMLRL default 0.9. */
-  readonly gamma: number;
-  /** Stop expanding a node whose joint actions' mean reward exceeds this. Undefined: never. */
-  readonly earlyTerminationThreshold?: number | undefined;
+  gamma: z.number().min(0).max(1).default(0.9),
+  /** Stop expanding a node whose joint actions' mean reward exceeds this. Absent: never. */
+  earlyTerminationThreshold: z.number().optional(),
   /** Cross mode: a completion's credit is the sum (CoMLRL) or the mean of its joint returns. */
-  readonly crossCredit: "sum" | "mean";
-  readonly teamWeight: number;
-  readonly localWeight: number;
+  crossCredit: z.enum(["sum", "mean"]).default("sum"),
+  /** w_team: weight of the team reward in r. */
+  teamWeight: z.number().default(1),
+  /** w_local: weight of the agent's own reward in r. */
+  localWeight: z.number().default(0),
   /** CoMLRL: mean baseline, no std normalisation. */
-  readonly advantage: AdvantageConfig;
-}
-
-export const defaultMagrpoConfig: MagrpoConfig = {
-  groupSize: 4,
-  jointMode: "cross",
-  gamma: 0.9,
-  earlyTerminationThreshold: undefined,
-  crossCredit: "sum",
-  teamWeight: 1,
-  localWeight: 0,
-  advantage: { baseline: "mean", normalizeStd: false, eps: 1e-6 },
-};
+  advantage: AdvantageSchema.default({ baseline: "mean", normalizeStd: false, eps: 1e-6 }),
+  filters: GroupFilterSchema.optional(),
+});
+export type MagrpoConfig = z.output<typeof MagrpoConfigSchema>;
+export type JointMode = MagrpoConfig["jointMode"];
+export const defaultMagrpoConfig: MagrpoConfig = MagrpoConfigSchema.parse({});
 
 /** Joint actions as per-agent candidate indices: aligned → [[g, …, g]], cross → [G]^N lexicographic. */
 export function jointActions(agents: number, groupSize: number, mode: JointMode): number[][] {
@@ -250,7 +245,6 @@ function collectSamples<S>(
     const returns = credit.map((c, g) =>
       config.jointMode === "cross" && config.crossCredit === "mean" ? c / counts[g]! : c,
     );
-    const advantages = groupAdvantages(returns, config.advantage);
     const key = groupKey({
       environment: ctx.env.name,
       taskId: node.task.id,
@@ -278,7 +272,6 @@ function collectSamples<S>(
             total: rewardSums[g]!.total / n,
           },
           return: returns[g]!,
-          advantage: advantages[g]!,
           groupKey: key,
         }),
       );

@@ -19,7 +19,6 @@ import {
   type SamplingParams,
   type SeedPart,
   type StepResult,
-  type StrategyName,
   type Task,
   type Team,
 } from "@troupe/core";
@@ -161,13 +160,18 @@ export async function generateForAgents(
   return out;
 }
 
-/** Seed of a generation request, from its place in the rollout (never from batch position). */
-export function requestSeed(ctx: RolloutContext, strategy: StrategyName, ...path: SeedPart[]): number {
-  return deriveSeed(ctx.seed, strategy, ctx.step, ...path);
+/**
+ * Seed of a generation request, from its place in the rollout (never from batch position):
+ * `stream` names the loop that asks (a strategy's name), `path` the place in it.
+ */
+export function requestSeed(ctx: RolloutContext, stream: string, ...path: SeedPart[]): number {
+  return deriveSeed(ctx.seed, stream, ctx.step, ...path);
 }
 
+/** What a strategy knows of a sample: everything but the advantage, which the controller estimates. */
 export interface SampleDraft {
-  readonly strategy: StrategyName;
+  /** The strategy's registered name (provenance). */
+  readonly strategy: string;
   readonly task: Task<unknown>;
   readonly episode: number;
   readonly turn: number;
@@ -178,8 +182,8 @@ export interface SampleDraft {
   readonly observation: Observation;
   readonly completion: Completion;
   readonly reward: RewardParts;
+  /** The quantity the advantage estimator compares within the group (see the strategy's file). */
   readonly return: number;
-  readonly advantage: number;
   readonly groupKey: string;
   readonly success?: boolean | undefined;
 }
@@ -214,7 +218,8 @@ export function buildSample(ctx: RolloutContext, draft: SampleDraft): Sample {
     finishReason: draft.completion.finishReason,
     reward: draft.reward,
     return: draft.return,
-    advantage: draft.advantage,
+    // Not known yet: the controller's advantage stage (estimators.ts) estimates it for the batch.
+    advantage: 0,
     groupKey: draft.groupKey,
   };
   return draft.success === undefined ? sample : { ...sample, success: draft.success };

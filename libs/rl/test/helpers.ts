@@ -9,7 +9,8 @@ import {
   sharedPolicyTeam,
   type Team,
 } from "@troupe/core";
-import type { RolloutContext } from "../src/rollout.ts";
+import { type EstimationConfig, estimateAdvantages } from "../src/estimators.ts";
+import type { RolloutContext, RolloutResult } from "../src/rollout.ts";
 
 /**
  * Answers the i-th request of every block of `answers.length` consecutive requests with answers[i].
@@ -69,3 +70,8 @@ export function twoAgentTeam(turnOrder: "parallel" | "sequential", maxTurns: num
 }
 
 export { sharedPolicyTeam };
+
+/** A rollout's samples after the trainer's advantage stage (filters, then the estimator). */
+export function estimated(out: RolloutResult, config: EstimationConfig): RolloutResult {
+  return { ...out, samples: estimateAdvantages(out.samples, config).samples };
+}

@@ -1,19 +1,11 @@
-import {
-  canonicalJson,
-  type Environment,
-  Rng,
-  ScriptedPolicy,
-  type SumToTargetState,
-  stableHash,
-  sumToTargetEnv,
-  type Task,
-} from "@troupe/core";
+import { canonicalJson, type Environment, Rng, stableHash, type Task } from "@troupe/core";
+import { ScriptedPolicy, type SumToTargetState, sumToTargetEnv } from "@troupe/core/testing";
 import { describe, expect, it } from "vitest";
 import { rolloutAtgrpo, selectCandidate } from "../src/atgrpo.ts";
 import { groupSamples } from "../src/grouping.ts";
 import { jointActions, rolloutMagrpo } from "../src/magrpo.ts";
 import { rolloutParallel } from "../src/parallel.ts";
-import { context, ListPolicy, twoAgentTeam } from "./helpers.ts";
+import { context, estimated, ListPolicy, twoAgentTeam } from "./helpers.ts";
 
 const env = sumToTargetEnv(["a", "b"]);
 const task = (target: number, id = `t${target}`): Task<{ target: number }> => ({
@@ -49,15 +41,16 @@ describe("MAGRPO", () => {
       { a: new ListPolicy("a", ["1", "2"]), b: new ListPolicy("b", ["1", "3"]) },
       twoAgentTeam("parallel", 2),
     );
-    const out = await rolloutMagrpo(ctx, [task(5)], {
+    const config = {
       groupSize: 2,
-      jointMode: "aligned",
+      jointMode: "aligned" as const,
       gamma: 0.5,
-      crossCredit: "sum",
+      crossCredit: "sum" as const,
       teamWeight: 1,
       localWeight: 0,
       advantage: noStd,
-    });
+    };
+    const out = estimated(await rolloutMagrpo(ctx, [task(5)], config), config);
     expect(out.samples).toHaveLength(8); // (root + node [0]) × 2 agents × 2 candidates; node [1] is done
     expect(out.stats.leaves).toBe(3);
     const at = (path: string, agent: string) =>
@@ -86,10 +79,13 @@ describe("MAGRPO", () => {
       localWeight: 0,
       advantage: noStd,
     };
-    const sum = await rolloutMagrpo(context(env, policies, twoAgentTeam("parallel", 1)), [task(4)], {
-      ...base,
-      crossCredit: "sum",
-    });
+    const sum = estimated(
+      await rolloutMagrpo(context(env, policies, twoAgentTeam("parallel", 1)), [task(4)], {
+        ...base,
+        crossCredit: "sum",
+      }),
+      base,
+    );
     const by = (agent: string, out = sum) => out.samples.filter((s) => s.provenance.agent === agent);
     expect(by("a").map((s) => s.return)).toEqual([1, -1]);
     expect(by("a").map((s) => s.advantage)).toEqual([1, -1]);
@@ -171,15 +167,16 @@ describe("AT-GRPO", () => {
       { a: new ListPolicy("a", ["1", "x"]), b: new ListPolicy("b", ["2", "5"]) },
       twoAgentTeam("sequential", 3),
     );
-    const out = await rolloutAtgrpo(ctx, [task(3)], {
+    const config = {
       candidates: 2,
-      alpha: 1,
+      teamWeight: 1,
       localWeight: 1,
-      selection: "argmax",
+      selection: "argmax" as const,
       selectionTemperature: 1,
       advantage: { baseline: "mean", normalizeStd: true, eps: 1e-6 },
       filters: { dropZeroVariance: false, dropLowestMeanFraction: 0 },
-    });
+    };
+    const out = estimated(await rolloutAtgrpo(ctx, [task(3)], config), config);
     expect(out.samples).toHaveLength(4); // the episode ends after b's turn-0 action
     const [a0, a1, b0, b1] = out.samples;
     expect([a0!.reward.total, a1!.reward.total]).toEqual([0, -0.5]);
@@ -211,15 +208,16 @@ describe("AT-GRPO", () => {
       { a: new ListPolicy("a", ["1", "1"]), b: new ListPolicy("b", ["2", "5"]) },
       twoAgentTeam("sequential", 1),
     );
-    const out = await rolloutAtgrpo(ctx, [task(3)], {
+    const config = {
       candidates: 2,
-      alpha: 1,
+      teamWeight: 1,
       localWeight: 1,
-      selection: "argmax",
+      selection: "argmax" as const,
       selectionTemperature: 1,
       advantage: { baseline: "mean", normalizeStd: true, eps: 1e-6 },
       filters: { dropZeroVariance: true, dropLowestMeanFraction: 0 },
-    });
+    };
+    const out = estimated(await rolloutAtgrpo(ctx, [task(3)], config), config);
     expect(out.samples.map((s) => s.provenance.agent)).toEqual(["b", "b"]);
   });
 });
@@ -236,16 +234,10 @@ describe("parallel rollouts (GRPO / MAS without tree)", () => {
       maxTurns: 2,
       roles: [{ id: "a", policy: "p" }],
     };
-    const out = await rolloutParallel(
-      context(solo, { p: new ListPolicy("p", ["1", "2"]) }, team),
-      [task(3)],
-      {
-        groupSize: 2,
-        gamma: 0.5,
-        teamWeight: 1,
-        localWeight: 0,
-        advantage: noStd,
-      },
+    const config = { groupSize: 2, gamma: 0.5, teamWeight: 1, localWeight: 0, advantage: noStd };
+    const out = estimated(
+      await rolloutParallel(context(solo, { p: new ListPolicy("p", ["1", "2"]) }, team), [task(3)], config),
+      config,
     );
     const turn = (t: number) => out.samples.filter((s) => s.provenance.turn === t);
     expect(turn(0).map((s) => [s.provenance.episode, s.return, s.advantage])).toEqual([

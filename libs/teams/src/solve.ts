@@ -4,33 +4,23 @@
  * stage as `turnStages(team)` orders them (sequential: one agent after the other; parallel: all on
  * the same state).
  *
- * This is the episode loop of @troupe/rl's parallel rollouts (which the trainer's evaluation runs
- * with one episode per task), built from the same helpers — `prepareContext`, `resetState`,
- * `generateForAgents`, `stepState`, `requestSeed` — so the prompts are the training prompts (the
- * environment renders them; the engine applies the policy's chat template), and with the run's
- * seed and the evaluation sampling a solve reproduces the evaluation's episode on that task. On
- * top of it: a TurnEvent per agent turn as it happens, a turn limit, per-request sampling, and an
- * AbortSignal deadline.
+ * The episode is played by @troupe/rl's episode runner, the loop of the trainer's parallel
+ * rollouts and of its evaluation (one episode per task), so the prompts are the training prompts
+ * (the environment renders them; the engine applies the policy's chat template), and with the
+ * run's seed and the evaluation sampling a solve reproduces the evaluation's episode on that task.
+ * On top of it: a TurnEvent per agent turn as it happens, a turn limit, per-request sampling, a
+ * prompt-length check before every generation, and an AbortSignal deadline.
  */
 import {
   type AgentId,
   type ChatMessage,
-  type Completion,
   type Observation,
   type Policy,
   roleOf,
   type SamplingParams,
   type Task,
-  turnStages,
 } from "@troupe/core";
-import {
-  generateForAgents,
-  prepareContext,
-  type RolloutContext,
-  requestSeed,
-  resetState,
-  stepState,
-} from "@troupe/rl";
+import { type RolloutContext, runEpisodes } from "@troupe/rl";
 import { type ExecutedAction, renderAnswer, type SolveAnswer } from "./answer.ts";
 import {
   parseSolveOptions,
@@ -149,9 +139,7 @@ export async function solve(
     // Unused by the wrapped policies above (each has its own); kept for the context's shape.
     sampling: loaded.sampling[team.roles[0]!.policy]!,
   };
-  prepareContext(ctx, [task]);
 
-  let state = await resetState(ctx, task);
   // Before any generation: every agent's first prompt must fit its model's context.
   const taskPath = typeof input === "object" && input !== null && "generate" in input ? "generate" : "task";
   const checkPrompts = (requests: readonly { agent: AgentId; observation: Observation }[]) => {
@@ -169,44 +157,22 @@ export async function solve(
       }
     }
   };
-  checkPrompts(team.roles.map((r) => ({ agent: r.id, observation: env.observe(state, r.id) })));
   const turns: TurnEvent[] = [];
   const executed: ExecutedAction[] = [];
   const usage: Record<string, RoleUsage> = {};
-  let teamReturn = 0;
-  let judged = false;
-  let solved = false;
-  let done = false;
-  for (let turn = 0; turn < maxTurns && !done; turn++) {
-    for (const stage of turnStages(team)) {
-      if (done) break;
+  const [episode] = await runEpisodes(ctx, [task], 1, {
+    onStart: ([initial]) => {
+      checkPrompts(team.roles.map((r) => ({ agent: r.id, observation: env.observe(initial!.state, r.id) })));
+    },
+    beforeGenerate: (requests) => {
       if (signal?.aborted) throw new SolveAbortedError(signal.reason);
-      // The seed path of the trainer's parallel rollouts and evaluation (episode 0 of the task).
-      const requests = stage.map((agent: AgentId) => ({
-        agent,
-        observation: env.observe(state, agent),
-        seed: requestSeed(ctx, "parallel", task.id, 0, turn, agent),
-      }));
       checkPrompts(requests);
-      const t0 = performance.now();
-      const outputs: Completion[] = await raceAbort(generateForAgents(ctx, requests), signal);
-      const ms = performance.now() - t0;
-      const actions: Record<AgentId, string> = {};
-      stage.forEach((agent, i) => {
-        actions[agent] = outputs[i]!.text;
-      });
-      const result = await raceAbort(stepState(ctx, state, actions), signal);
-      state = result.state;
-      teamReturn += result.teamReward;
-      if (result.success !== undefined) {
-        judged = true;
-        if (result.success) solved = true;
-      }
-      done = result.done;
-      stage.forEach((agent, i) => {
-        const completion = outputs[i]!;
+    },
+    guard: (work) => raceAbort(work, signal),
+    onStep: (_, { turn, acted, result, generationMs }) => {
+      for (const { agent, observation, completion } of acted) {
         const role = roleOf(team, agent);
-        const messages = requests[i]!.observation.messages.map((m) => ({ ...m }));
+        const messages = observation.messages.map((m) => ({ ...m }));
         const event: TurnEvent = {
           turn,
           agent,
@@ -217,7 +183,7 @@ export async function solve(
           completion: completion.text,
           promptTokens: completion.promptTokenIds.length,
           completionTokens: completion.tokenIds.length,
-          ms,
+          ms: generationMs,
           teamReward: result.teamReward,
           done: result.done,
         };
@@ -228,14 +194,15 @@ export async function solve(
         u.promptTokens += event.promptTokens;
         u.completionTokens += event.completionTokens;
         onTurn?.(event);
-      });
-    }
-  }
+      }
+    },
+  });
+  const { state, steps, judged, success } = episode!;
   return {
     task: { id: task.id, payload: task.payload },
     answer: renderAnswer(env.name, state, executed),
-    solved: judged ? solved : null,
-    teamReturn,
+    solved: judged ? success : null,
+    teamReturn: steps.reduce((sum, step) => sum + step.result.teamReward, 0),
     turns,
     usage,
     latencyMs: performance.now() - started,

@@ -1,0 +1,99 @@
+/**
+ * The strategy registry: every rollout strategy once, with its name, its config schema (defaults
+ * included) and its rollout. A recipe's `strategy` section is `StrategyConfigSchema`; the trainer
+ * runs whichever strategy the section names through `runStrategy` and estimates advantages
+ * afterwards with the section's `advantage` and `filters` (estimators.ts). A new strategy is a
+ * file in this folder and one entry below: no other package knows strategy names.
+ */
+import type { Task } from "@troupe/core";
+import { z } from "zod";
+import { AtgrpoConfigSchema, rolloutAtgrpo } from "./atgrpo.ts";
+import { MagrpoConfigSchema, rolloutMagrpo } from "./magrpo.ts";
+import { ParallelConfigSchema, rolloutParallel } from "./parallel.ts";
+import type { RolloutContext, RolloutResult } from "./rollout.ts";
+
+/** An entry of the registry. */
+export interface Strategy<Name extends string, Config> {
+  readonly name: Name;
+  /** The config without `name`, defaults included. */
+  readonly config: z.ZodType<Config>;
+  /** Older spellings of config keys still accepted in recipes and stored run configs: old → new. */
+  readonly renamed?: Readonly<Record<string, string>>;
+  readonly rollout: (
+    ctx: RolloutContext,
+    tasks: readonly Task<unknown>[],
+    config: Config,
+  ) => Promise<RolloutResult>;
+}
+
+export const parallelStrategy = {
+  name: "parallel",
+  config: ParallelConfigSchema,
+  rollout: rolloutParallel,
+} as const satisfies Strategy<"parallel", z.output<typeof ParallelConfigSchema>>;
+
+export const magrpoStrategy = {
+  name: "magrpo",
+  config: MagrpoConfigSchema,
+  rollout: rolloutMagrpo,
+} as const satisfies Strategy<"magrpo", z.output<typeof MagrpoConfigSchema>>;
+
+export const atgrpoStrategy = {
+  name: "atgrpo",
+  config: AtgrpoConfigSchema,
+  // Stronger-MAS calls the team reward's weight α; the other strategies call it teamWeight.
+  renamed: { alpha: "teamWeight" },
+  rollout: rolloutAtgrpo,
+} as const satisfies Strategy<"atgrpo", z.output<typeof AtgrpoConfigSchema>>;
+
+export const STRATEGIES = [parallelStrategy, magrpoStrategy, atgrpoStrategy] as const;
+
+/** A recipe's `strategy` section: `name` picks the strategy, the other keys are its config. */
+export const StrategyConfigSchema = z.preprocess(
+  renameKeys,
+  z.discriminatedUnion("name", [
+    parallelStrategy.config.extend({ name: z.literal(parallelStrategy.name) }),
+    magrpoStrategy.config.extend({ name: z.literal(magrpoStrategy.name) }),
+    atgrpoStrategy.config.extend({ name: z.literal(atgrpoStrategy.name) }),
+  ]),
+);
+export type StrategyConfig = z.output<typeof StrategyConfigSchema>;
+export type StrategyName = StrategyConfig["name"];
+
+/** The registry entry of a strategy name. */
+export function strategyNamed(name: string): (typeof STRATEGIES)[number] {
+  const found = STRATEGIES.find((s) => s.name === name);
+  if (!found) {
+    throw new Error(`unknown strategy "${name}" (known: ${STRATEGIES.map((s) => s.name).join(", ")})`);
+  }
+  return found;
+}
+
+/** Rolls `tasks` out with the strategy `config.name` names. Samples come back without advantages. */
+export function runStrategy(
+  ctx: RolloutContext,
+  tasks: readonly Task<unknown>[],
+  config: StrategyConfig,
+): Promise<RolloutResult> {
+  const { name, ...rest } = config;
+  const strategy = strategyNamed(name);
+  return (strategy.rollout as Strategy<string, typeof rest>["rollout"])(ctx, tasks, rest);
+}
+
+/** `alpha: 1` → `teamWeight: 1` for a strategy that renamed the key (unless both are given). */
+function renameKeys(value: unknown): unknown {
+  if (typeof value !== "object" || value === null || Array.isArray(value)) return value;
+  const section = value as Record<string, unknown>;
+  const strategy = STRATEGIES.find((s) => s.name === section.name);
+  const renamed: Readonly<Record<string, string>> | undefined =
+    strategy && "renamed" in strategy ? strategy.renamed : undefined;
+  if (!renamed) return value;
+  const out = { ...section };
+  for (const [old, current] of Object.entries(renamed)) {
+    if (old in out && !(current in out)) {
+      out[current] = out[old];
+      delete out[old];
+    }
+  }
+  return out;
+}
