@@ -15,7 +15,7 @@ strategy: { name: atgrpo }
 describe("recipes", () => {
   it("fills every default from the papers and the engine", () => {
     const r = loadRecipeText(minimal);
-    expect(r.strategy).toMatchObject({ name: "atgrpo", candidates: 4, alpha: 1, selection: "argmax" });
+    expect(r.strategy).toMatchObject({ name: "atgrpo", candidates: 4, teamWeight: 1, selection: "argmax" });
     expect(r.loss).toMatchObject({ clipLow: 0.2, clipHigh: 0.2, aggregation: "token-mean" });
     expect(r.store).toBe("file://./.troupe");
     expect(r.engine.kind).toBe("onnx");
@@ -53,6 +53,16 @@ describe("recipes", () => {
     );
     const m = loadRecipeText(minimal, ["strategy.name=magrpo", "strategy.jointMode=aligned"]);
     expect(m.strategy).toMatchObject({ name: "magrpo", jointMode: "aligned", groupSize: 4, gamma: 0.9 });
+  });
+
+  it("reads AT-GRPO's former `alpha` as teamWeight (recipes and stored run configs keep parsing)", () => {
+    expect(loadRecipeText(minimal, ["strategy.alpha=0.5"]).strategy).toMatchObject({ teamWeight: 0.5 });
+    expect(() => loadRecipeText(minimal, ["strategy.alpha=0.5", "strategy.teamWeight=1"])).toThrow(
+      /unknown key "strategy\.alpha"/,
+    );
+    expect(() => loadRecipeText(minimal, ["strategy.advantage.baseline=median"])).toThrow(
+      /strategy\.advantage\.baseline: unknown baseline "median" \(known: mean, rloo, max, raw\)/,
+    );
   });
 
   it("parses override values like YAML scalars", () => {
