@@ -82,7 +82,11 @@ def parse_args(argv: list[str]) -> argparse.Namespace:
 def open_transport(args: argparse.Namespace) -> tuple[BinaryIO, BinaryIO]:
     if args.socket:
         sock = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
-        sock.connect(args.socket)
+        try:
+            sock.connect(args.socket)
+        except OSError as e:
+            raise SystemExit(f"troupe_worker: rank 0 cannot reach the controller's socket {args.socket} ({e}); "
+                             "rank 0 must run on the controller's node (torchrun --node_rank 0 there)") from None
         return sock.makefile("rb"), sock.makefile("wb")
     frames_out = os.fdopen(os.dup(1), "wb")
     os.dup2(2, 1)  # stray prints go to stderr

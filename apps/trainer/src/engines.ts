@@ -225,5 +225,6 @@ async function createTorchEngineFor(
   return createTorchEngine({
     ...torchProcessOptions(engine),
     ...torchTeamLayout(recipe, engine, policyIds),
+    chatTemplateKwargs: engine.chatTemplateKwargs,
   });
 }

@@ -34,8 +34,14 @@ export interface TorchrunLaunch {
   readonly kind: "torchrun";
   /** Processes (GPUs) on this node. */
   readonly nprocPerNode: number;
-  /** Total nodes; the controller's node is node 0 and hosts the rendezvous unless rdzvEndpoint is set. */
+  /** Total nodes. The controller's node is node 0: rank 0, the one rank that talks to the controller, is on it. */
   readonly nnodes?: number;
+  /**
+   * host:port of node 0's rendezvous (required when nnodes > 1). Several nodes use torchrun's static
+   * rendezvous with explicit node ranks (`--master_addr/--master_port --node_rank 0` here, node i
+   * starts `--node_rank i`): a c10d rendezvous hands out ranks in arrival order and could put global
+   * rank 0 on another node, which cannot reach the controller's socket.
+   */
   readonly rdzvEndpoint?: string;
   /** The torchrun executable (default "torchrun"). */
   readonly torchrun?: string;
@@ -117,7 +123,13 @@ export class WorkerProcess {
       args = [
         `--nproc_per_node=${launch.nprocPerNode}`,
         `--nnodes=${launch.nnodes ?? 1}`,
-        ...(launch.rdzvEndpoint ? ["--rdzv_backend=c10d", `--rdzv_endpoint=${launch.rdzvEndpoint}`] : []),
+        ...((launch.nnodes ?? 1) > 1 && launch.rdzvEndpoint
+          ? [
+              `--master_addr=${launch.rdzvEndpoint.slice(0, launch.rdzvEndpoint.lastIndexOf(":"))}`,
+              `--master_port=${launch.rdzvEndpoint.slice(launch.rdzvEndpoint.lastIndexOf(":") + 1)}`,
+              "--node_rank=0",
+            ]
+          : []),
         ...(launch.extraArgs ?? []),
         "-m",
         "troupe_worker",
