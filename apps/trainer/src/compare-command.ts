@@ -1,6 +1,9 @@
 /**
  *   nx run trainer:compare [-- --recipe <name|path>] [--set key=value]... [--seeds 1,2,3]
- *                             [--arms grpo,warm-start,...] [--id <compare id>] [--eval-tasks 500]
+ *                             [--arms grpo,warm-start,...] [--id <compare id>] [--eval-tasks 500] [--samples n]
+ * Arms: the training strategies on a game (grpo, warm-start, magrpo, atgrpo-shared, atgrpo-per-role,
+ * the default), `trained` (the recipe as it is) and the papers' test-time baselines (single,
+ * naive-concat, sequential, discussion), which any recipe can run.
  * Runs every arm × seed of compare.ts one after another, then prints the table and writes it
  * to runs/<compare id>/compare.{json,md} with the plots curves.svg and final.svg. `--id` of an
  * earlier compare continues it.
@@ -8,7 +11,7 @@
 import { readFileSync } from "node:fs";
 import { parseArgs } from "node:util";
 import { checkStore, type ObjectStore } from "@troupe/storage";
-import { ARMS, type Arm, compare, writeComparison } from "./compare.ts";
+import { ARMS, type Arm, compare, DEFAULT_ARMS, writeComparison } from "./compare.ts";
 import { loadRecipeText, type Recipe, RecipeError } from "./recipe.ts";
 import { consoleReporter } from "./reporter.ts";
 
@@ -25,7 +28,8 @@ export async function commandCompare(argv: string[], cli: CliContext): Promise<n
       recipe: { type: "string", default: "default" },
       set: { type: "string", multiple: true, default: [] },
       seeds: { type: "string", default: "1,2,3" },
-      arms: { type: "string", default: ARMS.join(",") },
+      arms: { type: "string", default: DEFAULT_ARMS.join(",") },
+      samples: { type: "string" },
       id: { type: "string" },
       "eval-tasks": { type: "string" },
     },
@@ -40,6 +44,7 @@ export async function commandCompare(argv: string[], cli: CliContext): Promise<n
     if (!ARMS.includes(arm)) throw new RecipeError(`--arms: unknown arm "${a}" (known: ${ARMS.join(", ")})`);
     return arm;
   });
+  const samples = parseSamples(values.samples, base);
   const compareId = values.id ?? `compare-${base.name}-${cli.timestampId()}`;
   const store = cli.storeFor(base);
   await checkStore(store); // before any work: a StoreError line naming it
@@ -47,7 +52,7 @@ export async function commandCompare(argv: string[], cli: CliContext): Promise<n
   reporter.note(
     `compare ${compareId}: arms ${arms.join(", ")} · seeds ${seeds.join(", ")} · ${base.train.steps} RL steps each · store ${base.store}`,
   );
-  const results = await compare({ base, store, compareId, arms, seeds, reporter });
+  const results = await compare({ base, store, compareId, arms, seeds, reporter, samples });
   reporter.finish();
   const written = await writeComparison(store, compareId, base, results);
   process.stdout.write(
@@ -55,6 +60,18 @@ export async function commandCompare(argv: string[], cli: CliContext): Promise<n
       "(and compare.json, curves.svg, final.svg)\n",
   );
   return 0;
+}
+
+/**
+ * `--samples n`: episodes per held-out task at temperature 1 after each run, for pass@k (k = 1, 3,
+ * 5, 10 up to n). Default: 10 for coding (the papers report pass@k there), else 0 (none).
+ */
+export function parseSamples(flag: string | undefined, base: Recipe): number {
+  if (flag === undefined) return base.environment.name === "coding" ? 10 : 0;
+  const n = Number(flag);
+  if (!Number.isInteger(n) || n < 0)
+    throw new RecipeError(`--samples: "${flag}" is not a non-negative integer`);
+  return n;
 }
 
 /** `--seeds 1,2,3`: distinct non-negative integers. */

@@ -23,21 +23,42 @@
  * so MAGRPO gets proportionally fewer tasks per step. These are upper bounds (episodes end early
  * when solved); the table reports the samples each arm actually used.
  */
+import { samplingParams, type Team } from "@troupe/core";
+import type { Engine } from "@troupe/engine";
+import { BASELINES, meanPassAtK } from "@troupe/envs";
+import { runEpisodes } from "@troupe/rl";
 import type { ObjectStore } from "@troupe/storage";
 import { z } from "zod";
-import { recipeEnvironment } from "./envs.ts";
+import { recipeEnvironment, type TrainerEnvironment } from "./envs.ts";
 import { wilson } from "./evaluate.ts";
 import { finalSuccessSvg, learningCurvesSvg } from "./plots.ts";
-import { parseRecipe, type Recipe } from "./recipe.ts";
+import { parseRecipe, type Recipe, RecipeError } from "./recipe.ts";
 import { markdownTable, table } from "./reporter.ts";
 import { RunResultFields, runCurve, runRecipe } from "./run-recipe.ts";
 import { seedInterval } from "./stats.ts";
-import type { TrainReporter } from "./train.ts";
+import { policySet, type TrainReporter } from "./train.ts";
 
 export { seedInterval } from "./stats.ts";
 
-export const ARMS = ["grpo", "warm-start", "magrpo", "atgrpo-shared", "atgrpo-per-role"] as const;
+export const ARMS = [
+  "grpo",
+  "warm-start",
+  "magrpo",
+  "atgrpo-shared",
+  "atgrpo-per-role",
+  "trained",
+  ...BASELINES,
+] as const;
 export type Arm = (typeof ARMS)[number];
+
+/** The arms of `trainer:compare` without --arms: the training strategies on the games. */
+export const DEFAULT_ARMS: readonly Arm[] = [
+  "grpo",
+  "warm-start",
+  "magrpo",
+  "atgrpo-shared",
+  "atgrpo-per-role",
+];
 
 export const ARM_DESCRIPTIONS: Readonly<Record<Arm, string>> = {
   grpo: "single agent, GRPO",
@@ -45,12 +66,37 @@ export const ARM_DESCRIPTIONS: Readonly<Record<Arm, string>> = {
   magrpo: "team, MAGRPO (per-role)",
   "atgrpo-shared": "team, AT-GRPO (shared policy)",
   "atgrpo-per-role": "team, AT-GRPO (per-role)",
+  trained: "team, the recipe as it is",
+  single: "baseline: one agent does the whole task (no RL)",
+  "naive-concat": "baseline: agents answer independently, answers combined (no RL)",
+  sequential: "baseline: each agent sees the previous one's answer (no RL)",
+  discussion: "baseline: one round of discussion, then revise (no RL)",
 };
 
 /** The recipe of one arm, derived from the base recipe (which must be an AT-GRPO team recipe). */
 export function armRecipe(base: Recipe, arm: Arm, seed: number): Recipe {
+  if (arm === "trained")
+    return parseRecipe({ ...structuredClone(base), name: `${base.name}-${arm}`, seed }, `compare arm ${arm}`);
+  if ((BASELINES as readonly string[]).includes(arm)) {
+    // The paper's test-time baselines: the recipe's starting policies (its warm start, if any),
+    // answering the baseline's way, evaluated without RL.
+    const out = structuredClone(base) as Record<string, unknown>;
+    return parseRecipe(
+      {
+        ...out,
+        name: `${base.name}-${arm}`,
+        seed,
+        environment: { ...base.environment, baseline: arm },
+        train: { ...base.train, steps: 0 },
+      },
+      `compare arm ${arm}`,
+    );
+  }
+  // Every other arm is a variation of an AT-GRPO recipe's strategy and team.
   if (base.strategy.name !== "atgrpo") {
-    throw new Error(`compare: the base recipe must use strategy atgrpo (got ${base.strategy.name})`);
+    throw new RecipeError(
+      `compare arm ${arm}: the base recipe must use strategy atgrpo (got ${base.strategy.name}); arms for any recipe: trained, ${BASELINES.join(", ")}`,
+    );
   }
   const { team } = recipeEnvironment(base);
   const agents = team.roles.length;
@@ -101,7 +147,25 @@ function geometricSum(k: number, t: number): number {
   return total;
 }
 
-export const ArmResultSchema = z.strictObject({ arm: z.enum(ARMS), ...RunResultFields });
+/**
+ * What sampling the final policies `samples` times per held-out task measured (compare --samples):
+ * unbiased pass@k per k ≤ samples, averaged over tasks; where the environment runs tests, the mean
+ * fraction of tests passed; where it scores writing tiers, each tier's mean.
+ */
+export const SampledSchema = z.strictObject({
+  samples: z.number().int(),
+  tasks: z.number().int(),
+  passAtK: z.record(z.string(), z.number()),
+  testPassRate: z.number().optional(),
+  tiers: z.record(z.string(), z.number()).optional(),
+});
+export type Sampled = z.infer<typeof SampledSchema>;
+
+export const ArmResultSchema = z.strictObject({
+  arm: z.enum(ARMS),
+  ...RunResultFields,
+  sampled: SampledSchema.optional(),
+});
 export type ArmResult = z.infer<typeof ArmResultSchema>;
 
 export interface CompareOptions {
@@ -111,6 +175,78 @@ export interface CompareOptions {
   readonly arms: readonly Arm[];
   readonly seeds: readonly number[];
   readonly reporter: TrainReporter;
+  /** Episodes per held-out task at temperature 1 after each run, for pass@k (0: none). */
+  readonly samples?: number;
+}
+
+/** The k of pass@k compare reports (those not above the samples per task). */
+export const PASS_KS = [1, 3, 5, 10] as const;
+
+/**
+ * Samples the loaded final policies `samples` times on each of the recipe's held-out tasks
+ * (temperature 1, the recipe's other sampling settings) and measures what `Sampled` holds.
+ */
+export async function sampleFinal(
+  recipe: Recipe,
+  run: { engine: Engine; trainerEnv: TrainerEnvironment; team: Team },
+  samples: number,
+): Promise<Sampled> {
+  const { trainerEnv, team } = run;
+  const tasks = trainerEnv.generateTasks("test", recipe.train.evalTasks, 0);
+  const episodes = await runEpisodes(
+    {
+      runId: "compare-samples",
+      step: recipe.train.steps,
+      seed: recipe.seed,
+      env: trainerEnv.env,
+      team,
+      policies: policySet(run.engine, team, recipe.train.steps),
+      sampling: samplingParams({ ...recipe.sampling, temperature: 1 }),
+    },
+    tasks,
+    samples,
+  );
+  const perTask = tasks.map((task) => episodes.filter((e) => e.task === task));
+  const passAtK: Record<string, number> = {};
+  for (const k of PASS_KS.filter((k) => k <= samples)) {
+    passAtK[String(k)] = meanPassAtK(
+      perTask.map((eps) => ({ n: eps.length, correct: eps.filter((e) => e.success).length })),
+      k,
+    );
+  }
+  const answers = episodes.map((e) =>
+    trainerEnv.render(
+      e.state,
+      e.steps.flatMap((s) =>
+        s.acted.map((a) => ({ agent: a.agent, text: a.completion.text, info: s.result.info?.[a.agent] })),
+      ),
+    ),
+  );
+  const mean = (xs: number[]) => xs.reduce((a, b) => a + b, 0) / Math.max(1, xs.length);
+  const code = answers.flatMap((a) => (a.kind === "code" ? [a] : []));
+  const writing = answers.flatMap((a) => (a.kind === "writing" ? [a] : []));
+  return {
+    samples,
+    tasks: tasks.length,
+    passAtK,
+    ...(code.length === answers.length && answers.length > 0
+      ? {
+          testPassRate: mean(
+            code.map((a) => (a.tests && a.tests.total > 0 ? a.tests.passed / a.tests.total : 0)),
+          ),
+        }
+      : {}),
+    ...(writing.length === answers.length && answers.length > 0
+      ? {
+          tiers: Object.fromEntries(
+            (["structure", "coordination", "vocabulary", "style", "total"] as const).map((tier) => [
+              tier,
+              mean(writing.map((a) => a.tiers?.[tier] ?? 0)),
+            ]),
+          ),
+        }
+      : {}),
+  };
 }
 
 const armKey = (compareId: string, arm: Arm, seed: number) => `runs/${compareId}/arms/${arm}-s${seed}.json`;
@@ -137,14 +273,25 @@ export async function compare(options: CompareOptions): Promise<ArmResult[]> {
         continue;
       }
       options.reporter.note(`compare: ${arm} seed ${seed}`);
+      const recipe = armRecipe(options.base, arm, seed);
+      const samples = options.samples ?? 0;
+      let sampled: Sampled | undefined;
       const run = await runRecipe({
-        recipe: armRecipe(options.base, arm, seed),
+        recipe,
         runId: `${options.compareId}-${arm}-s${seed}`,
         store: options.store,
         reporter: options.reporter,
+        ...(samples > 0
+          ? {
+              afterRun: async (loaded) => {
+                options.reporter.note(`compare: ${arm} seed ${seed}: ${samples} samples per held-out task`);
+                sampled = await sampleFinal(recipe, loaded, samples);
+              },
+            }
+          : {}),
       });
       if (!run) throw new Error(`compare: ${arm} seed ${seed} stopped before its last step`);
-      const result: ArmResult = { arm, ...run };
+      const result: ArmResult = { arm, ...run, ...(sampled ? { sampled } : {}) };
       await options.store.put(key, new TextEncoder().encode(`${JSON.stringify(result, null, 2)}\n`));
       results.push(result);
     }
@@ -163,6 +310,22 @@ export interface CompareRow {
   readonly meanStartSuccess: number;
   readonly samplesPerRun: number;
   readonly minutesPerRun: number;
+  /** Means over seeds of the sampled measures (compare --samples). */
+  readonly passAtK?: Record<string, number>;
+  readonly testPassRate?: number;
+  readonly tiers?: Record<string, number>;
+}
+
+/** Mean over runs of each key of a per-run record (runs without it are skipped). */
+function meanRecord(
+  records: readonly (Record<string, number> | undefined)[],
+): Record<string, number> | undefined {
+  const present = records.filter((r): r is Record<string, number> => r !== undefined);
+  if (present.length === 0) return undefined;
+  const keys = Object.keys(present[0]!);
+  return Object.fromEntries(
+    keys.map((k) => [k, present.reduce((s, r) => s + (r[k] ?? 0), 0) / present.length]),
+  );
 }
 
 export function summarise(results: readonly ArmResult[]): CompareRow[] {
@@ -183,8 +346,22 @@ export function summarise(results: readonly ArmResult[]): CompareRow[] {
       meanStartSuccess: runs.reduce((s, r) => s + r.startSuccessRate, 0) / runs.length,
       samplesPerRun: Math.round(runs.reduce((s, r) => s + r.samples, 0) / runs.length),
       minutesPerRun: runs.reduce((s, r) => s + r.seconds, 0) / runs.length / 60,
+      ...optionalMeans(runs),
     };
   });
+}
+
+function optionalMeans(runs: readonly ArmResult[]) {
+  const passAtK = meanRecord(runs.map((r) => r.sampled?.passAtK));
+  const testPassRate = meanRecord(
+    runs.map((r) => (r.sampled?.testPassRate !== undefined ? { v: r.sampled.testPassRate } : undefined)),
+  )?.v;
+  const tiers = meanRecord(runs.map((r) => r.sampled?.tiers));
+  return {
+    ...(passAtK ? { passAtK } : {}),
+    ...(testPassRate !== undefined ? { testPassRate } : {}),
+    ...(tiers ? { tiers } : {}),
+  };
 }
 
 const pct = (x: number) => `${(100 * x).toFixed(1)}`;
@@ -202,6 +379,9 @@ export function compareRows(rows: readonly CompareRow[]): Record<string, string 
     "start %": pct(row.meanStartSuccess),
     "samples/run": row.samplesPerRun,
     "min/run": row.minutesPerRun.toFixed(1),
+    ...Object.fromEntries(Object.entries(row.passAtK ?? {}).map(([k, v]) => [`pass@${k} %`, pct(v)])),
+    ...(row.testPassRate !== undefined ? { "tests passed %": pct(row.testPassRate) } : {}),
+    ...Object.fromEntries(Object.entries(row.tiers ?? {}).map(([k, v]) => [k, v.toFixed(3)])),
   }));
 }
 

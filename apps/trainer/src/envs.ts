@@ -54,8 +54,10 @@ function sandbox(unsafe: boolean): Promise<Sandbox> {
 function lazyRunner(unsafe: boolean): ConnectedRunner {
   return {
     run: async (request: RunRequest) => (await sandbox(unsafe)).run(request),
-    runConnected: async <T>(requests: readonly RunRequest[], talk: (runs: readonly LiveRun[]) => Promise<T>) =>
-      (await sandbox(unsafe)).runConnected(requests, talk),
+    runConnected: async <T>(
+      requests: readonly RunRequest[],
+      talk: (runs: readonly LiveRun[]) => Promise<T>,
+    ) => (await sandbox(unsafe)).runConnected(requests, talk),
   };
 }
 

@@ -5,6 +5,7 @@
  */
 import { SamplingParamsSchema } from "@troupe/core";
 import { defaultOptimizerConfig } from "@troupe/engine";
+import { BaselineSchema, EnvironmentOptionsError, environmentOptions } from "@troupe/envs";
 import { defaultPolicyLossConfig, StrategyConfigSchema } from "@troupe/rl";
 import { parse as parseYaml } from "yaml";
 import { z } from "zod";
@@ -122,16 +123,40 @@ export const EngineSchema = z
 export type EngineRecipe = z.infer<typeof EngineSchema>;
 export type TorchEngineRecipe = z.infer<typeof TorchEngineSchema>;
 
+/**
+ * The environment: a registry name and its options, checked against that environment's own options
+ * schema (an option of another environment is refused naming the key). Options are kept as written:
+ * the registry fills in the defaults, so a recipe's hash does not move when a default is added.
+ */
+const EnvironmentSchema = z
+  .strictObject({
+    name: z.string().min(1),
+    /** Environment-specific options (grid size, roles protocol, datasets…); docs/environments.md lists them. */
+    options: z.record(z.string(), z.unknown()).default({}),
+    /** Run the agents' code with rlimits only when bubblewrap cannot run here: NOT a security boundary. */
+    unsafe: z.boolean().optional(),
+    /** Answer the team's task a paper baseline's way (single, naive-concat, sequential, discussion). */
+    baseline: BaselineSchema.optional(),
+  })
+  .superRefine((environment, ctx) => {
+    try {
+      environmentOptions(environment.name, environment.options);
+    } catch (error) {
+      if (!(error instanceof EnvironmentOptionsError)) throw error;
+      ctx.addIssue({
+        code: "custom",
+        path: error.key.split(".").slice(1),
+        message: error.message.slice(error.key.length + 2),
+      });
+    }
+  });
+
 export const RecipeSchema = z.strictObject({
   name: z.string().min(1),
   seed: z.number().int().min(0).default(0),
   /** Where runs live (runs/<id>/ in it): file://folder (default .troupe) or s3://bucket/prefix. */
   store: z.string().default("file://./.troupe"),
-  environment: z.strictObject({
-    name: z.string().min(1),
-    /** Environment-specific options (grid size, roles protocol, dataset path…). */
-    options: z.record(z.string(), z.unknown()).default({}),
-  }),
+  environment: EnvironmentSchema,
   team: z
     .strictObject({
       /** `shared`: one policy for every role; `per-role`: one policy per role. */
@@ -268,5 +293,31 @@ export function loadRecipeText(
   if (typeof raw !== "object" || raw === null || Array.isArray(raw)) {
     throw new RecipeError(`${where}: expected a mapping at the top level`);
   }
-  return parseRecipe(applyOverrides(raw as Record<string, unknown>, overrides), where);
+  return parseRecipe(
+    applyOverrides(switchEnvironment(raw as Record<string, unknown>, overrides), overrides),
+    where,
+  );
+}
+
+/**
+ * `--set environment.name=<another>` starts that environment from its defaults: the file's options
+ * belong to the environment it names, so they are dropped (later `--set environment.options.…` apply).
+ */
+export function switchEnvironment(
+  raw: Record<string, unknown>,
+  overrides: readonly string[],
+): Record<string, unknown> {
+  const environment = raw.environment as Record<string, unknown> | undefined;
+  const named = overrides
+    .filter((o) => o.slice(0, o.indexOf("=")).trim() === "environment.name")
+    .map((o) => String(parseOverrideValue(o.slice(o.indexOf("=") + 1))))
+    .at(-1);
+  if (
+    named === undefined ||
+    typeof environment !== "object" ||
+    environment === null ||
+    environment.name === named
+  )
+    return raw;
+  return { ...raw, environment: { ...environment, options: {} } };
 }

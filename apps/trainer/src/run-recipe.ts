@@ -5,11 +5,12 @@
  * the run's stored metrics, so a resumed run, or one that had already finished, reports the same
  * curve and final evaluation as an uninterrupted one.
  */
-import { teamPolicies } from "@troupe/core";
+import { type Team, teamPolicies } from "@troupe/core";
+import type { Engine } from "@troupe/engine";
 import { type MetricsRow, type ObjectStore, RunStore } from "@troupe/storage";
 import { z } from "zod";
 import { checkEngineRecipe, createEngine } from "./engines.ts";
-import { recipeEnvironment } from "./envs.ts";
+import { recipeEnvironment, type TrainerEnvironment } from "./envs.ts";
 import { type Recipe, RecipeError } from "./recipe.ts";
 import { type TrainReporter, train } from "./train.ts";
 import { warmStart } from "./warm-start.ts";
@@ -56,6 +57,8 @@ export interface RunRecipeOptions {
   readonly reporter: TrainReporter;
   /** Passed to train(): true commits the step in flight and stops; runRecipe then returns undefined. */
   readonly stopRequested?: (step: number) => boolean;
+  /** After the last step, with the final policies still loaded (compare's pass@k sampling). */
+  readonly afterRun?: (run: { engine: Engine; trainerEnv: TrainerEnvironment; team: Team }) => Promise<void>;
 }
 
 /**
@@ -94,6 +97,7 @@ export async function runRecipe(options: RunRecipeOptions): Promise<RunResult | 
       ...(options.stopRequested ? { stopRequested: options.stopRequested } : {}),
     });
     if (summary.stoppedEarly) return undefined;
+    await options.afterRun?.({ engine, trainerEnv, team });
   } finally {
     await engine.close();
   }

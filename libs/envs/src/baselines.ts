@@ -47,12 +47,17 @@ const textOf = (o: Observation) => o.messages.map((m) => m.content).join("\n\n")
 function withNote(o: Observation, note: string): Observation {
   const last = o.messages.at(-1);
   if (!last) return userObservation(note);
-  return { messages: [...o.messages.slice(0, -1), { role: last.role, content: `${last.content}\n\n${note}` }] };
+  return {
+    messages: [...o.messages.slice(0, -1), { role: last.role, content: `${last.content}\n\n${note}` }],
+  };
 }
 
 /** Splits a single agent's text into the roles' parts by `### <role>` headers (none: the whole text for every role). */
 export function splitByRole(text: string, agents: readonly AgentId[]): Record<AgentId, string> {
-  const header = new RegExp(`^#{1,4}\\s*(${agents.map((a) => a.replace(/[^\w-]/g, "")).join("|")})\\s*:?\\s*$`, "gim");
+  const header = new RegExp(
+    `^#{1,4}\\s*(${agents.map((a) => a.replace(/[^\w-]/g, "")).join("|")})\\s*:?\\s*$`,
+    "gim",
+  );
   const marks = [...text.matchAll(header)];
   if (marks.length === 0) return Object.fromEntries(agents.map((a) => [a, text]));
   const parts: Record<AgentId, string> = Object.fromEntries(agents.map((a) => [a, ""]));
@@ -134,7 +139,8 @@ export function baselineEnvironment(
         case "sequential":
           return order.every((a) => drafts[a] !== undefined) ? finish(state, drafts) : collect(state, drafts);
         case "discussion":
-          if (state.first === null) return { ...collect(state, {}), state: { ...state, drafts: {}, first: drafts } };
+          if (state.first === null)
+            return { ...collect(state, {}), state: { ...state, drafts: {}, first: drafts } };
           return finish(state, drafts);
       }
     },
@@ -146,7 +152,12 @@ export function baselineTeam(team: Team, baseline: Baseline): Team {
   const name = `${team.name}-${baseline}`;
   switch (baseline) {
     case "single":
-      return { name, roles: [{ id: SINGLE_AGENT, policy: team.roles[0]!.policy }], turnOrder: "sequential", maxTurns: 1 };
+      return {
+        name,
+        roles: [{ id: SINGLE_AGENT, policy: team.roles[0]!.policy }],
+        turnOrder: "sequential",
+        maxTurns: 1,
+      };
     case "naive-concat":
       return { ...team, name, turnOrder: "parallel", maxTurns: 1 };
     case "sequential":

@@ -113,7 +113,9 @@ export function checkedEnvironment<State, P>(
       const parsed = payload.safeParse(task.payload);
       if (!parsed.success) {
         const issue = parsed.error.issues[0]!;
-        throw new Error(`${name} task ${task.id}: payload: ${issue.path.join(".") || "(root)"}: ${issue.message}`);
+        throw new Error(
+          `${name} task ${task.id}: payload: ${issue.path.join(".") || "(root)"}: ${issue.message}`,
+        );
       }
       return env.reset({ ...task, payload: parsed.data }, seed);
     },

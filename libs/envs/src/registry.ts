@@ -10,6 +10,7 @@ import type { CodeRunner } from "@troupe/sandbox";
 import type { ExecutedAction, SolveAnswer } from "./answer.ts";
 
 export type * from "./answer.ts";
+
 import { codingEntry } from "./coding/entry.ts";
 import type { EnvironmentEntry, Specialisation } from "./entry.ts";
 import { planPathEntry, sokobanEntry, sudokuEntry } from "./games/entry.ts";

@@ -99,7 +99,6 @@ function instructions(agent: AgentId, p: CodingProblem): string {
   );
 }
 
-
 export function coderTesterEnv(options: CoderTesterEnvOptions): Environment<CoderTesterState, CodingProblem> {
   const maxTurns = options.maxTurns ?? defaultCoderTesterOptions.maxTurns;
   if (!Number.isInteger(maxTurns) || maxTurns < 1)

@@ -92,7 +92,11 @@ const testRun = (s: TestSummary | null | undefined): TestRunAnswer | null =>
     ? {
         passed: s.passed,
         total: s.total,
-        cases: s.cases.map((c) => ({ source: c.source, passed: c.passed, ...(c.error ? { error: c.error } : {}) })),
+        cases: s.cases.map((c) => ({
+          source: c.source,
+          passed: c.passed,
+          ...(c.error ? { error: c.error } : {}),
+        })),
         ...(s.error !== undefined ? { error: s.error } : {}),
       }
     : null;
@@ -115,7 +119,10 @@ function renderCoding(state: unknown): CodeAnswer {
     kind: "code",
     entryPoint: s.problem.entryPoint,
     program: s.code !== null ? coderProgram(s.problem, s.code) : "",
-    parts: { ...(s.code !== null ? { coder: s.code } : {}), ...(s.tests !== null ? { tester: s.tests } : {}) },
+    parts: {
+      ...(s.code !== null ? { coder: s.code } : {}),
+      ...(s.tests !== null ? { tester: s.tests } : {}),
+    },
     tests: testRun(s.hidden),
     generatedTests: testRun(s.generated),
     turns: s.turn,
@@ -132,14 +139,21 @@ export const codingEntry = defineEnvironment({
     const feedback = FEEDBACK[options.feedback]();
     const helperMain = options.roles === "helper-main";
     const env: Environment<unknown, CodingProblem> = helperMain
-      ? (auxMainEnv({ runner, maxTurns: options.maxTurns, feedback, harness }) as Environment<unknown, CodingProblem>)
+      ? (auxMainEnv({ runner, maxTurns: options.maxTurns, feedback, harness }) as Environment<
+          unknown,
+          CodingProblem
+        >)
       : (coderTesterEnv({
           runner,
           maxTurns: options.maxTurns,
           harness,
           ...(options.feedback === "diagnostics" ? {} : { feedback }),
         }) as Environment<unknown, CodingProblem>);
-    const generateTasks = datasetTasks(`coding-${options.train.join("+")}`, splits(options), (p: CodingProblem) => p.taskId);
+    const generateTasks = datasetTasks(
+      `coding-${options.train.join("+")}`,
+      splits(options),
+      (p: CodingProblem) => p.taskId,
+    );
     return {
       env: checkedEnvironment("coding", env, CodingProblemSchema as z.ZodType<CodingProblem>),
       generateTasks,
@@ -148,7 +162,13 @@ export const codingEntry = defineEnvironment({
       team: (specialisation) =>
         helperMain
           ? textTeam("coding-helper-main", env.agents, specialisation, "parallel", options.maxTurns)
-          : textTeam("coding-coder-tester", ["tester", "coder"], specialisation, "sequential", options.maxTurns),
+          : textTeam(
+              "coding-coder-tester",
+              ["tester", "coder"],
+              specialisation,
+              "sequential",
+              options.maxTurns,
+            ),
     };
   },
   render: (state) => renderCoding(state),

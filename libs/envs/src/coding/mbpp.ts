@@ -32,7 +32,8 @@ export function mbppEntryPoint(code: string, firstAssert: string): string {
   const defined = [...code.matchAll(/^def\s+([A-Za-z_]\w*)\s*\(/gm)].map((m) => m[1]!);
   const called = defined.find((name) => new RegExp(`\\b${name}\\s*\\(`).test(firstAssert));
   const name = called ?? defined[0];
-  if (name === undefined) throw new Error(`mbpp: no function defined in ${JSON.stringify(code.slice(0, 80))}`);
+  if (name === undefined)
+    throw new Error(`mbpp: no function defined in ${JSON.stringify(code.slice(0, 80))}`);
   return name;
 }
 
@@ -40,7 +41,8 @@ export function mbppProblem(row: MbppRow): CodingProblem {
   const code = row.code.replace(/\r\n/g, "\n").replace(/\t/g, "    ");
   const entryPoint = mbppEntryPoint(code, row.test_list[0]!);
   const signature = new RegExp(`^def\\s+${entryPoint}\\s*\\(.*\\)\\s*:`, "m").exec(code)?.[0];
-  if (signature === undefined) throw new Error(`mbpp/${row.task_id}: no one-line signature for ${entryPoint}`);
+  if (signature === undefined)
+    throw new Error(`mbpp/${row.task_id}: no one-line signature for ${entryPoint}`);
   const doc = `${row.text}\n    >>> ${row.test_list[0]!.replace(/^assert\s+/, "")}`.replace(/"""/g, "'''");
   const prompt = `${signature.replace(/\s*:$/, ":")}\n    """${doc}\n    """\n`;
   const call = new RegExp(`\\b${entryPoint}\\s*\\(`, "g");

@@ -9,7 +9,7 @@ import type { z } from "zod";
 import type { BoardAnswer, ExecutedAction, PlanPathAnswer } from "../answer.ts";
 import { defineEnvironment } from "../entry.ts";
 import { envTeam, type GameState } from "./episode.ts";
-import { parseDirections, samePos, step, type Pos } from "./grid.ts";
+import { type Pos, parseDirections, samePos, step } from "./grid.ts";
 import {
   type PlanPathBoard,
   PlanPathOptionsSchema,
@@ -17,8 +17,20 @@ import {
   planPathEnv,
   renderPlanPath,
 } from "./plan-path.ts";
-import { renderSokoban, type SokobanBoard, SokobanOptionsSchema, type SokobanPuzzle, sokobanEnv } from "./sokoban.ts";
-import { renderSudoku, type SudokuBoard, SudokuOptionsSchema, type SudokuPuzzle, sudokuEnv } from "./sudoku.ts";
+import {
+  renderSokoban,
+  type SokobanBoard,
+  SokobanOptionsSchema,
+  type SokobanPuzzle,
+  sokobanEnv,
+} from "./sokoban.ts";
+import {
+  renderSudoku,
+  type SudokuBoard,
+  SudokuOptionsSchema,
+  type SudokuPuzzle,
+  sudokuEnv,
+} from "./sudoku.ts";
 
 type GameFactory = typeof planPathEnv | typeof sokobanEnv | typeof sudokuEnv;
 
@@ -48,7 +60,11 @@ function gameEntry<S extends z.ZodObject>(
   });
 }
 
-function boardAnswer(kind: "sokoban" | "sudoku", text: string, state: GameState<unknown, unknown>): BoardAnswer {
+function boardAnswer(
+  kind: "sokoban" | "sudoku",
+  text: string,
+  state: GameState<unknown, unknown>,
+): BoardAnswer {
   return { kind, board: text.split("\n"), movesTaken: state.movesTaken, report: state.report };
 }
 

@@ -1,3 +1,4 @@
+export * from "./entry.ts";
 export * from "./episode.ts";
 export * from "./game.ts";
 export * from "./grid.ts";
@@ -5,4 +6,3 @@ export * from "./plan-path.ts";
 export * from "./sokoban.ts";
 export * from "./splits.ts";
 export * from "./sudoku.ts";
-export * from "./entry.ts";

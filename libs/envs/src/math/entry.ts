@@ -6,12 +6,17 @@
  */
 import type { CodeRunner } from "@troupe/sandbox";
 import { z } from "zod";
-import { GSM8K_PATHS } from "../math/dataset.ts";
 import type { MathAnswer } from "../answer.ts";
 import { loadJsonlSync } from "../coding/load.ts";
 import { checkedEnvironment, datasetTasks, defineEnvironment, textTeam } from "../entry.ts";
+import { GSM8K_PATHS } from "../math/dataset.ts";
 import { parseNumber } from "./answer.ts";
-import { Gsm8kRowSchema, MATH_MAX_ANSWER_CHARS, MATH_MAX_QUESTION_CHARS, type MathProblem } from "./dataset.ts";
+import {
+  Gsm8kRowSchema,
+  MATH_MAX_ANSWER_CHARS,
+  MATH_MAX_QUESTION_CHARS,
+  type MathProblem,
+} from "./dataset.ts";
 import { defaultReasonerToolOptions, type ReasonerToolState, reasonerToolEnv } from "./reasoner-tool-env.ts";
 
 export const MathOptionsSchema = z
@@ -36,14 +41,18 @@ function gsm8k(split: "train" | "test"): MathProblem[] {
   return loadJsonlSync(GSM8K_PATHS[split], Gsm8kRowSchema).map((row, i) => {
     const final = row.answer.slice(row.answer.lastIndexOf("####") + 4).trim();
     const answer = parseNumber(final);
-    if (answer === null) throw new Error(`${GSM8K_PATHS[split]}: row ${i + 1}: field answer: "${final}" is not a number`);
+    if (answer === null)
+      throw new Error(`${GSM8K_PATHS[split]}: row ${i + 1}: field answer: "${final}" is not a number`);
     return { id: `gsm8k/${split}/${i}`, question: row.question, solution: row.answer, answer };
   });
 }
 
 /** The reference solution with GSM8K's calculator annotations (<<48/2=24>>) dropped. */
 function reasonerDemo(p: MathProblem): string {
-  const steps = p.solution.slice(0, p.solution.lastIndexOf("####")).replace(/<<[^>]*>>/g, "").trim();
+  const steps = p.solution
+    .slice(0, p.solution.lastIndexOf("####"))
+    .replace(/<<[^>]*>>/g, "")
+    .trim();
   return `${steps}\nThe answer is \\boxed{${p.answer}}.`;
 }
 
@@ -77,8 +86,13 @@ export const mathEntry = defineEnvironment({
     const env = reasonerToolEnv({ runner, ...options });
     return {
       env: checkedEnvironment("math", env, MathProblemSchema as z.ZodType<MathProblem>),
-      generateTasks: datasetTasks("math-gsm8k", () => ({ train: gsm8k("train"), test: gsm8k("test") }), (p: MathProblem) => p.id),
-      team: (specialisation) => textTeam("math-reasoner-tool", env.agents, specialisation, "parallel", options.maxTurns),
+      generateTasks: datasetTasks(
+        "math-gsm8k",
+        () => ({ train: gsm8k("train"), test: gsm8k("test") }),
+        (p: MathProblem) => p.id,
+      ),
+      team: (specialisation) =>
+        textTeam("math-reasoner-tool", env.agents, specialisation, "parallel", options.maxTurns),
       demo: (task, _state, agent) => {
         const p = task.payload as MathProblem;
         return agent === "reasoner" ? reasonerDemo(p) : `\`\`\`python\nprint(${p.answer})\n\`\`\``;

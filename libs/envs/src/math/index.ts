@@ -1,4 +1,4 @@
 export * from "./answer.ts";
 export * from "./dataset.ts";
-export * from "./reasoner-tool-env.ts";
 export * from "./entry.ts";
+export * from "./reasoner-tool-env.ts";

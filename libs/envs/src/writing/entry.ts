@@ -43,7 +43,8 @@ function renderWriting(state: unknown): WritingAnswer {
 }
 
 export const writingEntry = defineEnvironment({
-  description: "two writers: TLDR (concise + detailed summaries) or arXiv (background + methods from an abstract)",
+  description:
+    "two writers: TLDR (concise + detailed summaries) or arXiv (background + methods from an abstract)",
   options: WritingOptionsSchema,
   needsSandbox: () => false,
   build(options) {

@@ -1,5 +1,5 @@
 export * from "./dataset.ts";
+export * from "./entry.ts";
 export * from "./rewards.ts";
 export * from "./text-stats.ts";
 export * from "./writing-env.ts";
-export * from "./entry.ts";

@@ -8,11 +8,11 @@ import { problemHash } from "../../src/coding/index.ts";
 import { loadWriting, WRITING_AGENTS, writingEnv, writingTasks } from "../../src/writing/index.ts";
 
 describe("writing data", () => {
-  it("loads the shipped samples and splits them disjointly by hash", async () => {
+  it("loads the shipped test splits and splits them disjointly by hash", async () => {
     const tldr = await loadWriting("tldr");
     const arxiv = await loadWriting("arxiv");
-    expect([tldr.length, arxiv.length]).toEqual([6, 5]);
-    expect(tldr[0]).toMatchObject({ kind: "tldr", id: "tldr-1" });
+    expect([tldr.length, arxiv.length]).toEqual([128, 320]);
+    expect(tldr[0]).toMatchObject({ kind: "tldr", id: "t3_3diy5w" });
     for (const problems of [tldr, arxiv]) {
       const { train, test } = writingTasks(problems, { testFraction: 0.5 });
       expect(train.length + test.length).toBe(problems.length);
