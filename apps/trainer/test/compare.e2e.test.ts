@@ -9,7 +9,7 @@ import { join } from "node:path";
 import { FileStore, RunStore } from "@troupe/storage";
 import { DOMParser } from "@xmldom/xmldom";
 import { afterAll, describe, expect, it } from "vitest";
-import { ARMS, compare, writeComparison } from "../src/compare.ts";
+import { DEFAULT_ARMS as ARMS, compare, writeComparison } from "../src/compare.ts";
 import { loadRecipeText } from "../src/recipe.ts";
 import type { TrainReporter } from "../src/train.ts";
 
