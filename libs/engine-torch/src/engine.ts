@@ -252,12 +252,16 @@ export class TorchEngine implements Engine {
     const template = chatTemplateOf(tokenizerFiles);
     const kwargs = Object.keys(this.chatTemplateKwargs);
     if (template !== undefined) {
-      tokenizer = withChatTemplate(
-        tokenizer,
-        template,
-        specialTokenStrings(tokenizerFiles),
-        this.chatTemplateKwargs,
-      );
+      // The tokenizer already renders tokenizer_config.json's template without arguments; wrap it
+      // when there are arguments or the template is chat_template.jinja, which it does not read.
+      if (kwargs.length > 0 || tokenizerFiles["chat_template.jinja"] !== undefined) {
+        tokenizer = withChatTemplate(
+          tokenizer,
+          template,
+          specialTokenStrings(tokenizerFiles),
+          this.chatTemplateKwargs,
+        );
+      }
     } else if (kwargs.length > 0) {
       throw new Error(
         `torch engine: model "${name}": chat template kwargs (${kwargs.join(", ")}) given, but the model has no chat template (chat_template.jinja or tokenizer_config.json)`,

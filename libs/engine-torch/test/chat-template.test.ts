@@ -5,11 +5,11 @@
  * and true; and the engine reads chat_template.jinja before tokenizer_config.json.
  */
 import { spawnSync } from "node:child_process";
+import { fileURLToPath } from "node:url";
 import type { ChatMessage } from "@troupe/core";
 import { ByteTokenizer } from "@troupe/engine";
 import { describe, expect, it } from "vitest";
 import { chatTemplateOf, specialTokenStrings, withChatTemplate } from "../src/chat.ts";
-import { DEFAULT_WORKER_DIR } from "../src/worker-process.ts";
 import { PYTHON } from "./torch-available.ts";
 
 /** The shape of Qwen3's template: system first, thinking stripped from past turns, the switch at the end. */
@@ -48,13 +48,14 @@ const MESSAGES: ChatMessage[] = [
 function transformersRender(kwargs: Record<string, unknown>): string {
   const run = spawnSync(PYTHON, ["-m", "troupe_worker.chat_template"], {
     input: JSON.stringify({ template: QWEN3_LIKE, messages: MESSAGES, add_generation_prompt: true, kwargs }),
-    env: { ...process.env, PYTHONPATH: DEFAULT_WORKER_DIR },
+    env: { ...process.env, PYTHONPATH: WORKER_DIR },
     encoding: "utf8",
   });
   if (run.status !== 0) throw new Error(run.stderr);
   return run.stdout;
 }
 
+const WORKER_DIR = fileURLToPath(new URL("../../../apps/engine-torch", import.meta.url));
 const jinja2 = spawnSync(PYTHON, ["-c", "import jinja2"], { stdio: "ignore" }).status === 0;
 
 describe.skipIf(!jinja2)("chat templates with arguments", () => {
