@@ -4,10 +4,13 @@
  *   nx run trainer:train [-- --recipe <name|file>] [--set key=value ...] [--run <id>] [--resume]
  *
  * Recipes are YAML files in apps/trainer/recipes (pass a name) or anywhere (pass a path).
- * Relative `file://` stores are relative to the workspace root, so runs land in ./.troupe/runs
- * wherever the command is started from.
+ * Relative `file://` stores are relative to the workspace root, so runs land in
+ * ./.troupe/runs/<id>/ wherever the command is started from. `<command> --help` prints one
+ * command's usage; a user error is one `error:` line (set TROUPE_DEBUG=1 for the stack of an
+ * unexpected one).
  */
 import { existsSync, readFileSync } from "node:fs";
+import { rm } from "node:fs/promises";
 import { dirname, join, resolve } from "node:path";
 import { fileURLToPath } from "node:url";
 import { parseArgs } from "node:util";
@@ -15,24 +18,27 @@ import { teamPolicies } from "@troupe/core";
 import { TorchWorkerError, TorchWorkerExited } from "@troupe/engine-torch";
 import {
   checkStore,
+  FileStore,
   IntegrityError,
   listFolders,
   ObjectNotFoundError,
+  type ObjectStore,
   openStore,
   RetriesExhaustedError,
   RunStore,
   StoreError,
 } from "@troupe/storage";
 import { queueRollouts, runRolloutWorker } from "./async-rl.ts";
+import { checkSetKeys, errorLine, setArguments, storeLocation, wantsHelp } from "./cli.ts";
 import { commandCompare } from "./compare-command.ts";
 import { checkEngineRecipe, createEngine } from "./engines.ts";
 import { recipeEnvironment } from "./envs.ts";
 import { evalSampling, evaluate } from "./evaluate.ts";
 import { commandPublish } from "./publish.ts";
-import { loadRecipeText, parseRecipe, type Recipe, RecipeError } from "./recipe.ts";
+import { applyOverrides, loadRecipeText, parseRecipe, type Recipe, RecipeError } from "./recipe.ts";
 import { writeRunReport } from "./report.ts";
 import { commandReport } from "./report-command.ts";
-import { consoleReporter, stopOnSignal, table } from "./reporter.ts";
+import { consoleReporter, evalStepLabel, stopOnSignal, table } from "./reporter.ts";
 import { commandSweep } from "./sweep-command.ts";
 import { evalTasks, policySet, restoreStep, train } from "./train.ts";
 import { warmStart } from "./warm-start.ts";
@@ -41,25 +47,59 @@ const appRoot = resolve(dirname(fileURLToPath(import.meta.url)), "..");
 const workspaceRoot = resolve(appRoot, "../..");
 const invokedFrom = process.env.INIT_CWD ?? process.cwd();
 
-const USAGE = `usage: trainer train [--recipe <name|path>] [--set key=value]... [--run <id>] [--resume] [--mode m] [--worker id]
-       trainer sft   [--recipe <name|path>] [--set key=value]...
-       trainer eval  [--recipe <name|path>] [--run <id>] [--step <n>] [--tasks <n>]
-       trainer compare [--recipe <name|path>] [--set key=value]... [--seeds 1,2,3] [--arms a,b] [--id <id>] [--eval-tasks 500]
-       trainer sweep --grid <name|file.yaml> [--seeds 1,2,3] [--recipe <name|path>] [--set key=value]... [--id <id>] [--eval-tasks 500]
-       trainer report --run <id>[,<id>…] [--recipe <name|path>] [--store <uri>] [--out <dir>]
-       trainer publish --run <id> --name <team> [--step <n>] [--alias <a>] [--recipe <name|path>] [--store <uri>] [--no-eval]
-  --recipe  a recipe name from apps/trainer/recipes (default: "default") or a YAML path
-  --set     override a recipe field, e.g. --set train.steps=20 --set strategy.candidates=8
-  --run     run id (default: <recipe name>-<UTC timestamp>)
-  --resume  continue a run from its newest committed step (the newest run of the recipe without --run)
+const RECIPE_FLAGS = `  --recipe  a recipe name from apps/trainer/recipes (default: "default") or a YAML path
+  --set     override a recipe field, e.g. --set train.steps=20 --set strategy.candidates=8`;
+
+/** Each command's usage: `<command> --help` prints its own, `help` all of them. */
+const USAGES: Record<string, string> = {
+  train: `usage: trainer train [--recipe <name|path>] [--set key=value]... [--run <id>] [--resume] [--mode m] [--worker id]
+${RECIPE_FLAGS}
+  --run     run id (default: <recipe name>-<UTC timestamp>); the run is in <store>/runs/<id>/
+  --resume  continue a run from its newest committed step (the newest run of the recipe without
+            --run); with --set train.steps=<n> (the one field it takes) a finished run goes on to n steps
   --mode    all (default: the recipe's mode) | learner | rollout: asynchronous RL through the store;
             the learner and its rollout workers share --run, each worker has its own --worker <id>
   --lease-seconds  a rollout worker's hold on a task before another worker may take it over (60)
   --idle-seconds   a rollout worker exits with an error after this long with nothing to sample and
                    no new committed step, e.g. when the learner died (600)
-  --grid    a sweep's grid file: a name from apps/trainer/sweeps or a YAML path (docs/training.md, "Sweeps")
-  --id      a compare's or sweep's id: the same id continues it, reading finished runs back
-  --eval-tasks  held-out tasks each compare or sweep run is evaluated on (default 500; sweeps: greedy)`;
+Steps are numbered from 0, as in metrics.jsonl, eval --step and publish --step.`,
+  sft: `usage: trainer sft [--recipe <name|path>] [--set key=value]...
+  only the recipe's supervised warm start (cached in the store, resumable), then one evaluation
+${RECIPE_FLAGS}`,
+  eval: `usage: trainer eval [--recipe <name|path>] [--run <id>] [--step <n>] [--tasks <n>]
+  held-out success of a run's checkpoints
+  --recipe  the recipe whose store holds the run (and whose newest run is the default)
+  --run     run id (default: the newest run of the recipe with a committed step)
+  --step    a committed step with checkpoints (default: the newest committed step)
+  --tasks   held-out tasks (default: the run's train.evalTasks)`,
+  compare: `usage: trainer compare [--recipe <name|path>] [--set key=value]... [--seeds 1,2,3] [--arms a,b] [--id <id>] [--eval-tasks 500]
+${RECIPE_FLAGS}
+  --seeds       seeds of every arm (default 1,2,3)
+  --arms        the arms to run (default: all)
+  --id          the compare's id: the same id continues it, reading finished runs back
+  --eval-tasks  held-out tasks each run is evaluated on (default 500)`,
+  sweep: `usage: trainer sweep --grid <name|file.yaml> [--seeds 1,2,3] [--recipe <name|path>] [--set key=value]... [--id <id>] [--eval-tasks 500]
+  --grid        a sweep's grid file: a name from apps/trainer/sweeps or a YAML path (docs/training.md, "Sweeps")
+${RECIPE_FLAGS}
+  --seeds       seeds of every point
+  --id          the sweep's id: the same id continues it, reading finished runs back
+  --eval-tasks  held-out tasks each run is evaluated on (default 500, greedy)`,
+  report: `usage: trainer report --run <id>[,<id>…] [--recipe <name|path>] [--store <uri>] [--out <dir>]
+  the HTML page of runs (or a compare's or sweep's id) and its charts as SVG files
+  --store   where the runs are (default: the recipe's store)
+  --out     also copy the page to this folder`,
+  publish: `usage: trainer publish --run <id> --name <team> [--step <n>] [--alias <a>] [--recipe <name|path>] [--store <uri>] [--tasks <n>] [--no-eval]
+  a run's checkpoints at one step → a published team version in the same store
+  --step    a committed step with checkpoints (default: the newest)
+  --alias   also point <team>@<alias> at the new version
+  --store   where the run is (default: the recipe's store)
+  --no-eval publish without an evaluation when the step recorded none`,
+};
+const USAGE = Object.values(USAGES)
+  .map((u) => u.split("\n")[0]!.replace(/^usage: /, "       "))
+  .join("\n")
+  .replace(/^ {7}/, "usage: ")
+  .concat("\n  trainer <command> --help describes one command");
 
 export function resolveRecipePath(name: string): string {
   return resolveYaml("recipe", name, "recipes");
@@ -95,16 +135,54 @@ async function checkedStoreFor(recipe: Recipe, options: { write: boolean }) {
   return store;
 }
 
-/** The newest run of a recipe: one delimiter listing of runs/ (one entry per run), newest id first. */
-async function newestRunOf(recipe: Recipe): Promise<string | undefined> {
-  const store = storeFor(recipe);
+/**
+ * The newest run of a recipe: one delimiter listing of runs/ (one entry per run), newest id
+ * first. A folder is a run once its first step committed: a launch that failed before that (or
+ * was killed) is never picked.
+ */
+async function newestRunOf(store: ObjectStore, recipe: Recipe): Promise<string | undefined> {
   const ids = (await listFolders(store, "runs/"))
     .map((folder) => folder.slice("runs/".length, -1))
     .filter((id) => id.startsWith(`${recipe.name}-`))
     .sort()
     .reverse();
-  for (const id of ids) if (await store.head(`runs/${id}/config.json`)) return id;
+  for (const id of ids) if ((await new RunStore(store, id).latestCommittedStep()) !== undefined) return id;
   return undefined;
+}
+
+/**
+ * Where a run is: the store's runs/<id>/, or — for a local store — the layout before it,
+ * runs/runs/<id>/ (when `.troupe/runs` was the store), read as a store of its own.
+ */
+async function runIn(store: ObjectStore, runId: string): Promise<RunStore> {
+  const here = new RunStore(store, runId);
+  if (!(store instanceof FileStore) || (await store.head(`runs/${runId}/config.json`))) return here;
+  const legacy = new FileStore(`${store.root}/runs`);
+  return (await legacy.head(`runs/${runId}/config.json`)) ? new RunStore(legacy, runId) : here;
+}
+
+/** The newest run of a recipe in the store, else in the older local layout (see runIn). */
+async function findNewestRun(store: ObjectStore, recipe: Recipe): Promise<RunStore | undefined> {
+  const id = await newestRunOf(store, recipe);
+  if (id !== undefined) return new RunStore(store, id);
+  if (!(store instanceof FileStore)) return undefined;
+  const legacy = new FileStore(`${store.root}/runs`);
+  const old = await newestRunOf(legacy, recipe);
+  return old === undefined ? undefined : new RunStore(legacy, old);
+}
+
+/** The command line that continues a run (shown on interrupt, worker failures and stops). */
+function resumeCommand(runId: string, recipeArg: string): string {
+  const recipe = recipeArg === "default" ? "" : ` --recipe ${recipeArg}`;
+  return `npx nx run trainer:train --${recipe} --run ${runId} --resume`;
+}
+
+/** Removes every object of a run (a launch that failed before its first step committed). */
+async function removeRun(runStore: RunStore): Promise<void> {
+  const { store, runId } = runStore;
+  for (const { key } of await store.list(`runs/${runId}/`)) await store.delete(key);
+  // A folder's deletes leave its empty sub-folders (S3 has none to leave).
+  if (store instanceof FileStore) await rm(join(store.root, "runs", runId), { recursive: true, force: true });
 }
 
 function timestampId(): string {
@@ -146,7 +224,7 @@ async function commandSft(argv: string[]): Promise<number> {
   reporter.finish();
   await engine.close();
   process.stdout.write(
-    `warm start ${result!.runId}${result!.cached ? " (cached)" : ""} in ${recipe.store}\n`,
+    `warm start ${result!.runId}${result!.cached ? " (cached)" : ""}: ${storeLocation(store, `runs/${result!.runId}/`, invokedFrom)}\n`,
   );
   return 0;
 }
@@ -163,27 +241,41 @@ async function commandEval(argv: string[]): Promise<number> {
     },
     strict: true,
   });
+  const requestedStep = wholeNumber("--step", values.step, 0);
+  const count = wholeNumber("--tasks", values.tasks, 1);
   const base = loadRecipeText(readFileSync(resolveRecipePath(values.recipe), "utf8"));
   const store = await checkedStoreFor(base, { write: false });
-  const runId = values.run ?? (await newestRunOf(base));
-  if (!runId) throw new RecipeError(`eval: no run of recipe "${base.name}" in ${base.store}; pass --run`);
-  const runStore = new RunStore(store, runId);
-  const recipe = parseRecipe(await runStore.readConfig(), `run ${runId} config`);
-  const step = values.step !== undefined ? Number(values.step) : await runStore.latestCommittedStep();
-  if (step === undefined || !Number.isInteger(step) || step < 0) {
-    throw new RecipeError(`eval: run ${runId} has no committed step${values.step ? ` ${values.step}` : ""}`);
+  const runStore = values.run ? await runIn(store, values.run) : await findNewestRun(store, base);
+  if (!runStore) {
+    throw new RecipeError(
+      `eval: no run of recipe "${base.name}" with a committed step in ${base.store}; pass --run`,
+    );
   }
+  const runId = runStore.runId;
+  const recipe = parseRecipe(await runStore.readConfig(), `run ${runId} config`);
   const { trainerEnv, team } = recipeEnvironment(recipe);
+  // Steps with every policy's checkpoint (train keeps every train.checkpointEvery-th and the newest).
+  let evaluable = await runStore.committedSteps();
+  for (const policyId of teamPolicies(team)) {
+    const kept = new Set(await runStore.checkpointSteps(policyId));
+    evaluable = evaluable.filter((s) => kept.has(s));
+  }
+  const step = requestedStep ?? evaluable.at(-1);
+  if (step === undefined || !evaluable.includes(step)) {
+    throw new RecipeError(
+      `--step: run ${runId} has no committed step with checkpoints${step !== undefined ? ` at ${step}` : ""}` +
+        (evaluable.length ? ` (steps with checkpoints: ${evaluable.join(", ")})` : ""),
+    );
+  }
   // Every object of the run up to the step, shards included, against its manifest (errors name the key).
   await runStore.verify({ upToStep: step });
   const engine = await createEngine(recipe, teamPolicies(team));
   await restoreStep(engine, runStore, team, step);
-  const count = values.tasks !== undefined ? Number(values.tasks) : recipe.train.evalTasks;
   const result = await evaluate(
     trainerEnv,
     team,
     policySet(engine, team, step + 1),
-    evalTasks(trainerEnv, recipe, count),
+    evalTasks(trainerEnv, recipe, count ?? recipe.train.evalTasks),
     evalSampling(recipe),
     recipe.seed,
   );
@@ -202,6 +294,18 @@ async function commandEval(argv: string[]): Promise<number> {
   );
   return 0;
 }
+
+/** A whole-number flag at least `min`, or undefined when absent; else an error naming the flag. */
+function wholeNumber(flag: string, text: string | undefined, min: number): number | undefined {
+  if (text === undefined) return undefined;
+  const n = Number(text);
+  if (text.trim() === "" || !Number.isSafeInteger(n) || n < min)
+    throw new RecipeError(`${flag}: expected a whole number ≥ ${min}, got "${text}"`);
+  return n;
+}
+
+/** `--resume` takes one recipe change: train.steps, to extend a run (finished or not). */
+const RESUME_SETTABLE = ["train.steps"];
 
 async function commandTrain(argv: string[]): Promise<number> {
   const { values } = parseArgs({
@@ -222,14 +326,22 @@ async function commandTrain(argv: string[]): Promise<number> {
   let recipe = loadRecipeText(readFileSync(recipePath, "utf8"), values.set, recipePath);
   // Nothing is written before the recipe, its environment and engine, and the store have passed.
   const store = await checkedStoreFor(recipe, { write: true });
-  let runId = values.run;
+  let runStore: RunStore | undefined = values.run ? await runIn(store, values.run) : undefined;
   if (values.resume) {
-    runId ??= await newestRunOf(recipe);
-    if (!runId) throw new RecipeError(`--resume: no run of recipe "${recipe.name}" in ${recipe.store}`);
-    const stored = parseRecipe(await new RunStore(store, runId).readConfig(), `run ${runId} config`);
-    if (values.set.length > 0)
-      throw new RecipeError("--resume continues a run with its own recipe: drop --set");
-    recipe = stored;
+    runStore ??= await findNewestRun(store, recipe);
+    if (!runStore) {
+      throw new RecipeError(
+        `--resume: no run of recipe "${recipe.name}" with a committed step in ${recipe.store}`,
+      );
+    }
+    const other = values.set.find((s) => !RESUME_SETTABLE.includes(s.slice(0, s.indexOf("="))));
+    if (other !== undefined) {
+      throw new RecipeError(
+        `--set ${other}: --resume continues a run with its own recipe; it takes only --set train.steps=<n> (to extend it)`,
+      );
+    }
+    const stored = (await runStore.readConfig()) as Record<string, unknown>;
+    recipe = parseRecipe(applyOverrides(stored, values.set), `run ${runStore.runId} config`);
   }
   // The process's role; the run's config keeps the recipe's own `mode`, so every role writes the same one.
   const mode = values.mode ?? recipe.mode;
@@ -241,61 +353,87 @@ async function commandTrain(argv: string[]): Promise<number> {
     throw new RecipeError("--mode rollout: pass --worker <id>, unique per worker process");
   const leaseSeconds = Number(values["lease-seconds"]);
   if (!(leaseSeconds > 0)) throw new RecipeError(`--lease-seconds: expected a positive number`);
-  runId ??= `${recipe.name}-${timestampId()}`;
-  const runStore = new RunStore(store, runId);
   const idleSeconds = Number(values["idle-seconds"]);
   if (!(idleSeconds > 0)) throw new RecipeError(`--idle-seconds: expected a positive number`);
+  runStore ??= new RunStore(store, `${recipe.name}-${timestampId()}`);
+  const runId = runStore.runId;
   const { trainerEnv, team: fullTeam } = recipeEnvironment(recipe);
   checkEngineRecipe(recipe, teamPolicies(fullTeam));
   if (mode === "rollout")
     return runRolloutWorker(recipe, runStore, values.worker!, leaseSeconds * 1000, idleSeconds * 1000);
-  if (!values.resume && (await runStore.latestCommittedStep()) !== undefined) {
+  const committedBefore = await runStore.latestCommittedStep();
+  if (!values.resume && committedBefore !== undefined) {
     throw new RecipeError(`run ${runId} already has committed steps: pass --resume to continue it`);
   }
-  await runStore.writeConfig(recipe);
-
-  const engine = await createEngine(recipe, teamPolicies(fullTeam));
+  const resume = resumeCommand(runId, values.recipe);
   const reporter = consoleReporter();
-  const signals = stopOnSignal(reporter);
-  reporter.note(
-    `run ${runId}: ${recipe.environment.name} · team ${fullTeam.roles.map((r) => `${r.id}→${r.policy}`).join(", ")} · ` +
-      `${recipe.strategy.name} · ${recipe.train.steps} steps · store ${recipe.store}`,
-  );
-  if ((await runStore.latestCommittedStep()) === undefined) {
-    await warmStart(recipe, trainerEnv, fullTeam, engine, store, reporter);
+  const signals = stopOnSignal(reporter, resume);
+  let summary: Awaited<ReturnType<typeof train>>;
+  try {
+    // An extension (--resume --set train.steps=n) records the run's new length; else the config is
+    // written once, and a different one for an existing run is refused.
+    if (values.resume && values.set.length > 0) await runStore.replaceConfig(recipe);
+    else await runStore.writeConfig(recipe);
+    const engine = await createEngine(recipe, teamPolicies(fullTeam));
+    try {
+      reporter.note(
+        `run ${runId}: ${recipe.environment.name} · team ${fullTeam.roles.map((r) => `${r.id}→${r.policy}`).join(", ")} · ` +
+          `${recipe.strategy.name} · steps 0–${recipe.train.steps - 1} · store ${recipe.store}`,
+      );
+      if (committedBefore === undefined) {
+        await warmStart(recipe, trainerEnv, fullTeam, engine, store, reporter);
+      }
+      summary = await train({
+        recipe,
+        trainerEnv,
+        team: fullTeam,
+        engine,
+        runStore,
+        reporter,
+        stopRequested: signals.requested,
+        ...(mode === "learner"
+          ? { rollouts: queueRollouts({ recipe, trainerEnv, runStore, reporter }) }
+          : {}),
+      });
+    } finally {
+      reporter.finish();
+      await engine.close();
+    }
+  } catch (error) {
+    // A launch that fails before its first step commits leaves nothing behind (with workers, the
+    // learner leaves their shards: they may still be writing).
+    const committed = await runStore.latestCommittedStep().catch(() => committedBefore);
+    if (committed === undefined && mode === "all") await removeRun(runStore).catch(() => {});
+    if (
+      committed !== undefined &&
+      (error instanceof TorchWorkerExited || error instanceof TorchWorkerError)
+    ) {
+      throw new ResumableError(error.message, resume);
+    }
+    throw error;
+  } finally {
+    signals.dispose();
   }
-  const summary = await train({
-    recipe,
-    trainerEnv,
-    team: fullTeam,
-    engine,
-    runStore,
-    reporter,
-    stopRequested: signals.requested,
-    ...(mode === "learner" ? { rollouts: queueRollouts({ recipe, trainerEnv, runStore, reporter }) } : {}),
-  });
-  reporter.finish();
-  await engine.close();
   const rows = summary.evals.map(({ step, result }) => ({
-    step,
+    step: evalStepLabel(step),
     "held-out success": `${(100 * result.successRate).toFixed(1)}%`,
     "95% CI": `[${(100 * result.ci95[0]).toFixed(1)}, ${(100 * result.ci95[1]).toFixed(1)}]`,
     "team return": result.meanTeamReturn.toFixed(3),
     tasks: result.tasks,
   }));
+  const last = summary.lastCommittedStep ?? "-";
   process.stdout.write(
-    `\n${table(rows)}\n\nrun ${runId}: ${summary.stoppedEarly ? "stopped" : "finished"} at step ${summary.lastCommittedStep ?? "-"}\n`,
+    `\n${table(rows)}\n\nrun ${runId}: ${summary.stoppedEarly ? "stopped" : "finished"} at step ${last}\n`,
   );
+  if (summary.stoppedEarly) process.stdout.write(`continue with: ${resume}\n`);
+  const where = (key: string) => storeLocation(runStore.store, key, invokedFrom);
   process.stdout.write(
-    `artifacts: ${recipe.store.replace(/\/$/, "")}/runs/${runId}/ (config.json, steps/, checkpoints/, metrics.jsonl)\n`.replace(
-      "/runs/runs/",
-      "/runs/",
-    ),
+    `artifacts: ${where(`runs/${runId}/`)} (config.json, steps/, checkpoints/, metrics.jsonl)\n`,
   );
   // The run's page (curves, transcripts) next to its artifacts; a failure here loses no training.
   try {
     const { folder } = await writeRunReport(runStore.store, [runId]);
-    process.stdout.write(`report: ${runStore.store.uri.replace(/\/$/, "")}/${folder}index.html\n`);
+    process.stdout.write(`report: ${where(`${folder}index.html`)}\n`);
   } catch (error) {
     process.stderr.write(
       `note: the run's report was not written: ${(error as Error).message.split("\n")[0]}\n`,
@@ -304,57 +442,71 @@ async function commandTrain(argv: string[]): Promise<number> {
   return 0;
 }
 
+/** A failure the run survives (its last committed step stands): the message and how to go on. */
+class ResumableError extends Error {
+  constructor(
+    message: string,
+    readonly resume: string,
+  ) {
+    super(message);
+    this.name = "ResumableError";
+  }
+}
+
+/** Errors that are the user's to fix (a flag, a recipe, a store, a run): one line, exit 2. */
+function isUserError(error: unknown): boolean {
+  return (
+    error instanceof RecipeError ||
+    error instanceof StoreError ||
+    error instanceof ObjectNotFoundError ||
+    error instanceof IntegrityError ||
+    error instanceof RetriesExhaustedError ||
+    ((error as { code?: string })?.code?.startsWith("ERR_PARSE_ARGS") ?? false)
+  );
+}
+
+const COMMANDS: Record<string, (argv: string[]) => Promise<number>> = {
+  train: commandTrain,
+  sft: commandSft,
+  eval: commandEval,
+  compare: (argv) => commandCompare(argv, { resolveRecipePath, storeFor, timestampId }),
+  sweep: (argv) =>
+    commandSweep(argv, { resolveRecipePath, resolveGridPath, storeFor, timestampId, workspaceRoot }),
+  publish: (argv) => commandPublish(argv, { workspaceRoot, resolveRecipePath, invokedFrom }),
+  report: (argv) => commandReport(argv, { workspaceRoot, resolveRecipePath }),
+};
+
 export async function main(argv: string[]): Promise<number> {
   const [command, ...rest] = argv;
+  if (command === undefined || command === "help" || command === "--help" || command === "-h") {
+    process.stdout.write(`${USAGE}\n`);
+    return command === undefined ? 2 : 0;
+  }
+  const run = COMMANDS[command];
+  if (!run) {
+    process.stderr.write(
+      `error: unknown command "${command}" (commands: ${Object.keys(COMMANDS).join(", ")})\n`,
+    );
+    return 2;
+  }
+  if (wantsHelp(rest)) {
+    process.stdout.write(`${USAGES[command]}\n`);
+    return 0;
+  }
   try {
-    switch (command) {
-      case "train":
-        return await commandTrain(rest);
-      case "sft":
-        return await commandSft(rest);
-      case "eval":
-        return await commandEval(rest);
-      case "compare":
-        return await commandCompare(rest, { resolveRecipePath, storeFor, timestampId });
-      case "sweep":
-        return await commandSweep(rest, {
-          resolveRecipePath,
-          resolveGridPath,
-          storeFor,
-          timestampId,
-          workspaceRoot,
-        });
-      case "publish":
-        return await commandPublish(rest, { workspaceRoot, resolveRecipePath });
-      case "report":
-        return await commandReport(rest, { workspaceRoot, resolveRecipePath });
-      case undefined:
-      case "help":
-      case "--help":
-        process.stdout.write(`${USAGE}\n`);
-        return command === undefined ? 2 : 0;
-      default:
-        process.stderr.write(`unknown command "${command}"\n${USAGE}\n`);
-        return 2;
-    }
+    // Every command's --set keys, before any file is read: a typo names the flag, not the recipe.
+    checkSetKeys(setArguments(rest));
+    return await run(rest);
   } catch (error) {
-    if (
-      error instanceof RecipeError ||
-      error instanceof StoreError ||
-      error instanceof ObjectNotFoundError ||
-      error instanceof IntegrityError ||
-      error instanceof RetriesExhaustedError ||
-      (error as { code?: string }).code?.startsWith("ERR_PARSE_ARGS")
-    ) {
-      process.stderr.write(`error: ${(error as Error).message}\n`);
-      return 2;
-    }
-    if (error instanceof TorchWorkerExited || error instanceof TorchWorkerError) {
+    process.stderr.write(`${errorLine(error)}\n`);
+    if (error instanceof ResumableError) {
       // The step in flight was not committed; the run continues from its last committed step.
-      process.stderr.write(`error: ${error.message}\ncontinue with --resume\n`);
+      process.stderr.write(`continue with: ${error.resume}\n`);
       return 1;
     }
-    throw error;
+    if (isUserError(error)) return 2;
+    if (process.env.TROUPE_DEBUG) process.stderr.write(`${(error as Error).stack}\n`);
+    return 1;
   }
 }
 

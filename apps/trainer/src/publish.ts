@@ -23,6 +23,7 @@ import {
   type TeamManifest,
 } from "@troupe/teams";
 import { exportDecodeGraph } from "@troupe/teams/onnx";
+import { storeLocation } from "./cli.ts";
 import { createEngine } from "./engines.ts";
 import { recipeEnvironment } from "./envs.ts";
 import { evalSampling, evaluate } from "./evaluate.ts";
@@ -164,6 +165,8 @@ export async function publishRun(options: PublishRunOptions): Promise<PublishRun
 export interface PublishCommandContext {
   readonly workspaceRoot: string;
   readonly resolveRecipePath: (name: string) => string;
+  /** The folder the command was typed in: printed local paths are relative to it. */
+  readonly invokedFrom?: string;
 }
 
 /** The `publish` command: arguments → publishRun → one line per fact on stdout. */
@@ -215,7 +218,11 @@ export async function commandPublish(argv: string[], context: PublishCommandCont
     throw error;
   }
   const { manifest, evalSource } = result;
-  const folder = `${storeUri.replace(/\/$/, "")}/teams/${manifest.name}/versions/${String(manifest.version).padStart(8, "0")}/`;
+  const folder = storeLocation(
+    store,
+    `teams/${manifest.name}/versions/${String(manifest.version).padStart(8, "0")}/`,
+    context.invokedFrom ?? process.cwd(),
+  );
   const lines = [
     `published ${manifest.name}@${manifest.version} (run ${manifest.source.runId}, step ${manifest.source.step})`,
     `  where: ${folder}`,

@@ -5,9 +5,9 @@
  */
 import { readFileSync } from "node:fs";
 import { resolve } from "node:path";
-import { fileURLToPath } from "node:url";
 import { parseArgs } from "node:util";
 import { openStore } from "@troupe/storage";
+import { storeLocation } from "./cli.ts";
 import { loadRecipeText, RecipeError } from "./recipe.ts";
 import { writeRunReport } from "./report.ts";
 
@@ -38,11 +38,9 @@ export async function commandReport(argv: string[], context: ReportCommandContex
   const store = openStore(storeUri, { cwd: context.workspaceRoot });
   const out = values.out ? resolve(process.env.INIT_CWD ?? process.cwd(), values.out) : undefined;
   const { folder, report } = await writeRunReport(store, ids, out);
-  const where = store.uri.startsWith("file://")
-    ? `${fileURLToPath(store.uri)}/${folder}`
-    : `${store.uri}/${folder}`;
+  const where = storeLocation(store, `${folder}index.html`, process.env.INIT_CWD ?? process.cwd());
   process.stdout.write(
-    `report of ${report.runIds.length} run(s): ${where}index.html (${report.charts.length} charts as .svg beside it)\n`,
+    `report of ${report.runIds.length} run(s): ${where} (${report.charts.length} charts as .svg beside it)\n`,
   );
   if (out) process.stdout.write(`copied to ${out}/\n`);
   return 0;

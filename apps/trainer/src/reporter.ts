@@ -5,12 +5,22 @@
 import type { EvalResult } from "./evaluate.ts";
 import type { StepReport, TrainReporter } from "./train.ts";
 
+/**
+ * Steps are numbered as everywhere else (metrics, `--step`, publish): 0 to train.steps − 1, the
+ * number of the committed step. An eval is named by the step whose weights it evaluated (`eval`
+ * gets the weights' version, steps done: 0 is before the first step). The progress line of a step
+ * comes when it commits, which with overlapped storage is after the next step's eval ran, so an
+ * eval line waits for its step's progress line: they print in step order.
+ */
 export function consoleReporter(
   stream: NodeJS.WriteStream = process.stderr,
 ): TrainReporter & { finish(): void } {
   const tty = stream.isTTY === true;
   let lastLineLive = false;
-  const started = performance.now();
+  // The ETA's clock starts at the first step report, so engine start-up, the warm start and the
+  // first eval (minutes, once) do not count as per-step time.
+  let first: { step: number; at: number; seconds: number } | undefined;
+  const evalLines = new Map<number, string>();
   const write = (line: string, live: boolean) => {
     if (tty) {
       stream.write(`\r\x1b[2K${line}${live ? "" : "\n"}`);
@@ -25,27 +35,37 @@ export function consoleReporter(
   };
   return {
     step(info: StepReport) {
+      const now = performance.now();
+      first ??= { step: info.step, at: now, seconds: info.seconds };
+      const left = info.totalSteps - 1 - info.step;
+      const perStep =
+        info.step > first.step ? (now - first.at) / 1000 / (info.step - first.step) : first.seconds;
       const done = info.step + 1;
-      const elapsed = (performance.now() - started) / 1000;
-      const eta = done > 0 ? (elapsed / done) * (info.totalSteps - done) : 0;
       const width = 24;
       const filled = Math.round((done / Math.max(1, info.totalSteps)) * width);
       const bar = `[${"#".repeat(filled)}${"-".repeat(width - filled)}]`;
       write(
-        `${bar} step ${done}/${info.totalSteps}  reward ${info.meanReward.toFixed(3)}  success ${(100 * info.successRate).toFixed(1)}%  ` +
-          `loss ${info.loss.toFixed(4)}  ${Math.round(info.tokensPerSecond)} tok/s  ${info.seconds.toFixed(1)} s/step  ETA ${formatDuration(eta)}`,
+        `${bar} step ${info.step}/${info.totalSteps - 1}  reward ${info.meanReward.toFixed(3)}  success ${(100 * info.successRate).toFixed(1)}%  ` +
+          `loss ${info.loss.toFixed(4)}  ${Math.round(info.tokensPerSecond)} tok/s  ${info.seconds.toFixed(1)} s/step  ETA ${formatDuration(perStep * left)}`,
         true,
       );
       if (!tty) lastLineLive = false;
+      const line = evalLines.get(info.step);
+      if (line !== undefined) {
+        evalLines.delete(info.step);
+        clearLive();
+        write(line, false);
+      }
     },
-    eval(step: number, result: EvalResult) {
-      clearLive();
-      write(
-        `eval @ step ${step}: held-out success ${(100 * result.successRate).toFixed(1)}% ` +
-          `[${(100 * result.ci95[0]).toFixed(1)}, ${(100 * result.ci95[1]).toFixed(1)}] on ${result.tasks} tasks, ` +
-          `mean team return ${result.meanTeamReturn.toFixed(3)}`,
-        false,
-      );
+    eval(version: number, result: EvalResult) {
+      const line =
+        `eval ${version === 0 ? "before step 0" : `@ step ${version - 1}`}: held-out success ${(100 * result.successRate).toFixed(1)}% ` +
+        `[${(100 * result.ci95[0]).toFixed(1)}, ${(100 * result.ci95[1]).toFixed(1)}] on ${result.tasks} tasks, ` +
+        `mean team return ${result.meanTeamReturn.toFixed(3)}`;
+      if (version === 0) {
+        clearLive();
+        write(line, false);
+      } else evalLines.set(version - 1, line);
     },
     note(message: string) {
       clearLive();
@@ -53,8 +73,18 @@ export function consoleReporter(
     },
     finish() {
       clearLive();
+      // Evals whose step never reported (a failed commit; a command that evaluates alone).
+      for (const line of [...evalLines.entries()].sort(([a], [b]) => a - b).map(([, l]) => l)) {
+        write(line, false);
+      }
+      evalLines.clear();
     },
   };
+}
+
+/** How a summary table names an eval: by the step whose weights it evaluated (see consoleReporter). */
+export function evalStepLabel(version: number): string | number {
+  return version === 0 ? "start" : version - 1;
 }
 
 export function formatDuration(seconds: number): string {
@@ -104,14 +134,18 @@ export interface SignalStop {
 /**
  * Graceful stop on SIGINT/SIGTERM: the first signal makes `requested()` true, so the loop commits
  * the step in flight and returns; a second one exits at once (the uncommitted step is redone on
- * resume).
+ * resume). `resumeCommand` is the command line that continues the work, shown on both.
  */
-export function stopOnSignal(reporter: Pick<TrainReporter, "note">): SignalStop {
+export function stopOnSignal(reporter: Pick<TrainReporter, "note">, resumeCommand?: string): SignalStop {
   let stop = false;
+  const hint = resumeCommand ? `; continue with: ${resumeCommand}` : "";
   const onSignal = (signal: NodeJS.Signals) => {
-    if (stop) process.exit(130);
+    if (stop) {
+      reporter.note(`${signal}: aborted, the step in flight is not committed${hint}`);
+      process.exit(130);
+    }
     stop = true;
-    reporter.note(`${signal}: finishing and committing the current step (again to abort)`);
+    reporter.note(`${signal}: finishing and committing the current step (again to abort)${hint}`);
   };
   process.on("SIGINT", onSignal);
   process.on("SIGTERM", onSignal);

@@ -161,6 +161,11 @@ export class RunStore {
     }
   }
 
+  /** Replaces the run's config: a resume that extends the run (more steps) records its new length. */
+  async replaceConfig(config: unknown): Promise<void> {
+    await this.store.put(configKey(this.runId), encoder.encode(`${JSON.stringify(config, null, 2)}\n`));
+  }
+
   async readConfig(): Promise<unknown> {
     return JSON.parse(decoder.decode(await this.store.get(configKey(this.runId))));
   }
