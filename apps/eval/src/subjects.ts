@@ -9,6 +9,8 @@
  *   --run id[@step]                a run's checkpoints (default: its newest committed step), on the
  *                                  engine its recipe names, with its evaluation sampling
  */
+import { createRequire } from "node:module";
+import { dirname } from "node:path";
 import { enginePolicy } from "@troupe/engine";
 import { createTorchEngine } from "@troupe/engine-torch";
 import { createEnvironment } from "@troupe/envs";
@@ -36,6 +38,11 @@ import {
 } from "@troupe/trainer";
 import type { SubjectInfo } from "./evaluate.ts";
 import { EvalUsageError } from "./suite.ts";
+
+/** The troupe_worker Python package: the folder of the @troupe/engine-torch-worker workspace package. */
+const TORCH_WORKER_DIR = dirname(
+  createRequire(import.meta.url).resolve("@troupe/engine-torch-worker/package.json"),
+);
 
 export type BackendChoice = "auto" | "onnx" | "torch" | "openai";
 
@@ -83,6 +90,7 @@ export function createTorchBackend(device = "auto"): InferenceBackend {
         models[id] = { kind: "files", files: await registry.readPolicyFiles(manifest, id) };
       const engine = await createTorchEngine({
         python: process.env.TROUPE_PYTHON ?? "/usr/bin/python3",
+        workerDir: TORCH_WORKER_DIR,
         workerArgs: device === "auto" ? [] : ["--device", device],
         models,
         policies: ids.map((id) => ({ id, model: id })),

@@ -8,7 +8,9 @@
  * the same HF files (safetensors + config.json + tokenizer + optimizer state) the embedded engine
  * loads.
  */
-import { isAbsolute, resolve } from "node:path";
+import { existsSync } from "node:fs";
+import { createRequire } from "node:module";
+import { dirname, isAbsolute, resolve } from "node:path";
 import { fileURLToPath } from "node:url";
 import { deriveSeed, type PolicyId } from "@troupe/core";
 import {
@@ -131,9 +133,18 @@ export function torchWorkerArgs(engine: TorchEngineRecipe): string[] {
   return [...args, ...engine.workerArgs];
 }
 
+/** The troupe_worker Python package: the folder of the @troupe/engine-torch-worker workspace package. */
+export const TORCH_WORKER_DIR = dirname(
+  createRequire(import.meta.url).resolve("@troupe/engine-torch-worker/package.json"),
+);
+
 /** How the controller starts the worker: interpreter, flags, one process or torchrun. */
 export function torchProcessOptions(engine: TorchEngineRecipe): WorkerProcessOptions {
   const python = engine.python ?? process.env.TROUPE_PYTHON ?? "/usr/bin/python3";
+  if (engine.python === undefined && process.env.TROUPE_PYTHON?.includes("/")) {
+    if (!existsSync(workspacePath(process.env.TROUPE_PYTHON)))
+      throw new RecipeError(`TROUPE_PYTHON: no file ${process.env.TROUPE_PYTHON}`);
+  }
   const { launch } = engine;
   if (launch.kind === "torchrun" && launch.nnodes > 1 && launch.rdzvEndpoint === undefined) {
     throw new RecipeError(
@@ -142,6 +153,7 @@ export function torchProcessOptions(engine: TorchEngineRecipe): WorkerProcessOpt
   }
   return {
     python: python.includes("/") ? workspacePath(python) : python,
+    workerDir: TORCH_WORKER_DIR,
     workerArgs: torchWorkerArgs(engine),
     startupTimeoutMs: engine.startupTimeoutSeconds * 1000,
     launch:

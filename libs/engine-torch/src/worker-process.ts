@@ -15,7 +15,6 @@ import { mkdtempSync, rmSync } from "node:fs";
 import { createServer, type Server, type Socket } from "node:net";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
-import { fileURLToPath } from "node:url";
 import {
   encodeFrame,
   type Frame,
@@ -27,8 +26,12 @@ import {
   type WorkerInfo,
 } from "./protocol.ts";
 
-/** The Python package directory (apps/engine-torch), found from this file in src/ or dist/. */
-export const DEFAULT_WORKER_DIR = fileURLToPath(new URL("../../../apps/engine-torch", import.meta.url));
+/**
+ * The directory holding the troupe_worker Python package when `workerDir` is not given:
+ * TROUPE_TORCH_WORKER_DIR, else none (pip-installed). A library does not know where apps live;
+ * the apps that start workers pass the folder of the @troupe/engine-torch-worker package.
+ */
+export const DEFAULT_WORKER_DIR: string | undefined = process.env.TROUPE_TORCH_WORKER_DIR || undefined;
 
 export interface TorchrunLaunch {
   readonly kind: "torchrun";
@@ -104,7 +107,7 @@ export class WorkerProcess {
 
   private constructor(options: WorkerProcessOptions) {
     const python = options.python ?? "/usr/bin/python3";
-    const workerDir = options.workerDir === undefined ? DEFAULT_WORKER_DIR : options.workerDir;
+    const workerDir = options.workerDir === undefined ? (DEFAULT_WORKER_DIR ?? null) : options.workerDir;
     const env: Record<string, string> = { ...(process.env as Record<string, string>), ...options.env };
     if (workerDir !== null) env.PYTHONPATH = [workerDir, env.PYTHONPATH].filter(Boolean).join(":");
     env.PYTHONUNBUFFERED = "1";
