@@ -271,8 +271,18 @@ function errorLine(error: unknown): string {
   return message.split("\n")[0]!.trim() || (error as Error).name || "unknown error";
 }
 
+/** `<command> --help`: the usage, which lists every command (before a `--` that ends the flags). */
+function wantsHelp(argv: readonly string[]): boolean {
+  const end = argv.indexOf("--");
+  return (end < 0 ? argv : argv.slice(0, end)).some((a) => a === "--help" || a === "-h");
+}
+
 export async function main(argv: string[]): Promise<number> {
   const [command, ...rest] = argv;
+  if (command !== undefined && wantsHelp(rest)) {
+    process.stdout.write(`${USAGE}\n`);
+    return 0;
+  }
   try {
     switch (command) {
       case "run":
@@ -284,10 +294,11 @@ export async function main(argv: string[]): Promise<number> {
       case undefined:
       case "help":
       case "--help":
+      case "-h":
         process.stdout.write(`${USAGE}\n`);
         return command === undefined ? 2 : 0;
       default:
-        process.stderr.write(`unknown command "${command}"\n${USAGE}\n`);
+        process.stderr.write(`error: unknown command "${command}" (commands: run, gate, nightly)\n`);
         return 2;
     }
   } catch (error) {
