@@ -8,7 +8,6 @@ export type FaultPhase =
   | "after-learner"
   | "mid-checkpoints"
   | "after-checkpoints"
-  | "after-metrics"
   | "after-commit"
   | "sft-after-step";
 

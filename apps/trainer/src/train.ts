@@ -250,8 +250,7 @@ export async function train(options: TrainOptions): Promise<TrainSummary> {
       await stage.commit();
       if (i === 0) faultPoint("mid-checkpoints", step);
     }
-    faultPoint("after-checkpoints", step);
-    faultPoint("after-metrics", step); // (the metrics were written with the data, above)
+    faultPoint("after-checkpoints", step); // (the metrics were written with the data, above)
     await stepStage.commit();
     lastCommitted = step;
     await logScalars(step + 1, work.metrics);
