@@ -140,7 +140,8 @@ export async function solve(
     sampling: loaded.sampling[team.roles[0]!.policy]!,
   };
 
-  // Before any generation: every agent's first prompt must fit its model's context.
+  // Every prompt must fit its model's context: all agents' first prompts before any generation
+  // (onStart), then each stage's before it is generated.
   const taskPath = typeof input === "object" && input !== null && "generate" in input ? "generate" : "task";
   const checkPrompts = (requests: readonly { agent: AgentId; observation: Observation }[]) => {
     for (const { agent, observation } of requests) {
