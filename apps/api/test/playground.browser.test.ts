@@ -280,26 +280,83 @@ describe("the playground page in Chromium", { timeout: 90_000 }, () => {
     expect(await page.getAttribute('[data-cell="2,3"]', "class")).toBe("cell path goal end");
     expect(await page.textContent("#path-caption")).toBe("path: 5 move(s) RRDDR · shortest possible 5");
 
-    // A coding task: the final state's code and its test scores.
+    // A coding task: each role's code, the program the tests ran, and every hidden test's result.
     await run({
       task: {
         id: "HumanEval/0",
         payload: { taskId: "HumanEval/0", prompt: "def add(a, b):\n", entryPoint: "add", test: "" },
       },
       answer: {
-        kind: "state",
-        state: {
-          code: "    return a + b",
-          tests: "assert add(1, 2) == 3",
-          hidden: { passed: 3, total: 3 },
-          generated: { passed: 1, total: 1 },
+        kind: "code",
+        entryPoint: "add",
+        program: "def add(a, b):\n    return a + b\n",
+        parts: { coder: "def add(a, b):\n    return a + b", tester: "assert add(1, 2) == 3" },
+        tests: {
+          passed: 1,
+          total: 2,
+          cases: [
+            { source: "assert candidate(1, 2) == 3", passed: true },
+            { source: "assert candidate(2, 2) == 5", passed: false, error: "AssertionError" },
+          ],
         },
+        generatedTests: { passed: 1, total: 1, cases: [{ source: "assert add(1, 2) == 3", passed: true }] },
+        turns: 1,
+      },
+      solved: false,
+    });
+    expect(await page.textContent("#code")).toBe("def add(a, b):\n    return a + b\n");
+    expect(await page.textContent("#result")).toContain("hidden tests: 1/2 passed");
+    expect(await page.textContent("#result")).toContain("team's own tests: 1/1 passed");
+    expect(await page.$$eval("#tests li", (n) => n.map((e) => [e.className, e.textContent]))).toEqual([
+      ["test pass", "✓ assert candidate(1, 2) == 3"],
+      ["test fail", "✗ assert candidate(2, 2) == 5 — AssertionError"],
+    ]);
+    expect(await page.textContent('[data-role="tester"]')).toBe("assert add(1, 2) == 3");
+
+    // A math task: the team's answer, each agent's, and the tool's program and output.
+    await run({
+      task: {
+        id: "gsm8k/test/0",
+        payload: { id: "gsm8k/test/0", question: "What is 6 times 7?", answer: 42 },
+      },
+      answer: {
+        kind: "math",
+        answer: 42,
+        agree: true,
+        reasoner: 42,
+        tool: { answer: 42, program: "print(6 * 7)", output: "42\n", status: "ok" },
+        turns: 1,
       },
       solved: true,
     });
-    expect(await page.textContent("#code")).toBe("    return a + b");
-    expect(await page.textContent("#result")).toContain("hidden tests: 3/3 passed");
-    expect(await page.textContent("#result")).toContain("generated tests: 1/1 passed");
+    expect(await page.textContent("#math-answer")).toBe("team answer: 42 (the agents agree)");
+    expect(await page.textContent("#tool-program")).toBe("print(6 * 7)");
+    expect(await page.textContent("#tool-output")).toBe("42\n");
+
+    // A writing task: the texts and the reward tiers.
+    await run({
+      task: { id: "t3_x", payload: { kind: "tldr", id: "t3_x", title: "A post", text: "body" } },
+      answer: {
+        kind: "writing",
+        texts: { concise: "short", detailed: "long" },
+        tiers: {
+          structure: 0.5,
+          coordination: 0,
+          vocabulary: 0,
+          style: 0,
+          total: 0.5,
+          stoppedAt: "coordination",
+        },
+      },
+    });
+    expect(await page.$$eval("#tiers td", (n) => n.map((e) => e.textContent))).toEqual([
+      "0.500",
+      "0.000",
+      "0.000",
+      "0.000",
+      "0.500",
+    ]);
+    expect(await page.textContent('[data-role="detailed"]')).toBe("long");
 
     // A board game (Sokoban, Sudoku): the final board as text.
     await run({

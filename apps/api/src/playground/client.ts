@@ -7,8 +7,10 @@
  *
  * Flow: API key → GET /v1/teams → pick a team → a task (generated from a seed, or pasted JSON) →
  * POST /v1/solve with stream: true → the turns arrive as server-sent events and are listed as they
- * come → the result is rendered: the Plan-Path grid with walls, start, goal and the path walked; a
- * coding task's code and test results; JSON for anything else.
+ * come → the result is rendered by the answer's kind: the Plan-Path grid with walls, start, goal and
+ * the path walked; a board; a coding team's code, the program the tests ran and each test's result;
+ * a math team's answer with the tool's program and output; a writing team's texts and reward tiers;
+ * JSON for anything else.
  *
  * The SSE stream is read from fetch's ReadableStream: EventSource can only GET and cannot send an
  * Authorization header. The parser is the few lines of the WHATWG "event stream" grammar the API
@@ -297,33 +299,55 @@ function renderBoard(answer) {
     el("div", { class: "legend" }, (answer.kind || "board") + " · " + answer.movesTaken + " move(s)" + (answer.report ? " · " + answer.report : "")));
 }
 
-function codeOf(answer) {
-  if (typeof answer === "string") return answer;
-  if (answer && typeof answer === "object") {
-    for (const key of ["code", "program", "completion"]) if (typeof answer[key] === "string") return answer[key];
-  }
-  return null;
+/** A test run of a code answer: "label: p/t passed", then each test with its outcome. */
+function testRun(label, run, id) {
+  if (!run) return [el("div", { class: "muted" }, label + ": not run (no code)")];
+  const parts = [el("h3", {}, label + ": " + run.passed + "/" + run.total + " passed")];
+  if (run.error) parts.push(el("div", { class: "error" }, "the program did not get to the tests: " + run.error));
+  parts.push(el("ul", { id }, run.cases.map((t) =>
+    el("li", { class: "test " + (t.passed ? "pass" : "fail") }, (t.passed ? "✓ " : "✗ ") + t.source + (t.error ? " — " + t.error : "")))));
+  return parts;
 }
 
-function isCoding(payload, answer) {
-  return payload && typeof payload.prompt === "string" && typeof payload.entryPoint === "string" && codeOf(answer) !== null;
+/** A coding team's answer: the task, each role's code, the program the tests ran, and the results. */
+function renderCode(payload, answer) {
+  const parts = [el("h3", {}, (payload && payload.taskId) || "task"), el("pre", {}, (payload && payload.prompt) || "")];
+  for (const [role, code] of Object.entries(answer.parts)) {
+    parts.push(el("h3", {}, role + (role === "tester" ? " (tests written by the team)" : "")), el("pre", { class: "part", "data-role": role }, code));
+  }
+  parts.push(el("details", {}, el("summary", {}, "program the tests ran"), el("pre", { id: "code" }, answer.program)));
+  parts.push(...testRun("hidden tests", answer.tests, "tests"));
+  if (answer.generatedTests !== undefined) parts.push(...testRun("team's own tests", answer.generatedTests, "generated-tests"));
+  return el("div", {}, parts);
 }
 
-function renderCoding(payload, answer) {
-  const parts = [el("h3", {}, payload.taskId || "task"), el("pre", {}, payload.prompt), el("h3", {}, "code"), el("pre", { id: "code" }, codeOf(answer))];
-  const report = answer && typeof answer === "object" ? answer.report ?? answer : {};
-  const tests = Array.isArray(report.tests) ? report.tests : [];
-  for (const key of ["hidden", "generated"]) {
-    const score = answer && answer[key];
-    if (score && Number.isInteger(score.total)) parts.push(el("div", { class: "muted" }, key + " tests: " + score.passed + "/" + score.total + " passed"));
+const num = (x) => (x === null || x === undefined ? "no answer" : String(x));
+
+/** A math team's answer: the team's number, each agent's, and the tool's program and output. */
+function renderMath(payload, answer) {
+  const parts = [
+    el("pre", {}, (payload && payload.question) || ""),
+    el("div", { id: "math-answer" }, "team answer: " + num(answer.answer) + (answer.agree ? " (the agents agree)" : " (the agents disagree)")),
+    el("div", { class: "legend" }, "reasoner: " + num(answer.reasoner) + " · tool: " + num(answer.tool && answer.tool.answer) + " · " + answer.turns + " turn(s)"),
+  ];
+  if (answer.tool) {
+    parts.push(el("h3", {}, "tool program"), el("pre", { id: "tool-program" }, answer.tool.program));
+    parts.push(el("h3", {}, "tool output (" + answer.tool.status + ")"), el("pre", { id: "tool-output" }, answer.tool.output));
+    if (answer.tool.error) parts.push(el("div", { class: "error" }, answer.tool.error));
   }
-  if (typeof answer.tests === "string") parts.push(el("h3", {}, "tests written by the team"), el("pre", {}, answer.tests));
-  if (tests.length) {
-    parts.push(el("h3", {}, "test results " + tests.filter((t) => t.passed).length + "/" + tests.length));
-    parts.push(el("ul", {}, tests.map((t) =>
-      el("li", { class: "test " + (t.passed ? "pass" : "fail") }, (t.passed ? "✓ " : "✗ ") + t.source + (t.error ? " — " + t.error : "")))));
+  return el("div", {}, parts);
+}
+
+/** A writing team's texts and the reward tiers they reached. */
+function renderWriting(payload, answer) {
+  const parts = [el("details", {}, el("summary", {}, (payload && payload.title) || "source text"), el("pre", {}, (payload && payload.text) || ""))];
+  for (const [role, text] of Object.entries(answer.texts)) parts.push(el("h3", {}, role), el("pre", { class: "text", "data-role": role }, text));
+  if (answer.tiers) {
+    const tiers = ["structure", "coordination", "vocabulary", "style", "total"];
+    parts.push(el("table", { id: "tiers" }, el("tr", {}, tiers.map((t) => el("th", {}, t))),
+      el("tr", {}, tiers.map((t) => el("td", {}, answer.tiers[t].toFixed(3))))));
+    if (answer.tiers.stoppedAt) parts.push(el("div", { class: "legend" }, "stopped at the " + answer.tiers.stoppedAt + " tier"));
   }
-  if (typeof report.syntaxError === "string") parts.push(el("div", { class: "error" }, "syntax error: " + report.syntaxError));
   return el("div", {}, parts);
 }
 
@@ -343,11 +367,12 @@ function renderResult(result) {
     : null;
   const payload = result.task && result.task.payload;
   const answer = result.answer;
-  // Environments without a dedicated answer give their final state as {kind: "state", state}.
-  const state = answer && answer.kind === "state" ? answer.state : answer;
+  const kind = answer && answer.kind;
   let view;
   if (isPlanPath(payload)) view = renderPlanPath(payload, answer);
-  else if (isCoding(payload, state)) view = renderCoding(payload, state);
+  else if (kind === "code") view = renderCode(payload, answer);
+  else if (kind === "math") view = renderMath(payload, answer);
+  else if (kind === "writing") view = renderWriting(payload, answer);
   else if (answer && Array.isArray(answer.board)) view = renderBoard(answer);
   else view = el("div", {}, el("h3", {}, "answer"), el("pre", { id: "answer-json" }, JSON.stringify(answer, null, 2)));
   const edit = result.task
