@@ -28,7 +28,7 @@ cat > "$dir/package.json" <<JSON
     "lint": "biome check .",
     "test": "vitest run"
   },
-  "nx": { "name": "$name" }
+  "nx": { "name": "$name", "tags": ["type:${kind%s}"] }
 }
 JSON
 cat > "$dir/tsconfig.json" <<JSON
