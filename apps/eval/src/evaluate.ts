@@ -9,8 +9,8 @@
  *     tasks) and `meanTeamReturn` (t-interval over tasks), the numbers `trainer:eval` and the
  *     manifest report;
  *   - `suite.samples` episodes at the suite's temperature → unbiased pass@k per task (Chen et al.
- *     2021), averaged over tasks with a t-interval over tasks, and the test pass rate where the
- *     environment runs tests.
+ *     2021), averaged over tasks with a t-interval over tasks; the test pass rate where the
+ *     environment runs tests (coding); each reward tier's mean for writing.
  * Per role: calls, prompt and completion tokens, generation time per call; per episode: latency.
  */
 import { deriveSeed, type Task } from "@troupe/core";
@@ -49,6 +49,7 @@ export async function evaluateSubject(
   const own: SolveResult[] = [];
   const perTaskPass: Map<number, number[]> = new Map(ks.map((k) => [k, []]));
   const perTaskTests: number[] = [];
+  const perTaskTiers: Record<string, number>[] = [];
   const all: SolveResult[] = [];
   for (const task of tasks) {
     const input = { task: { id: task.id, split: "test", payload: task.payload } };
@@ -74,6 +75,14 @@ export async function evaluateSubject(
     const fractions = sampled.map((r) => testFraction(r.answer));
     if (fractions.some((f) => f !== undefined)) {
       perTaskTests.push(fractions.reduce<number>((s, f) => s + (f ?? 0), 0) / fractions.length);
+    }
+    const tiers = sampled.flatMap((r) =>
+      r.answer.kind === "writing" && r.answer.tiers ? [r.answer.tiers] : [],
+    );
+    if (tiers.length > 0) {
+      perTaskTiers.push(
+        Object.fromEntries(WRITING_TIERS.map((t) => [t, tiers.reduce((s, x) => s + x[t], 0) / tiers.length])),
+      );
     }
   }
 
@@ -102,6 +111,19 @@ export async function evaluateSubject(
       ...(perTaskTests.length === tasks.length && tasks.length > 0
         ? { testPassRate: tInterval(perTaskTests, [0, 1]) }
         : {}),
+      ...(perTaskTiers.length === tasks.length && tasks.length > 0
+        ? {
+            tiers: Object.fromEntries(
+              WRITING_TIERS.map((t) => [
+                t,
+                tInterval(
+                  perTaskTiers.map((x) => x[t]!),
+                  [0, Number.POSITIVE_INFINITY],
+                ),
+              ]),
+            ),
+          }
+        : {}),
     },
     usage: usageOf(all),
     latency: latencyOf(all),
@@ -121,23 +143,16 @@ export function tInterval(values: readonly number[], bounds: readonly [number, n
   return { value: mean, low: ci95?.[0] ?? mean, high: ci95?.[1] ?? mean, n: values.length, method: "t" };
 }
 
+/** The reward tiers a writing answer reports, in order. */
+const WRITING_TIERS = ["structure", "coordination", "vocabulary", "style", "total"] as const;
+
 /**
- * The fraction of the task's tests the final program passed, where the environment keeps one in its
- * state: coder–tester's hidden tests (`hidden: {passed, total}`, null before any code), the
- * helper–main pair's last attempt (`attempts[-1]: {passed, total}`). Undefined elsewhere.
+ * The fraction of the task's hidden tests the final program passed, where the answer is a coding
+ * team's (no program written: 0). Undefined for answers of other kinds.
  */
 export function testFraction(answer: SolveAnswer): number | undefined {
-  if (answer.kind !== "state" || typeof answer.state !== "object" || answer.state === null) return undefined;
-  const state = answer.state as { hidden?: unknown; attempts?: unknown };
-  const fraction = (x: unknown): number | undefined => {
-    const r = x as { passed?: unknown; total?: unknown } | null;
-    if (r === null) return 0;
-    if (typeof r?.passed !== "number" || typeof r.total !== "number") return undefined;
-    return r.total > 0 ? r.passed / r.total : 0;
-  };
-  if ("hidden" in state) return fraction(state.hidden);
-  if (Array.isArray(state.attempts)) return state.attempts.length ? fraction(state.attempts.at(-1)) : 0;
-  return undefined;
+  if (answer.kind !== "code") return undefined;
+  return answer.tests && answer.tests.total > 0 ? answer.tests.passed / answer.tests.total : 0;
 }
 
 function usageOf(results: readonly SolveResult[]): Record<string, RoleUsageSummary> {

@@ -18,7 +18,7 @@ import { table } from "@troupe/trainer";
 import { gateReports, gateRows } from "./gate.ts";
 import { LANES, type Lane, runNightly } from "./nightly.ts";
 import { gateMarkdown, reportHtml, reportMarkdown, summaryRows } from "./render.ts";
-import { runEvaluation } from "./run.ts";
+import { EVAL_ARMS, type EvalArm, runEvaluation } from "./run.ts";
 import { type EvalReport, parseReportText, ReportError } from "./schema.ts";
 import { newestTeamReport, readStoredReport } from "./store.ts";
 import { type BackendChoice, parseTeamRef } from "./subjects.ts";
@@ -32,13 +32,15 @@ const invokedFrom = process.env.NX_WORKSPACE_ROOT ?? process.env.INIT_CWD ?? pro
 
 const USAGE = `usage: eval run   (--team <name[@alias|@version]>[,…] | --run <id[@step]>[,…])... [--suite nightly|full|<file>]
                 [--store <uri>] [--backend auto|onnx|torch|openai] [--base-url <url>] [--device <d>]
-                [--tasks <n>] [--samples <n>] [--out <report.json>] [--no-store]
+                [--tasks <n>] [--samples <n>] [--arms team,single,…] [--out <report.json>] [--no-store]
        eval gate    --current <report.json> --baseline <report.json | name@alias | store key> [--store <uri>] [--tolerance <x>] [--out <gate.md>]
        eval nightly --lane embedded|gpu [--suite nightly] [--store <uri>] [--ref latest] [--teams a,b] [--out <dir>] [--tolerance <x>]
   --store     where teams and runs are (default $TROUPE_STORE or ${DEFAULT_STORE_URI}); s3://bucket/prefix
               uses AWS_ENDPOINT_URL_S3 / AWS_ACCESS_KEY_ID / AWS_SECRET_ACCESS_KEY / AWS_REGION
   --suite     how much evaluation: nightly (32 tasks × 10 samples), full (500 × 10) or a YAML file
   --backend   auto (default): onnx when every policy has model.onnx, else torch; openai needs --base-url
+  --arms      team (default) and/or the papers' test-time baselines with the subject's policies:
+              single, naive-concat, sequential, discussion (one report entry each)
   --tolerance extra drop the gate lets pass on every metric, in the metric's units (default 0)`;
 
 const BACKENDS: readonly BackendChoice[] = ["auto", "onnx", "torch", "openai"];
@@ -101,10 +103,16 @@ async function commandRun(argv: string[]): Promise<number> {
       device: { type: "string" },
       tasks: { type: "string" },
       samples: { type: "string" },
+      arms: { type: "string", default: "team" },
       out: { type: "string" },
       "no-store": { type: "boolean", default: false },
     },
     strict: true,
+  });
+  const arms = list([values.arms]).map((a) => {
+    if (!(EVAL_ARMS as readonly string[]).includes(a))
+      throw new EvalUsageError(`--arms: unknown arm "${a}" (known: ${EVAL_ARMS.join(", ")})`);
+    return a as EvalArm;
   });
   const teams = list(values.team);
   const runs = list(values.run);
@@ -126,6 +134,7 @@ async function commandRun(argv: string[]): Promise<number> {
     suite,
     teams,
     runs,
+    arms,
     backend: {
       backend: backendArg(values.backend),
       baseUrl: values["base-url"],

@@ -24,6 +24,7 @@ export function summaryRows(report: EvalReport): Record<string, string | number>
     (a, b) => Number(a) - Number(b),
   );
   const withTests = report.entries.some((e) => e.metrics.testPassRate);
+  const tiers = [...new Set(report.entries.flatMap((e) => Object.keys(e.metrics.tiers ?? {})))];
   return report.entries.map((e) => ({
     subject: e.label,
     environment: e.environment.name,
@@ -35,6 +36,9 @@ export function summaryRows(report: EvalReport): Record<string, string | number>
       ks.map((k) => [`pass@${k} %`, e.metrics.passAtK[k] ? pct(e.metrics.passAtK[k].value) : "-"]),
     ),
     ...(withTests ? { "tests passed %": e.metrics.testPassRate ? pctCi(e.metrics.testPassRate) : "-" } : {}),
+    ...Object.fromEntries(
+      tiers.map((t) => [t, e.metrics.tiers?.[t] ? e.metrics.tiers[t].value.toFixed(3) : "-"]),
+    ),
     "latency p50/p95 ms": `${Math.round(e.latency.p50Ms)}/${Math.round(e.latency.p95Ms)}`,
   }));
 }

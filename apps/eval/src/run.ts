@@ -2,9 +2,11 @@
  * Evaluates a list of subjects on a suite into one report; each entry is also stored next to its
  * subject in the store (store.ts).
  */
+
+import { BASELINES, type Baseline, withBaseline } from "@troupe/envs";
 import { createSandbox } from "@troupe/sandbox";
 import type { ObjectStore } from "@troupe/storage";
-import { createTeamRegistry, needsSandbox } from "@troupe/teams";
+import { createTeamRegistry, type LoadedTeam, needsSandbox } from "@troupe/teams";
 import { type EvalProgress, evaluateSubject } from "./evaluate.ts";
 import { reportMarkdown } from "./render.ts";
 import { EVAL_REPORT_SCHEMA_VERSION, type EvalEntry, type EvalReport, type Suite } from "./schema.ts";
@@ -19,7 +21,12 @@ export interface RunEvalOptions {
   /** `id[@step]` of runs. */
   readonly runs: readonly string[];
   readonly backend: Omit<BackendOptions, "runner">;
-  /** Store each entry next to its subject (default true). */
+  /**
+   * How each subject answers: `team` (as trained) and/or the papers' test-time baselines (single,
+   * naive-concat, sequential, discussion) with the subject's policies. Default: team.
+   */
+  readonly arms?: readonly EvalArm[];
+  /** Store each entry next to its subject (default true; baseline entries stay in the report only). */
   readonly storeEntries?: boolean;
   readonly log?: (line: string) => void;
   readonly now?: Date;
@@ -51,13 +58,22 @@ export async function runEvaluation(options: RunEvalOptions): Promise<RunEvalRes
   // A sandbox only when some subject runs the agents' code (created once, on first need).
   let runner: Awaited<ReturnType<typeof createSandbox>> | undefined;
   const sandbox = async () => (runner ??= await createSandbox());
+  const arms = options.arms ?? ["team"];
   const evaluateOne = async (open: () => Promise<OpenSubject>) => {
     const subject = await open();
     try {
-      log(`eval ${subject.label} (${subject.backend}) on suite ${options.suite.name}`);
-      entries.push(
-        await evaluateSubject(subject.loaded, options.suite, subject, progressLog(subject.label, log)),
-      );
+      for (const arm of arms) {
+        const label = arm === "team" ? subject.label : `${subject.label} · ${arm}`;
+        log(`eval ${label} (${subject.backend}) on suite ${options.suite.name}`);
+        const loaded = arm === "team" ? subject.loaded : baselineTeam(subject.loaded, arm);
+        const entry = await evaluateSubject(
+          loaded,
+          options.suite,
+          { ...subject, label },
+          progressLog(label, log),
+        );
+        entries.push(arm === "team" ? entry : { ...entry, arm });
+      }
     } finally {
       await subject.close();
     }
@@ -90,8 +106,22 @@ export async function runEvaluation(options: RunEvalOptions): Promise<RunEvalRes
   const storedKeys =
     options.storeEntries === false
       ? []
-      : await storeEntryReports(options.store, report, (r) => reportMarkdown(r), stamp);
+      : await storeEntryReports(
+          options.store,
+          { ...report, entries: entries.filter((e) => e.arm === undefined) },
+          (r) => reportMarkdown(r),
+          stamp,
+        );
   return { report, stamp, storedKeys };
+}
+
+export const EVAL_ARMS = ["team", ...BASELINES] as const;
+export type EvalArm = (typeof EVAL_ARMS)[number];
+
+/** The subject answering a baseline's way: its environment wrapped, its team reshaped (baselines.ts). */
+function baselineTeam(loaded: LoadedTeam, baseline: Baseline): LoadedTeam {
+  const { registered, team } = withBaseline(loaded.environment, loaded.team, baseline);
+  return { ...loaded, environment: registered, team };
 }
 
 /** A run's recipe decides whether it needs the sandbox (its config names the environment). */

@@ -93,6 +93,8 @@ export const EntrySchema = z.strictObject({
   label: z.string(),
   /** What the gate matches a baseline entry on: the team's name (or the run id) and its environment. */
   key: z.string(),
+  /** A test-time baseline the subject answered as (eval run --arms), absent for the team itself. */
+  arm: z.enum(["single", "naive-concat", "sequential", "discussion"]).optional(),
   environment: z.strictObject({ name: z.string(), options: z.record(z.string(), z.unknown()) }),
   backend: z.enum(["onnx", "openai", "torch"]),
   tasks: z.number().int().min(0),
@@ -105,6 +107,8 @@ export const EntrySchema = z.strictObject({
     passAtK: z.record(z.string().regex(/^\d+$/), EstimateSchema),
     /** Mean fraction of the task's tests passed, where the environment runs tests (coding). */
     testPassRate: EstimateSchema.optional(),
+    /** Writing: each reward tier's mean over the sampled episodes (structure, coordination, vocabulary, style, total). */
+    tiers: z.record(z.string(), EstimateSchema).optional(),
   }),
   usage: z.record(z.string(), UsageSchema),
   latency: LatencySchema,

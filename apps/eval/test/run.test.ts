@@ -182,6 +182,54 @@ describe("eval run", () => {
     }
   });
 
+  it("evaluates the papers' test-time baselines with the team's policies (--arms)", async () => {
+    const out = join(tmp.root, "out", "arms.json");
+    const { code, err } = await cli(
+      "run",
+      "--team",
+      "tiny",
+      "--arms",
+      "team,single,sequential,discussion",
+      "--suite",
+      suitePath,
+      "--store",
+      storeUri,
+      "--out",
+      out,
+      "--no-store",
+    );
+    expect(err).not.toMatch(/^error/m);
+    expect(code).toBe(0);
+    const { entries } = parseReportText(readFileSync(out, "utf8"), out);
+    expect(entries.map((e) => [e.label, e.arm])).toEqual([
+      ["tiny@v1", undefined],
+      ["tiny@v1 · single", "single"],
+      ["tiny@v1 · sequential", "sequential"],
+      ["tiny@v1 · discussion", "discussion"],
+    ]);
+    // 4 tasks × (1 + 3 samples) = 16 episodes of one inner turn each: one call per role, the single
+    // agent answering alone, and every role twice in a discussion.
+    const calls = (i: number) =>
+      Object.fromEntries(Object.entries(entries[i]!.usage).map(([r, u]) => [r, u.calls]));
+    expect(calls(1)).toEqual({ single: 16 });
+    expect(calls(2)).toEqual({ planner: 16, fixer: 16 });
+    expect(calls(3)).toEqual({ planner: 32, fixer: 32 });
+    const bad = await cli(
+      "run",
+      "--team",
+      "tiny",
+      "--arms",
+      "team,solo",
+      "--suite",
+      suitePath,
+      "--store",
+      storeUri,
+    );
+    expect(bad.err).toBe(
+      'error: --arms: unknown arm "solo" (known: team, single, naive-concat, sequential, discussion)\n',
+    );
+  });
+
   it("names what is wrong in one line", async () => {
     const r1 = await cli("run", "--team", "nosuch", "--suite", suitePath, "--store", storeUri);
     expect(r1.code).toBe(2);
