@@ -8,11 +8,15 @@
  *    Sample schema version in its key-value metadata (`troupe.sample.schemaVersion`).
  *  - `jsonl.gz`: one canonical JSON object a line, gzipped (fflate, so it runs on Workers too).
  *
+ * The Parquet columns are derived from the Sample zod schema (`sampleColumns`), never written out
+ * by hand: a field added to the Sample gets its column, and a field of a kind no column can hold
+ * fails at load time, naming it.
+ *
  * Numbers: every number is written as DOUBLE or INT32 — a JS number round-trips exactly; integer-ness
  * and ranges are enforced when reading, by the Sample zod schema (`parseSample` from @troupe/core).
  * Decoding errors name the shard, the row and the field.
  */
-import { parseSample, SAMPLE_SCHEMA_VERSION, type Sample } from "@troupe/core";
+import { parseSample, SAMPLE_SCHEMA_VERSION, type Sample, SampleSchema } from "@troupe/core";
 import { gunzipSync, gzipSync, strFromU8, strToU8 } from "fflate";
 import { parquetMetadata, parquetReadObjects } from "hyparquet";
 import { parquetWriteBuffer } from "hyparquet-writer";
@@ -77,48 +81,77 @@ function decodeJsonlGz(bytes: Uint8Array, where: string): unknown[] {
 
 // ---------------------------------------------------------------- parquet
 
-type Column = {
-  name: string;
-  type: "STRING" | "DOUBLE" | "INT32" | "BOOLEAN" | "JSON";
-  get: (s: Sample) => unknown;
-};
+type ScalarType = "STRING" | "DOUBLE" | "INT32" | "BOOLEAN" | "JSON";
 
-/** Scalar columns, in file order. Lists are added separately (they need a nested schema). */
-const SCALAR_COLUMNS: Column[] = [
-  { name: "schemaVersion", type: "INT32", get: (s) => s.schemaVersion },
-  { name: "provenance.runId", type: "STRING", get: (s) => s.provenance.runId },
-  { name: "provenance.step", type: "DOUBLE", get: (s) => s.provenance.step },
-  { name: "provenance.strategy", type: "STRING", get: (s) => s.provenance.strategy },
-  { name: "provenance.environment", type: "STRING", get: (s) => s.provenance.environment },
-  { name: "provenance.taskId", type: "STRING", get: (s) => s.provenance.taskId },
-  { name: "provenance.split", type: "STRING", get: (s) => s.provenance.split },
-  { name: "provenance.episode", type: "DOUBLE", get: (s) => s.provenance.episode },
-  { name: "provenance.turn", type: "DOUBLE", get: (s) => s.provenance.turn },
-  { name: "provenance.agent", type: "STRING", get: (s) => s.provenance.agent },
-  { name: "provenance.branch", type: "JSON", get: (s) => s.provenance.branch },
-  { name: "provenance.candidate", type: "DOUBLE", get: (s) => s.provenance.candidate },
-  { name: "provenance.policyId", type: "STRING", get: (s) => s.provenance.policyId },
-  { name: "provenance.policyVersion", type: "DOUBLE", get: (s) => s.provenance.policyVersion },
-  { name: "provenance.sampling", type: "JSON", get: (s) => s.provenance.sampling },
-  { name: "provenance.seed", type: "DOUBLE", get: (s) => s.provenance.seed },
-  { name: "observation", type: "JSON", get: (s) => s.observation },
-  { name: "completionText", type: "STRING", get: (s) => s.completionText },
-  { name: "finishReason", type: "STRING", get: (s) => s.finishReason },
-  { name: "reward.team", type: "DOUBLE", get: (s) => s.reward.team },
-  { name: "reward.local", type: "DOUBLE", get: (s) => s.reward.local },
-  { name: "reward.total", type: "DOUBLE", get: (s) => s.reward.total },
-  { name: "return", type: "DOUBLE", get: (s) => s.return },
-  { name: "advantage", type: "DOUBLE", get: (s) => s.advantage },
-  { name: "groupKey", type: "STRING", get: (s) => s.groupKey },
-];
+/** One Parquet column: a scalar (REQUIRED, or OPTIONAL for an optional field) or a LIST of numbers. */
+export type Column =
+  | { readonly name: string; readonly kind: "scalar"; readonly type: ScalarType; readonly optional: boolean }
+  | { readonly name: string; readonly kind: "list"; readonly element: "INT32" | "DOUBLE" };
 
-const LIST_COLUMNS = [
-  { name: "promptTokenIds", element: "INT32", get: (s: Sample) => s.promptTokenIds },
-  { name: "completionTokenIds", element: "INT32", get: (s: Sample) => s.completionTokenIds },
-  { name: "samplingLogprobs", element: "DOUBLE", get: (s: Sample) => s.samplingLogprobs },
-] as const;
+/** The zod internals the derivation reads (zod 4's `_zod.def`). */
+interface ZodDef {
+  readonly type: string;
+  readonly shape?: Record<string, { _zod: { def: ZodDef } }>;
+  readonly element?: { _zod: { def: ZodDef }; isInt?: boolean };
+  readonly innerType?: { _zod: { def: ZodDef } };
+}
+type Schema = { _zod: { def: ZodDef }; isInt?: boolean };
 
-const PHYSICAL: Record<Column["type"], object> = {
+/** A value's scalar column type: strings and enums as text, numbers as DOUBLE, anything nested as JSON. */
+function scalarType(schema: Schema, path: string): ScalarType {
+  const { type } = schema._zod.def;
+  if (type === "string" || type === "enum") return "STRING";
+  if (type === "number") return "DOUBLE";
+  if (type === "boolean") return "BOOLEAN";
+  if (type === "literal") return "INT32"; // schemaVersion
+  if (type === "array" || type === "object" || type === "record") return "JSON";
+  throw new Error(`shard format: Sample field "${path}" (zod ${type}) has no Parquet column type`);
+}
+
+/**
+ * The Parquet columns of a Sample schema, in file order: the scalars in schema order — a top-level
+ * object's fields flattened to `<object>.<field>` (provenance, reward), anything nested deeper as
+ * JSON — then the top-level number lists (token ids INT32, log-probs DOUBLE), then the optional
+ * fields. Every field of the schema has exactly one column.
+ */
+export function sampleColumns(schema: Schema = SampleSchema as unknown as Schema): Column[] {
+  const scalars: Column[] = [];
+  const lists: Column[] = [];
+  const optionals: Column[] = [];
+  for (const [name, field] of Object.entries(schema._zod.def.shape ?? {})) {
+    const def = field._zod.def;
+    if (def.type === "optional") {
+      optionals.push({ name, kind: "scalar", type: scalarType(def.innerType!, name), optional: true });
+    } else if (def.type === "object") {
+      for (const [inner, innerField] of Object.entries(def.shape ?? {})) {
+        const path = `${name}.${inner}`;
+        if (innerField._zod.def.type === "optional")
+          throw new Error(
+            `shard format: Sample field "${path}" is optional inside ${name}; no column can hold it`,
+          );
+        scalars.push({ name: path, kind: "scalar", type: scalarType(innerField, path), optional: false });
+      }
+    } else if (def.type === "array" && def.element?._zod.def.type === "number") {
+      lists.push({ name, kind: "list", element: def.element.isInt ? "INT32" : "DOUBLE" });
+    } else {
+      scalars.push({ name, kind: "scalar", type: scalarType(field, name), optional: false });
+    }
+  }
+  return [...scalars, ...lists, ...optionals];
+}
+
+const COLUMNS = sampleColumns();
+
+/** A column's value in a Sample (`provenance.runId` → sample.provenance.runId; a missing optional → null). */
+function valueOf(sample: Sample, column: Column): unknown {
+  const dot = column.name.indexOf(".");
+  const record = sample as unknown as Record<string, Record<string, unknown>>;
+  const value =
+    dot < 0 ? record[column.name] : record[column.name.slice(0, dot)]![column.name.slice(dot + 1)];
+  return value ?? null;
+}
+
+const PHYSICAL: Record<ScalarType, object> = {
   STRING: { type: "BYTE_ARRAY", converted_type: "UTF8" },
   JSON: { type: "BYTE_ARRAY", converted_type: "JSON" },
   DOUBLE: { type: "DOUBLE" },
@@ -127,34 +160,34 @@ const PHYSICAL: Record<Column["type"], object> = {
 };
 
 function parquetSchema() {
-  const schema: Record<string, unknown>[] = [
-    { name: "root", num_children: SCALAR_COLUMNS.length + LIST_COLUMNS.length + 1 },
-  ];
-  for (const c of SCALAR_COLUMNS)
-    schema.push({ name: c.name, repetition_type: "REQUIRED", ...PHYSICAL[c.type] });
-  for (const c of LIST_COLUMNS) {
-    // The standard 3-level LIST: <name> (LIST) → list (REPEATED) → element.
-    schema.push({ name: c.name, repetition_type: "REQUIRED", converted_type: "LIST", num_children: 1 });
-    schema.push({ name: "list", repetition_type: "REPEATED", num_children: 1 });
-    schema.push({ name: "element", repetition_type: "REQUIRED", ...PHYSICAL[c.element] });
+  const schema: Record<string, unknown>[] = [{ name: "root", num_children: COLUMNS.length }];
+  for (const c of COLUMNS) {
+    if (c.kind === "scalar") {
+      schema.push({
+        name: c.name,
+        repetition_type: c.optional ? "OPTIONAL" : "REQUIRED",
+        ...PHYSICAL[c.type],
+      });
+    } else {
+      // The standard 3-level LIST: <name> (LIST) → list (REPEATED) → element.
+      schema.push({ name: c.name, repetition_type: "REQUIRED", converted_type: "LIST", num_children: 1 });
+      schema.push({ name: "list", repetition_type: "REPEATED", num_children: 1 });
+      schema.push({ name: "element", repetition_type: "REQUIRED", ...PHYSICAL[c.element] });
+    }
   }
-  schema.push({ name: "success", repetition_type: "OPTIONAL", type: "BOOLEAN" });
   return schema;
 }
 
 function encodeParquet(samples: readonly Sample[], codec: ParquetCodec): Uint8Array {
-  samples.forEach((s, row) => {
-    for (const c of LIST_COLUMNS) {
-      if (c.element !== "INT32") continue;
-      const bad = c.get(s).findIndex((v) => v > INT32_MAX);
-      if (bad >= 0) throw new Error(`row ${row}: ${c.name}[${bad}] = ${c.get(s)[bad]} does not fit INT32`);
-    }
-  });
-  const columnData = [
-    ...SCALAR_COLUMNS.map((c) => ({ name: c.name, data: samples.map(c.get) })),
-    ...LIST_COLUMNS.map((c) => ({ name: c.name, data: samples.map(c.get) })),
-    { name: "success", data: samples.map((s) => s.success ?? null) },
-  ];
+  for (const c of COLUMNS) {
+    if (c.kind !== "list" || c.element !== "INT32") continue;
+    samples.forEach((s, row) => {
+      const values = valueOf(s, c) as number[];
+      const bad = values.findIndex((v) => v > INT32_MAX);
+      if (bad >= 0) throw new Error(`row ${row}: ${c.name}[${bad}] = ${values[bad]} does not fit INT32`);
+    });
+  }
+  const columnData = COLUMNS.map((c) => ({ name: c.name, data: samples.map((s) => valueOf(s, c)) }));
   const buffer = parquetWriteBuffer({
     // biome-ignore lint/suspicious/noExplicitAny: hyparquet-writer's DecodedArray/SchemaElement types are loose JS
     columnData: columnData as any,
@@ -192,11 +225,13 @@ async function decodeParquet(bytes: Uint8Array, where: string): Promise<unknown[
   return rows.map(unflattenRow);
 }
 
-/** `{"provenance.runId": x, …}` → `{provenance: {runId: x}, …}`; a null `success` is left out. */
+const OPTIONAL_COLUMNS = new Set(COLUMNS.filter((c) => c.kind === "scalar" && c.optional).map((c) => c.name));
+
+/** `{"provenance.runId": x, …}` → `{provenance: {runId: x}, …}`; a null optional (`success`) is left out. */
 function unflattenRow(row: Record<string, unknown>): Record<string, unknown> {
   const out: Record<string, unknown> = {};
   for (const [name, value] of Object.entries(row)) {
-    if (name === "success" && (value === null || value === undefined)) continue;
+    if (OPTIONAL_COLUMNS.has(name) && (value === null || value === undefined)) continue;
     const dot = name.indexOf(".");
     if (dot < 0) {
       out[name] = value;

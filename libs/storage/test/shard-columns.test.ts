@@ -1,0 +1,49 @@
+/**
+ * The Parquet columns come from the Sample zod schema: every field of a Sample has its column
+ * (a new field gets one without touching the codec), a field no column can hold fails naming it,
+ * and a Sample with every field set comes back equal.
+ */
+import { SampleSchema } from "@troupe/core";
+import { describe, expect, it } from "vitest";
+import { z } from "zod";
+import { decodeShard, encodeShard, sampleColumns } from "../src/shard-format.ts";
+import { syntheticSamples } from "./samples.ts";
+
+/** Every field path of a Sample, objects one level deep (the codec's flattening). */
+function fieldPaths(schema: z.ZodObject): string[] {
+  return Object.entries(schema.shape).flatMap(([name, field]) =>
+    field instanceof z.ZodObject ? Object.keys(field.shape).map((inner) => `${name}.${inner}`) : [name],
+  );
+}
+
+describe("shard columns", () => {
+  it("every Sample field has exactly one column", () => {
+    const columns = sampleColumns().map((c) => c.name);
+    expect([...columns].sort()).toEqual(fieldPaths(SampleSchema).sort());
+    expect(new Set(columns).size).toBe(columns.length);
+  });
+
+  it("a field added to the Sample gets a column; one no column can hold fails, named", () => {
+    const extended = SampleSchema.extend({ critic: z.number(), notes: z.array(z.string()).optional() });
+    expect(
+      sampleColumns(extended as never).map((c) => [c.name, c.kind === "scalar" ? c.type : c.element]),
+    ).toEqual(
+      expect.arrayContaining([
+        ["critic", "DOUBLE"],
+        ["notes", "JSON"],
+      ]),
+    );
+    const unsupported = SampleSchema.extend({ when: z.date() });
+    expect(() => sampleColumns(unsupported as never)).toThrow(
+      /Sample field "when" \(zod date\) has no Parquet column/,
+    );
+  });
+
+  it("a Sample with every field set round-trips, with and without the optional one", async () => {
+    const [a, b] = syntheticSamples(2, 7);
+    const full = { ...a!, success: true };
+    const { success: _dropped, ...bare } = b!;
+    const back = await decodeShard(encodeShard([full, bare]), "parquet", "t");
+    expect(back).toEqual([full, bare]);
+  });
+});
