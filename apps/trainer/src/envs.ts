@@ -1,9 +1,9 @@
 /**
  * The trainer builds environments through the shared registry in @troupe/envs (the API and the
  * evaluator serve published teams through the same one). Environments that run the agents' code
- * get one sandbox per process (bubblewrap, as many runs at once as there are cores), made when the
- * first code runs, or up front by `checkRecipeSandbox`; without bubblewrap the trainer refuses to
- * run them unless the recipe says `environment.unsafe: true` (rlimits only).
+ * get one sandbox per process (bubblewrap, as many runs at once as there are cores), made up front by
+ * `checkRecipeSandbox` or when the first code runs (the start evaluation, before any step); without
+ * bubblewrap that is a RecipeError line, unless the recipe says `environment.unsafe: true` (rlimits only).
  */
 import type { Team } from "@troupe/core";
 import {
@@ -35,8 +35,8 @@ const sandboxes = new Map<boolean, Promise<Sandbox>>();
 function sandbox(unsafe: boolean): Promise<Sandbox> {
   let made = sandboxes.get(unsafe);
   if (!made) {
+    // A failure is kept too: every later run gets the same one line at once, not another probe.
     made = createSandbox({ unsafe }).catch((error: unknown) => {
-      sandboxes.delete(unsafe);
       if (error instanceof SandboxUnavailableError) {
         throw new RecipeError(
           `environment: the agents' code must run in a sandbox, and bubblewrap cannot run here (${error.reason}); ` +

@@ -10,7 +10,7 @@ import type { Engine } from "@troupe/engine";
 import { type MetricsRow, type ObjectStore, RunStore } from "@troupe/storage";
 import { z } from "zod";
 import { checkEngineRecipe, createEngine } from "./engines.ts";
-import { recipeEnvironment, type TrainerEnvironment } from "./envs.ts";
+import { checkRecipeSandbox, recipeEnvironment, type TrainerEnvironment } from "./envs.ts";
 import { type Recipe, RecipeError } from "./recipe.ts";
 import { type TrainReporter, train } from "./train.ts";
 import { warmStart } from "./warm-start.ts";
@@ -69,6 +69,7 @@ export async function runRecipe(options: RunRecipeOptions): Promise<RunResult | 
   const { recipe, runId, store, reporter } = options;
   const { trainerEnv, team } = recipeEnvironment(recipe);
   checkEngineRecipe(recipe, teamPolicies(team)); // before the run's folder is written
+  await checkRecipeSandbox(recipe); // code-running environments: bubblewrap, or a RecipeError line
   const runStore = new RunStore(store, runId);
   try {
     await runStore.writeConfig(recipe);
