@@ -2,8 +2,8 @@
  * The learner: samples → per-policy training batches → one scoring pass → `epochs` engine updates
  * per policy.
  *
- * Each sample carries its advantage (computed by the strategy inside its group) and the log-probs
- * its sampler reported. Those are log q(token), q the *sampling* distribution — after temperature,
+ * Each sample carries its advantage (estimated in its group by train()'s advantage stage) and the
+ * log-probs its sampler reported. Those are log q(token), q the *sampling* distribution — after temperature,
  * top-k and top-p — while the loss differentiates log π(token), π the plain softmax over the
  * tokenizer's ids. Using log q as the PPO "old" log-probs makes the first epoch's ratio
  *   r = π(token) / q(token) ≠ 1
