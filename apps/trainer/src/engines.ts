@@ -30,6 +30,7 @@ import {
   type WorkerProcessOptions,
 } from "@troupe/engine-torch";
 import { type ModelRecipe, type Recipe, RecipeError, type TorchEngineRecipe } from "./recipe.ts";
+import { checkServerRollouts, pairWithServers } from "./server-rollouts.ts";
 
 /** Relative paths in a recipe (python, model folders) are relative to the workspace root, like stores. */
 const workspaceRoot = resolve(fileURLToPath(new URL("../../..", import.meta.url)));
@@ -52,6 +53,8 @@ export function checkEngineRecipe(recipe: Recipe, policyIds: readonly PolicyId[]
         recipe.engine,
         policyIds,
       );
+      if (recipe.engine.rollout !== undefined)
+        checkServerRollouts(recipe, recipe.engine, recipe.engine.rollout, policyIds);
       return;
     default:
       unsupportedEngine(recipe.engine.kind);
@@ -65,9 +68,12 @@ function onnxFromError(from: string): never {
 }
 
 function unsupportedEngine(kind: string): never {
-  throw new RecipeError(
-    `recipe: engine.kind: "${kind}" is served by @troupe/engine-${kind}, which generates but cannot train; use "onnx" or "torch"`,
-  );
+  if (kind === "openai") {
+    throw new RecipeError(
+      'recipe: engine.kind: "openai" generates but cannot train; keep engine.kind "torch" as the learner and put the servers in engine.rollout: { kind: openai, baseUrls: [...], syncDir: ... } (docs/gpu.md)',
+    );
+  }
+  throw new RecipeError(`recipe: engine.kind: "${kind}" cannot train; use "onnx" or "torch"`);
 }
 
 export async function createEngine(recipe: Recipe, policyIds: readonly PolicyId[]): Promise<Engine> {
@@ -82,8 +88,14 @@ export async function createEngine(recipe: Recipe, policyIds: readonly PolicyId[
         })),
       });
     }
-    case "torch":
-      return createTorchEngineFor(recipe, recipe.engine, policyIds);
+    case "torch": {
+      const { rollout } = recipe.engine;
+      if (rollout !== undefined) checkServerRollouts(recipe, recipe.engine, rollout, policyIds);
+      const learner = await createTorchEngineFor(recipe, recipe.engine, policyIds);
+      return rollout === undefined
+        ? learner
+        : pairWithServers(recipe, recipe.engine, rollout, learner, policyIds, workspacePath(rollout.syncDir));
+    }
     default:
       unsupportedEngine(recipe.engine.kind);
   }

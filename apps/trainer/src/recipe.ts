@@ -52,6 +52,39 @@ export const OptimizerSchema = z.strictObject({
 /** Which engine computes the policies (docs/gpu.md). `kind` defaults to the embedded CPU engine. */
 const OnnxEngineSchema = z.strictObject({ kind: z.literal("onnx") });
 
+/**
+ * Rollouts on OpenAI-compatible servers (vLLM, SGLang) paired with the torch learner
+ * (@troupe/engine-openai's paired engine): generation goes to the servers, the learner trains, and
+ * after each update the new weights reach the servers through `syncDir` (docs/gpu.md).
+ */
+const RolloutServersSchema = z.strictObject({
+  kind: z.literal("openai"),
+  /** Server roots, e.g. http://10.0.0.5:8000; requests go to the least-loaded one. */
+  baseUrls: z.array(z.url()).min(1),
+  /** Sent as `Authorization: Bearer …` (vLLM/SGLang --api-key). */
+  apiKey: z.string().min(1).optional(),
+  /**
+   * `lora`: each update's adapters are loaded through /v1/load_lora_adapter as `<policy>-v<step>`
+   * (needs engine.lora); `full`: the merged model is exported and every server POSTs `reloadPath`.
+   */
+  weightSync: z.enum(["lora", "full"]).default("lora"),
+  /** `full`: the route that loads a model folder, body {"model_path": …} (SGLang: /update_weights_from_disk). */
+  reloadPath: z.string().regex(/^\//, "expected a route starting with /").optional(),
+  /** A folder the learner writes each update's weights into and the servers read (same path on both). */
+  syncDir: z.string().min(1),
+  /** `full`: the model name the servers serve (vLLM --served-model-name; default: model.from as given). */
+  servedModel: z.string().min(1).optional(),
+  /** `full`: dtype of the exported model. */
+  exportDtype: z.enum(["bfloat16", "float32"]).default("bfloat16"),
+  /** Requests in flight per server. */
+  concurrency: z.number().int().min(1).default(64),
+  /** Limit of one request attempt; a timed-out attempt is retried. */
+  timeoutSeconds: z.number().gt(0).default(600),
+  /** Retries after the first attempt, on 429, 5xx, timeouts and network errors. */
+  retries: z.number().int().min(0).default(4),
+});
+export type RolloutServersRecipe = z.infer<typeof RolloutServersSchema>;
+
 /** The PyTorch worker (@troupe/engine-torch): real Qwen models on GPUs, or tiny ones on a CPU. */
 const TorchEngineSchema = z.strictObject({
   kind: z.literal("torch"),
@@ -105,9 +138,11 @@ const TorchEngineSchema = z.strictObject({
   workerArgs: z.array(z.string()).default([]),
   /** Seconds the worker may take to import torch, load the models and answer. */
   startupTimeoutSeconds: z.number().gt(0).default(600),
+  /** Rollouts on OpenAI-compatible servers; this worker is then the learner only. */
+  rollout: RolloutServersSchema.optional(),
 });
 
-/** A remote OpenAI-compatible server: generation only (@troupe/engine-openai). */
+/** A remote OpenAI-compatible server alone generates but cannot train: see engine.rollout of torch. */
 const OpenaiEngineSchema = z.strictObject({ kind: z.literal("openai") });
 
 export const EngineSchema = z

@@ -61,6 +61,25 @@ export interface OpenAIEngine extends Engine {
    * Waits for the policy's requests in flight and holds new ones until the load is done.
    */
   reloadAdapter(policyId: PolicyId, path: string, options?: ReloadAdapterOptions): Promise<void>;
+  /**
+   * Loads the LoRA adapter in folder `path` (on the server's machine) under a new name and, once
+   * loaded, sends this policy's later requests with `model: name`; requests in flight finish on the
+   * name they started with. A name the server already holds (a restarted trainer re-sending a
+   * version) is unloaded and loaded again, so the server serves the folder's weights.
+   */
+  serveAdapter(policyId: PolicyId, name: string, path: string): Promise<void>;
+  /**
+   * Unloads adapter `name` once this policy's requests in flight are done (new ones wait for the
+   * unload). An adapter the server does not hold is fine.
+   */
+  unloadAdapter(policyId: PolicyId, name: string): Promise<void>;
+  /**
+   * Full-weight sync: POST `route` `{"model_path": path}` (SGLang's /update_weights_from_disk; vLLM
+   * has no standard route), holding this policy's new requests until the server answers.
+   */
+  reloadWeights(policyId: PolicyId, route: string, path: string): Promise<void>;
+  /** The server root requests go to. */
+  readonly baseUrl: string;
   /** Requests, attempts and tokens so far. */
   usage(): EngineUsage;
 }
@@ -80,6 +99,8 @@ class OpenAIEngineImpl implements OpenAIEngine {
   private readonly gate = new PolicyGate();
   private readonly meter = new UsageMeter();
   private readonly promptLogprobs: boolean;
+  /** Policies whose requests now name another model (an adapter loaded by serveAdapter). */
+  private readonly servedModels = new Map<PolicyId, string>();
 
   constructor(private readonly config: OpenAIEngineConfig) {
     this.http = new HttpClient({
@@ -92,6 +113,10 @@ class OpenAIEngineImpl implements OpenAIEngine {
       random: config.random ?? Math.random,
     });
     this.promptLogprobs = config.promptLogprobs ?? config.dialect === "vllm";
+  }
+
+  get baseUrl(): string {
+    return this.config.baseUrl;
   }
 
   /** A remote model's size is unknown here: parameters 0; vocabSize from the tokenizer, else 0. */
@@ -163,7 +188,7 @@ class OpenAIEngineImpl implements OpenAIEngine {
     const localPromptIds = tokenizer.encode(promptText);
     const asIds = this.config.promptFormat === "token-ids";
     const body = completionsBody(
-      policy.model,
+      this.modelOf(request.policyId, policy),
       asIds ? localPromptIds : promptText,
       sampling,
       request.seed,
@@ -207,7 +232,7 @@ class OpenAIEngineImpl implements OpenAIEngine {
     onResult: (result: HttpResult, usage?: TokenUsage | null) => void,
   ): Promise<Completion> {
     const body = chatCompletionsBody(
-      policy.model,
+      this.modelOf(request.policyId, policy),
       request.observation.messages,
       sampling,
       request.seed,
@@ -351,7 +376,7 @@ class OpenAIEngineImpl implements OpenAIEngine {
         try {
           result = await this.http.post(
             COMPLETIONS,
-            echoScoringBody(policy.model, ids, this.config.dialect, policy.extraBody),
+            echoScoringBody(this.modelOf(policyId, policy), ids, this.config.dialect, policy.extraBody),
             signal,
           );
         } catch (error) {
@@ -403,32 +428,65 @@ class OpenAIEngineImpl implements OpenAIEngine {
     const policy = this.policy(policyId, "policyId");
     if (path.length === 0) throw new Error("reloadAdapter: path is empty");
     const inPlace = options.inPlace ?? true;
-    const hint = (error: unknown): never => {
-      if (error instanceof OpenAIRequestError && (error.status === 404 || error.status === 405)) {
-        throw new UnsupportedOperationError(
-          `reloadAdapter(): ${error.message}. Start vLLM with VLLM_ALLOW_RUNTIME_LORA_UPDATING=True ` +
-            "and --enable-lora to enable /v1/load_lora_adapter.",
-          { cause: error },
-        );
-      }
-      throw error;
-    };
     await this.gate.exclusive(policyId, async () => {
       if (!inPlace) {
         try {
           await this.http.post(UNLOAD_LORA, { lora_name: policy.model });
         } catch (error) {
-          // Not loaded yet: nothing to unload. vLLM answers 404 (older versions 400) naming it.
-          const notLoaded =
-            error instanceof OpenAIRequestError &&
-            (error.status === 404 || error.status === 400) &&
-            /not found|cannot be found|does not exist|not loaded/i.test(error.body ?? "");
-          if (!notLoaded) hint(error);
+          if (!isNotLoaded(error)) loraHint(error);
         }
       }
       const body: Record<string, unknown> = { lora_name: policy.model, lora_path: path };
       if (inPlace) body.load_inplace = true;
-      await this.http.post(LOAD_LORA, body).catch(hint);
+      await this.http.post(LOAD_LORA, body).catch(loraHint);
+    });
+  }
+
+  async serveAdapter(policyId: PolicyId, name: string, path: string): Promise<void> {
+    this.assertOpen("serveAdapter");
+    this.policy(policyId, "policyId");
+    if (name.length === 0 || path.length === 0)
+      throw new Error("serveAdapter: name and path must be non-empty");
+    const body = { lora_name: name, lora_path: path };
+    try {
+      await this.http.post(LOAD_LORA, body);
+    } catch (error) {
+      // vLLM refuses a name it holds ("... has already been loaded"): replace it.
+      const held =
+        error instanceof OpenAIRequestError && error.status === 400 && /already/i.test(error.body ?? "");
+      if (!held) loraHint(error);
+      await this.unloadAdapter(policyId, name);
+      await this.http.post(LOAD_LORA, body).catch(loraHint);
+    }
+    this.servedModels.set(policyId, name);
+  }
+
+  async unloadAdapter(policyId: PolicyId, name: string): Promise<void> {
+    this.assertOpen("unloadAdapter");
+    this.policy(policyId, "policyId");
+    await this.gate.exclusive(policyId, async () => {
+      try {
+        await this.http.post(UNLOAD_LORA, { lora_name: name });
+      } catch (error) {
+        if (!isNotLoaded(error)) loraHint(error);
+      }
+    });
+  }
+
+  async reloadWeights(policyId: PolicyId, route: string, path: string): Promise<void> {
+    this.assertOpen("reloadWeights");
+    this.policy(policyId, "policyId");
+    if (!route.startsWith("/")) throw new Error(`reloadWeights: route "${route}" must start with /`);
+    await this.gate.exclusive(policyId, async () => {
+      await this.http.post(route, { model_path: path }).catch((error: unknown) => {
+        if (error instanceof OpenAIRequestError && (error.status === 404 || error.status === 405)) {
+          throw new UnsupportedOperationError(
+            `reloadWeights(): ${error.message}. The server has no ${route} route (SGLang: /update_weights_from_disk; vLLM has no standard reload route).`,
+            { cause: error },
+          );
+        }
+        throw error;
+      });
     });
   }
 
@@ -456,6 +514,10 @@ class OpenAIEngineImpl implements OpenAIEngine {
       throw new Error(`${field}: unknown policy "${id}" (this engine serves: ${known})`);
     }
     return policy;
+  }
+
+  private modelOf(policyId: PolicyId, policy: PolicyModel): string {
+    return this.servedModels.get(policyId) ?? policy.model;
   }
 
   private assertOpen(call: string): void {
@@ -496,6 +558,27 @@ class OpenAIEngineImpl implements OpenAIEngine {
 interface TokenUsage {
   readonly prompt_tokens: number;
   readonly completion_tokens: number;
+}
+
+/** A 404/405 from the adapter routes means runtime LoRA updating is off: say how to turn it on. */
+function loraHint(error: unknown): never {
+  if (error instanceof OpenAIRequestError && (error.status === 404 || error.status === 405)) {
+    throw new UnsupportedOperationError(
+      `${error.message}. Start vLLM with VLLM_ALLOW_RUNTIME_LORA_UPDATING=True and --enable-lora ` +
+        "to enable /v1/load_lora_adapter.",
+      { cause: error },
+    );
+  }
+  throw error;
+}
+
+/** Unloading an adapter the server does not hold: vLLM answers 404 (older versions 400) naming it. */
+function isNotLoaded(error: unknown): boolean {
+  return (
+    error instanceof OpenAIRequestError &&
+    (error.status === 404 || error.status === 400) &&
+    /not found|cannot be found|does not exist|not loaded/i.test(error.body ?? "")
+  );
 }
 
 function generateOnly(call: string): UnsupportedOperationError {

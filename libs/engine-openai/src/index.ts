@@ -3,6 +3,7 @@ export * from "./engine.ts";
 export * from "./errors.ts";
 export * from "./gate.ts";
 export * from "./http.ts";
+export * from "./paired.ts";
 export * from "./requests.ts";
 export * from "./retry.ts";
 export * from "./schemas.ts";
