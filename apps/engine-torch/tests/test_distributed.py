@@ -24,7 +24,7 @@ def free_port() -> int:
 
 
 def run_rank(rank: int, world: int, port: int, out: str) -> None:
-    os.environ.update(GLOO_SOCKET_IFNAME="lo", RANK=str(rank), WORLD_SIZE=str(world), LOCAL_RANK=str(rank), MASTER_ADDR="127.0.0.1", MASTER_PORT=str(port))
+    os.environ.update(GLOO_SOCKET_IFNAME="lo", TROUPE_DIST_BACKEND="gloo", RANK=str(rank), WORLD_SIZE=str(world), LOCAL_RANK=str(rank), MASTER_ADDR="127.0.0.1", MASTER_PORT=str(port))
     sys.path.insert(0, os.path.dirname(__file__))
     torch.set_num_threads(1)
     from conftest import make_engine
@@ -75,7 +75,11 @@ def test_uneven_batch_over_gloo_ranks_gives_the_one_process_update(world: int, o
     for r in ranks:
         for pid in ("full", "lora"):
             for k, v in one_process[pid].items():
-                torch.testing.assert_close(r[pid][k], v, rtol=1e-5, atol=1e-6, msg=f"{pid} {k}")
+                # atol 1e-5: the all-reduce sums gradients in another order than one process does, and
+                # AdamW's first step (g/|g|-like) turns that rounding of a near-zero gradient into up to
+                # ~2e-6 on a weight (seen with 3 gloo ranks on torch 2.11); a missing all-reduce moves
+                # weights by ~lr = 1e-2.
+                torch.testing.assert_close(r[pid][k], v, rtol=1e-5, atol=1e-5, msg=lambda m, pid=pid, k=k: f"{pid} {k}: {m}")
             for m in ("loss", "pgLoss", "entropy", "gradNorm", "tokens", "clipFraction"):
                 assert r["metrics"][pid][m] == pytest.approx(one_process["metrics"][pid][m], rel=1e-5), (pid, m)
     # the adapter moved (B starts at zero), so the comparison above is not of two untouched copies

@@ -49,6 +49,9 @@ def init() -> Optional[torch.device]:
 
     local = int(os.environ.get("LOCAL_RANK", "0"))
     if torch.cuda.is_available() and os.environ.get("TROUPE_DIST_BACKEND", "nccl") == "nccl":
+        if local >= torch.cuda.device_count():
+            raise RuntimeError(f"LOCAL_RANK {local} has no GPU: this node has {torch.cuda.device_count()} "
+                               f"(launch at most that many processes per node, or set TROUPE_DIST_BACKEND=gloo for CPU ranks)")
         torch.cuda.set_device(local)
         dist.init_process_group("nccl", timeout=collective_timeout())
         return torch.device("cuda", local)
