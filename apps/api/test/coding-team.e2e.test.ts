@@ -11,7 +11,7 @@ import { dirname, join, resolve } from "node:path";
 import { fileURLToPath } from "node:url";
 import { promisify } from "node:util";
 import { createSandbox } from "@troupe/sandbox";
-import { FileStore } from "@troupe/storage";
+import { FileStore } from "@troupe/storage/node";
 import { type CodeAnswer, createTeamRegistry } from "@troupe/teams";
 import { createOnnxBackend } from "@troupe/teams/onnx";
 import { afterAll, describe, expect, it } from "vitest";

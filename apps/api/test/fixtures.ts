@@ -10,7 +10,7 @@ import { join } from "node:path";
 import { serve } from "@hono/node-server";
 import { tinyQwenConfig } from "@troupe/engine";
 import { createOnnxEngine } from "@troupe/engine-onnx";
-import { FileStore } from "@troupe/storage";
+import { FileStore } from "@troupe/storage/node";
 import { checkpointSummary, type PublishInput, servingFiles } from "@troupe/teams";
 
 export const tinyConfig = tinyQwenConfig({

@@ -12,7 +12,7 @@ import { appendFileSync, existsSync, mkdirSync, readFileSync, writeFileSync } fr
 import { dirname, resolve } from "node:path";
 import { fileURLToPath } from "node:url";
 import { parseArgs } from "node:util";
-import { DEFAULT_STORE_URI, type ObjectStore, openStore } from "@troupe/storage";
+import { DEFAULT_STORE_URI, type ObjectStore, openStore } from "@troupe/storage/node";
 import { createTeamRegistry } from "@troupe/teams";
 import { table } from "@troupe/trainer";
 import { gateReports, gateRows } from "./gate.ts";

@@ -8,7 +8,7 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { tinyQwenConfig } from "@troupe/engine";
 import { createOnnxEngine } from "@troupe/engine-onnx";
-import { FileStore, type ObjectStore } from "@troupe/storage";
+import { FileStore, type ObjectStore } from "@troupe/storage/node";
 import { checkpointSummary, createTeamRegistry, type PublishInput, servingFiles } from "@troupe/teams";
 import { exportDecodeGraph } from "@troupe/teams/onnx";
 import { vi } from "vitest";

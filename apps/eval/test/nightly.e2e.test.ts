@@ -17,7 +17,7 @@ import { existsSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from "no
 import { tmpdir } from "node:os";
 import { join, resolve } from "node:path";
 import { fileURLToPath } from "node:url";
-import { S3Store } from "@troupe/storage";
+import { S3Store } from "@troupe/storage/node";
 import { afterAll, beforeAll, describe, expect, inject, it } from "vitest";
 import { parse as parseYaml } from "yaml";
 import type {} from "../../../libs/storage/test/ceph-setup.ts"; // types of inject("s3")

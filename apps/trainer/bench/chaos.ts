@@ -28,7 +28,7 @@ import { dirname, join, resolve } from "node:path";
 import { fileURLToPath } from "node:url";
 import { parseArgs } from "node:util";
 import { canonicalJson, Rng, sha256Hex } from "@troupe/core";
-import { FileStore, type ObjectStore, parseManifest, RunStore, S3Store } from "@troupe/storage";
+import { FileStore, type ObjectStore, parseManifest, RunStore, S3Store } from "@troupe/storage/node";
 import { type FaultProxy, startFaultProxy } from "../../../libs/storage/test/fault-proxy.ts";
 
 const appRoot = resolve(dirname(fileURLToPath(import.meta.url)), "..");

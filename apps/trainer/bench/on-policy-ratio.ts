@@ -21,7 +21,7 @@ import { parseArgs } from "node:util";
 import { type Sample, samplingParams, teamPolicies } from "@troupe/core";
 import type { OnnxEngine } from "@troupe/engine-onnx";
 import { aggregationWeights, runStrategy } from "@troupe/rl";
-import { FileStore } from "@troupe/storage";
+import { FileStore } from "@troupe/storage/node";
 import { createEngine } from "../src/engines.ts";
 import { recipeEnvironment } from "../src/envs.ts";
 import { batchesByPolicy, learnerStep } from "../src/learner.ts";

@@ -24,7 +24,7 @@ import { join } from "node:path";
 import { parseArgs } from "node:util";
 import { teamPolicies } from "@troupe/core";
 import type { Engine } from "@troupe/engine";
-import { FileStore, RunStore } from "@troupe/storage";
+import { FileStore, RunStore } from "@troupe/storage/node";
 import { createEngine } from "../src/engines.ts";
 import { createEnvironment, recipeTeam } from "../src/envs.ts";
 import { resolveRecipePath } from "../src/main.ts";

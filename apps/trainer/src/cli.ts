@@ -4,7 +4,7 @@
  * file), the one `error:` line a user error becomes, and where a store's objects are on disk.
  */
 import { relative } from "node:path";
-import { FileStore, type ObjectStore } from "@troupe/storage";
+import { FileStore, type ObjectStore } from "@troupe/storage/node";
 import type { z } from "zod";
 import { RecipeError, RecipeSchema } from "./recipe.ts";
 

@@ -27,7 +27,7 @@ import {
   RetriesExhaustedError,
   RunStore,
   StoreError,
-} from "@troupe/storage";
+} from "@troupe/storage/node";
 import { queueRollouts, runRolloutWorker } from "./async-rl.ts";
 import { checkSetKeys, errorLine, setArguments, storeLocation, wantsHelp } from "./cli.ts";
 import { commandCompare } from "./compare-command.ts";

@@ -12,7 +12,7 @@
 import { readFileSync } from "node:fs";
 import { parseArgs } from "node:util";
 import { teamPolicies } from "@troupe/core";
-import { checkStore, type ObjectStore, openStore, RunStore } from "@troupe/storage";
+import { checkStore, type ObjectStore, openStore, RunStore } from "@troupe/storage/node";
 import {
   checkpointSummary,
   createTeamRegistry,

@@ -6,7 +6,7 @@
 import { readFileSync } from "node:fs";
 import { resolve } from "node:path";
 import { parseArgs } from "node:util";
-import { openStore } from "@troupe/storage";
+import { openStore } from "@troupe/storage/node";
 import { storeLocation } from "./cli.ts";
 import { loadRecipeText, RecipeError } from "./recipe.ts";
 import { writeRunReport } from "./report.ts";

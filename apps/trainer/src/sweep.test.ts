@@ -6,7 +6,7 @@
 import { mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
-import { FileStore, RunStore } from "@troupe/storage";
+import { FileStore, RunStore } from "@troupe/storage/node";
 import { DOMParser, type Element } from "@xmldom/xmldom";
 import { afterAll, describe, expect, it, vi } from "vitest";
 import { evalTasksOverride, parseSeeds } from "./compare-command.ts";

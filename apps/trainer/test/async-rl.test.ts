@@ -13,7 +13,7 @@ import { dirname, join, resolve } from "node:path";
 import { fileURLToPath } from "node:url";
 import { canonicalJson, samplingParams, teamPolicies } from "@troupe/core";
 import { runStrategy } from "@troupe/rl";
-import { FileStore, RolloutQueue, RunStore } from "@troupe/storage";
+import { FileStore, RolloutQueue, RunStore } from "@troupe/storage/node";
 import { afterAll, describe, expect, it } from "vitest";
 import { LEARNER_CONSUMER, queueRollouts, rolloutWorker, stepStream } from "../src/async-rl.ts";
 import { createEngine } from "../src/engines.ts";

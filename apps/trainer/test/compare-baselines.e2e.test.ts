@@ -6,7 +6,7 @@
 import { mkdtempSync, readFileSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
-import { FileStore, RunStore } from "@troupe/storage";
+import { FileStore, RunStore } from "@troupe/storage/node";
 import { afterAll, describe, expect, it } from "vitest";
 import { type Arm, compare, writeComparison } from "../src/compare.ts";
 import { loadRecipeText } from "../src/recipe.ts";

@@ -6,7 +6,7 @@
 import { mkdtempSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
-import { FileStore, RunStore } from "@troupe/storage";
+import { FileStore, RunStore } from "@troupe/storage/node";
 import { DOMParser } from "@xmldom/xmldom";
 import { afterAll, describe, expect, it } from "vitest";
 import { DEFAULT_ARMS as ARMS, compare, writeComparison } from "../src/compare.ts";

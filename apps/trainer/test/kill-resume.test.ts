@@ -11,7 +11,7 @@ import { tmpdir } from "node:os";
 import { dirname, join, resolve } from "node:path";
 import { fileURLToPath } from "node:url";
 import { canonicalJson, sha256Hex } from "@troupe/core";
-import { FileStore, RunStore } from "@troupe/storage";
+import { FileStore, RunStore } from "@troupe/storage/node";
 import { afterAll, describe, expect, it } from "vitest";
 
 const appRoot = resolve(dirname(fileURLToPath(import.meta.url)), "..");
@@ -60,13 +60,9 @@ const KILL_POINTS = [
   "sft-after-step@0",
   "sft-after-step@1",
   ...[0, 1, 2].flatMap((step) =>
-    [
-      "after-rollout",
-      "after-learner",
-      "mid-checkpoints",
-      "after-checkpoints",
-      "after-commit",
-    ].map((phase) => `${phase}@${step}`),
+    ["after-rollout", "after-learner", "mid-checkpoints", "after-checkpoints", "after-commit"].map(
+      (phase) => `${phase}@${step}`,
+    ),
   ),
 ];
 

@@ -8,7 +8,7 @@ import { mkdtempSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { sha256Hex, teamPolicies } from "@troupe/core";
-import { FileStore, RunStore } from "@troupe/storage";
+import { FileStore, RunStore } from "@troupe/storage/node";
 import { afterAll, describe, expect, it } from "vitest";
 import { createEngine } from "../src/engines.ts";
 import { createEnvironment, recipeTeam } from "../src/envs.ts";

@@ -8,7 +8,7 @@ import { mkdtempSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { teamPolicies } from "@troupe/core";
-import { FileStore, RunStore } from "@troupe/storage";
+import { FileStore, RunStore } from "@troupe/storage/node";
 import { createTeamRegistry, loadTeam, solve } from "@troupe/teams";
 import { createOnnxBackend } from "@troupe/teams/onnx";
 import { afterAll, describe, expect, it } from "vitest";

@@ -10,7 +10,7 @@ import { mkdtempSync, readdirSync, readFileSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { teamPolicies } from "@troupe/core";
-import { FileStore, RunStore } from "@troupe/storage";
+import { FileStore, RunStore } from "@troupe/storage/node";
 import { afterAll, describe, expect, test } from "vitest";
 import { recipeEnvironment } from "../src/envs.ts";
 import { loadRecipeText, type Recipe } from "../src/recipe.ts";

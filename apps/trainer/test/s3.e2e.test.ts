@@ -10,7 +10,14 @@ import { mkdtempSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { canonicalJson, sha256Hex, teamPolicies } from "@troupe/core";
-import { FileStore, listFolders, type ObjectStore, openStore, RolloutQueue, RunStore } from "@troupe/storage";
+import {
+  FileStore,
+  listFolders,
+  type ObjectStore,
+  openStore,
+  RolloutQueue,
+  RunStore,
+} from "@troupe/storage/node";
 import { afterAll, beforeAll, describe, expect, inject, it, vi } from "vitest";
 import type {} from "../../../libs/storage/test/ceph-setup.ts"; // types of inject("s3")
 import { type FaultProxy, startFaultProxy } from "../../../libs/storage/test/fault-proxy.ts";

@@ -13,7 +13,7 @@ import { existsSync, mkdtempSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { dirname, join, resolve } from "node:path";
 import { fileURLToPath } from "node:url";
-import { FileStore, parseManifest } from "@troupe/storage";
+import { FileStore, parseManifest } from "@troupe/storage/node";
 import { afterAll, describe, expect, it } from "vitest";
 
 const appRoot = resolve(dirname(fileURLToPath(import.meta.url)), "..");

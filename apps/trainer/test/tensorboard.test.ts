@@ -8,7 +8,7 @@
 import { mkdtempSync, readdirSync, readFileSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
-import { FileStore } from "@troupe/storage";
+import { FileStore } from "@troupe/storage/node";
 import protobuf from "protobufjs";
 import { afterAll, describe, expect, it } from "vitest";
 import { loadRecipeText } from "../src/recipe.ts";

@@ -20,7 +20,7 @@ import { decodeCheckpoint, type Engine } from "@troupe/engine";
 import { createOnnxEngine } from "@troupe/engine-onnx";
 import { TorchEngine } from "@troupe/engine-torch";
 import { runStrategy } from "@troupe/rl";
-import { FileStore, RunStore } from "@troupe/storage";
+import { FileStore, RunStore } from "@troupe/storage/node";
 import { afterAll, describe, expect, it } from "vitest";
 import { createEngine, scratchCheckpoint } from "../src/engines.ts";
 import { createEnvironment, recipeTeam } from "../src/envs.ts";

@@ -6,7 +6,7 @@ import { mkdtempSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { sha256Hex, teamPolicies } from "@troupe/core";
-import { FileStore } from "@troupe/storage";
+import { FileStore } from "@troupe/storage/node";
 import { afterAll, describe, expect, it } from "vitest";
 import { createEngine } from "../src/engines.ts";
 import { createEnvironment, recipeTeam } from "../src/envs.ts";

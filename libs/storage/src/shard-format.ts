@@ -143,7 +143,7 @@ export function sampleColumns(schema: Schema = SampleSchema as unknown as Schema
 const COLUMNS = sampleColumns();
 
 /** A column's value in a Sample (`provenance.runId` → sample.provenance.runId; a missing optional → null). */
-function valueOf(sample: Sample, column: Column): unknown {
+function columnValue(sample: Sample, column: Column): unknown {
   const dot = column.name.indexOf(".");
   const record = sample as unknown as Record<string, Record<string, unknown>>;
   const value =
@@ -182,12 +182,12 @@ function encodeParquet(samples: readonly Sample[], codec: ParquetCodec): Uint8Ar
   for (const c of COLUMNS) {
     if (c.kind !== "list" || c.element !== "INT32") continue;
     samples.forEach((s, row) => {
-      const values = valueOf(s, c) as number[];
+      const values = columnValue(s, c) as number[];
       const bad = values.findIndex((v) => v > INT32_MAX);
       if (bad >= 0) throw new Error(`row ${row}: ${c.name}[${bad}] = ${values[bad]} does not fit INT32`);
     });
   }
-  const columnData = COLUMNS.map((c) => ({ name: c.name, data: samples.map((s) => valueOf(s, c)) }));
+  const columnData = COLUMNS.map((c) => ({ name: c.name, data: samples.map((s) => columnValue(s, c)) }));
   const buffer = parquetWriteBuffer({
     // biome-ignore lint/suspicious/noExplicitAny: hyparquet-writer's DecodedArray/SchemaElement types are loose JS
     columnData: columnData as any,

@@ -8,7 +8,7 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { tinyQwenConfig } from "@troupe/engine";
 import { createOnnxEngine } from "@troupe/engine-onnx";
-import { FileStore } from "@troupe/storage";
+import { FileStore } from "@troupe/storage/node";
 import { checkpointSummary, type PublishInput, servingFiles, type TeamRegistry } from "../src/index.ts";
 import { exportDecodeGraph } from "../src/onnx-export.ts";
 
