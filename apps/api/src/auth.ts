@@ -7,7 +7,9 @@
  * in a Map by digest. Comparing digests rather than keys means a timing difference could at most
  * reveal a prefix of sha256(key), which says nothing usable about any valid key.
  */
+import type { MiddlewareHandler } from "hono";
 import { z } from "zod";
+import type { AppEnv } from "./context.ts";
 import { ApiError } from "./errors.ts";
 
 export const ApiKeySchema = z.strictObject({
@@ -36,6 +38,14 @@ export interface Authenticator {
 
 /** Auth switched off (local development on a loopback address): every caller is "anonymous". */
 export const noAuth: Authenticator = { authenticate: async () => ({ id: "anonymous" }) };
+
+/** Middleware: the request's caller (`c.get("caller")`), or a 401 from the authenticator. */
+export function authenticate(auth: Authenticator): MiddlewareHandler<AppEnv> {
+  return async (c, next) => {
+    c.set("caller", await auth.authenticate(c.req.header("authorization")));
+    await next();
+  };
+}
 
 export async function sha256Hex(text: string): Promise<string> {
   const digest = await crypto.subtle.digest("SHA-256", new TextEncoder().encode(text));

@@ -5,6 +5,8 @@
  * body that trickles in slower than the deadline is a 408, not a connection held open for ever).
  * Web-standard streams only, so it runs on Node and on Workers alike.
  */
+import type { MiddlewareHandler } from "hono";
+import type { AppEnv } from "./context.ts";
 import { abortable, DeadlineExceededError } from "./deadline.ts";
 import { ApiError } from "./errors.ts";
 
@@ -58,4 +60,16 @@ export async function readBodyWithin(
     throw error;
   }
   return buffer.subarray(0, size);
+}
+
+/**
+ * Middleware, after `withDeadline`: the body read whole within `maxBytes` and the deadline, so
+ * validation and handlers work on bytes already here (never on a stream still arriving).
+ */
+export function bufferedBody(maxBytes: number): MiddlewareHandler<AppEnv> {
+  return async (c, next) => {
+    const body = await readBodyWithin(c.req.raw, maxBytes, c.get("deadline").signal);
+    if (body !== null) c.req.raw = new Request(c.req.raw, { body });
+    await next();
+  };
 }

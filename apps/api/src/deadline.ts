@@ -5,6 +5,8 @@
  * generating; `abortable` makes the handler stop waiting at once even when the work underneath
  * notices the abort only at its next step.
  */
+import type { MiddlewareHandler } from "hono";
+import type { AppEnv } from "./context.ts";
 
 /** The request ran past its deadline (→ 504 deadline_exceeded). */
 export class DeadlineExceededError extends Error {
@@ -67,4 +69,21 @@ export function abortable<T>(work: Promise<T>, signal: AbortSignal): Promise<T> 
       },
     );
   });
+}
+
+/**
+ * Middleware: the request's deadline, started first so that it counts from arrival (body upload
+ * included), and disposed when the handler returns — unless it answers with a stream, which
+ * disposes it when the stream ends (`deadlineKept`).
+ */
+export function withDeadline(deadlineMs: number): MiddlewareHandler<AppEnv> {
+  return async (c, next) => {
+    const deadline = requestDeadline(deadlineMs, c.req.raw.signal);
+    c.set("deadline", deadline);
+    try {
+      await next();
+    } finally {
+      if (c.get("deadlineKept") !== true) deadline.dispose();
+    }
+  };
 }

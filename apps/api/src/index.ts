@@ -1,5 +1,6 @@
 export * from "./app.ts";
 export * from "./auth.ts";
+export * from "./context.ts";
 export * from "./deadline.ts";
 export * from "./errors.ts";
 export * from "./rate-limit.ts";

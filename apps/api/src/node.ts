@@ -23,12 +23,13 @@ import { dirname, resolve } from "node:path";
 import { fileURLToPath } from "node:url";
 import { parseArgs } from "node:util";
 import { serve } from "@hono/node-server";
-import { DEFAULT_STORE_URI, openStore } from "@troupe/storage";
+import { DEFAULT_STORE_URI, openStore } from "@troupe/storage/node";
 import { createOpenAIBackend, createTeamRegistry, type InferenceBackend } from "@troupe/teams";
 import { createOnnxBackend } from "@troupe/teams/onnx";
 import { z } from "zod";
-import { consoleLogger, createApp, DEFAULT_LIMITS } from "./app.ts";
+import { createApp } from "./app.ts";
 import { type ApiKey, keyAuth, noAuth, parseApiKeys } from "./auth.ts";
+import { consoleLogger, DEFAULT_LIMITS } from "./context.ts";
 import { playgroundRoutes } from "./playground/routes.ts";
 
 const workspaceRoot = resolve(dirname(fileURLToPath(import.meta.url)), "../../..");

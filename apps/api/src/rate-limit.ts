@@ -11,6 +11,9 @@
  * is a few numbers per key, and it must run unchanged on Node and Workers. On Workers each isolate
  * has its own buckets, so the limit there is per isolate (documented in docs/serving.md).
  */
+import type { MiddlewareHandler } from "hono";
+import type { AppEnv } from "./context.ts";
+import { ApiError } from "./errors.ts";
 
 export interface RateDecision {
   readonly allowed: boolean;
@@ -54,4 +57,41 @@ export class TokenBuckets {
     for (const n of this.refused.values()) total += n;
     return total;
   }
+}
+
+export interface RateLimitOptions {
+  readonly buckets: TokenBuckets;
+  /** Requests per minute of a caller without its own `ratePerMinute`. */
+  readonly ratePerMinute: number;
+  /** Called on every refusal (counters). */
+  readonly onRefused?: () => void;
+}
+
+/**
+ * Middleware, after `authenticate`: one token of the caller's bucket per request, the
+ * RateLimit-Limit/-Remaining headers on every answer, a 429 with Retry-After when it is empty.
+ */
+export function rateLimit(options: RateLimitOptions): MiddlewareHandler<AppEnv> {
+  return async (c, next) => {
+    const caller = c.get("caller");
+    const rate = caller.ratePerMinute ?? options.ratePerMinute;
+    const decision = options.buckets.take(caller.id, rate);
+    c.header("RateLimit-Limit", String(rate));
+    c.header("RateLimit-Remaining", String(decision.remaining));
+    if (!decision.allowed) {
+      options.onRefused?.();
+      throw new ApiError(
+        429,
+        "rate_limited",
+        `over ${rate} requests per minute for key "${caller.id}"; retry in ${decision.retryAfterSeconds} s`,
+        undefined,
+        {
+          "retry-after": String(decision.retryAfterSeconds),
+          "ratelimit-limit": String(rate),
+          "ratelimit-remaining": "0",
+        },
+      );
+    }
+    await next();
+  };
 }

@@ -3,6 +3,7 @@
  * requests (strict: an unknown field is an error naming it) and generate /openapi.json.
  */
 import { z } from "@hono/zod-openapi";
+import { SolveSamplingSchema } from "@troupe/teams";
 
 /** As @troupe/teams names teams: 1–64 of a-z 0-9 . _ -, starting with a letter or digit. */
 export const TEAM_NAME_PATTERN = "[a-z0-9][a-z0-9._-]{0,63}";
@@ -24,7 +25,6 @@ export const TeamRefQuery = z.strictObject({
 
 /** Largest values a client may ask for: bound the work one request can cause. */
 export const MAX_TURNS_LIMIT = 64;
-export const MAX_TOKENS_LIMIT = 4096;
 export const MAX_SEED = 2 ** 31 - 1;
 
 export const SolveInputSchema = z
@@ -62,12 +62,12 @@ export const SolveOptionsSchema = z
     maxTurns: z.number().int().min(1).max(MAX_TURNS_LIMIT).optional().openapi({
       description: "At most the team's own maxTurns.",
     }),
-    temperature: z.number().min(0).max(2).optional(),
-    topP: z.number().gt(0).max(1).optional(),
-    seed: z.number().int().min(0).max(MAX_SEED).optional().openapi({
-      description: "Sampling seed; the answer's `seed` reproduces a solve.",
-    }),
-    maxTokens: z.number().int().min(1).max(MAX_TOKENS_LIMIT).optional(),
+    // The sampling options as solve() declares them (@troupe/teams), so the API and the library
+    // accept the same ranges.
+    temperature: SolveSamplingSchema.shape.temperature,
+    topP: SolveSamplingSchema.shape.topP,
+    seed: SolveSamplingSchema.shape.seed.describe("Sampling seed; the answer's `seed` reproduces a solve."),
+    maxTokens: SolveSamplingSchema.shape.maxTokens,
     stream: z
       .boolean()
       .optional()

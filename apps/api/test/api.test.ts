@@ -15,8 +15,9 @@ import {
 import { createOnnxBackend, type OnnxBackend } from "@troupe/teams/onnx";
 import { Hono } from "hono";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { createApp, type LogLevel, type TroupeApp } from "../src/app.ts";
+import { createApp, type TroupeApp } from "../src/app.ts";
 import { keyAuth, sha256Hex } from "../src/auth.ts";
+import type { LogLevel } from "../src/context.ts";
 import { type Listening, listen, parseSse, STACK_TRACE, tempStore, tinyTeam } from "./fixtures.ts";
 
 const tmp = tempStore();

@@ -4,7 +4,7 @@
  * secrets).
  */
 import { z } from "zod";
-import { DEFAULT_LIMITS } from "../app.ts";
+import { DEFAULT_LIMITS } from "../context.ts";
 import type { R2BucketBinding } from "./r2-store.ts";
 
 /** The bindings and variables the Worker reads (see infra/workers/wrangler.toml). */
