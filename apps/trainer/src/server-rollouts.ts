@@ -6,8 +6,8 @@
  *
  * The trainer tags each sample with the step whose weights sampled it, so the pairing is strictly
  * on-policy (maxStaleness 0): a step's rollouts wait until every server serves the weights the
- * learner has after the previous step; the push of a step's weights overlaps the writing of its
- * checkpoints.
+ * learner has after the previous step. Engines of the recipe that never generate (the KL
+ * reference) send nothing to the servers.
  */
 import { mkdirSync, rmSync } from "node:fs";
 import { writeFile } from "node:fs/promises";

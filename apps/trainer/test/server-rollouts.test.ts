@@ -172,6 +172,8 @@ describe("paired engine: rollouts on OpenAI-compatible servers, learning on the 
 
     const metrics = await update(paired, "a", v0.slice(0, 4));
     expect(metrics.optimizerStep).toBe(1);
+    // Nothing is sent until a generate needs it (a learner that never generates sends nothing).
+    expect(servers.map((s) => s.requests("/v1/load_lora_adapter").length)).toEqual([2, 2]);
     const again = requests("a", 4);
     const v1 = await paired.generate(again, sampling);
     expectSame(v1, await learner.generate(again, sampling));

@@ -12,15 +12,17 @@
  * - `full`: POST `reloadPath` `{"model_path": folder}` (SGLang: /update_weights_from_disk), the
  *   served model name stays.
  * `<version>` is the learner's optimizer step count after the update, so a name says which weights
- * it holds across restarts. Pushes start as soon as the update is done (the learner serves calls
- * in order, so the folder holds exactly those weights) and overlap what the caller does next;
- * updates made while a push is in flight are coalesced into one more push of the newest weights.
+ * it holds across restarts. A push starts when a generate finds the servers behind the learner —
+ * not at the update itself: a learner that never generates (a KL reference engine, a warm start's
+ * many steps) then sends nothing, and several updates in a row (PPO epochs) are sent once. Updates
+ * made while a push is in flight are sent by one more push of the newest weights.
  *
  * Staleness. A server may serve a generate request only while its weights lag the learner's by at
  * most `maxStaleness` updates (0, the default: exactly the learner's weights — what a caller that
- * tags samples with the learner's version needs); otherwise the request waits for the push in
- * flight, or starts one. A push that fails fails the generate waiting for it, in one line naming
- * the server, the policy and the version.
+ * tags samples with the learner's version needs); within the bound the request goes on with the
+ * server's weights while the push runs, beyond it the request waits for the push. A push that
+ * fails fails the generate waiting for it, in one line naming the server, the policy and the
+ * version; the next generate tries again.
  *
  * Routing. Each generate request goes to the least-loaded eligible server (requests in flight
  * from this engine; ties round-robin).
@@ -252,20 +254,20 @@ class PairedEngineImpl implements PairedEngine {
   private async ready(policyId: PolicyId): Promise<number[]> {
     const s = this.policyState(policyId);
     for (let waited = false; ; waited = true) {
+      if (waited && s.error) throw s.error;
+      const behind = s.served.some((w) => w.updates !== s.updates);
+      // A push in flight pushes again if it finds newer updates when it is done.
+      if (behind && s.push === undefined) void this.startPush(policyId);
       const eligible = s.served.flatMap((w, i) =>
         w.updates !== undefined && w.updates >= s.updates - this.maxStaleness ? [i] : [],
       );
       if (eligible.length > 0) return eligible;
-      if (waited && s.error) throw s.error;
-      await (s.push ?? this.startPush(policyId));
+      await s.push;
     }
   }
 
   private updated(policyId: PolicyId): void {
-    const s = this.policyState(policyId);
-    s.updates++;
-    if (s.push === undefined) void this.startPush(policyId);
-    // else: the push in flight pushes again when it finds newer updates.
+    this.policyState(policyId).updates++;
   }
 
   /** Pushes the newest weights until the servers hold them (or a push fails). Never rejects. */
