@@ -78,7 +78,9 @@ describe("layer rules", () => {
     const run = () =>
       spawnSync(process.execPath, ["--import", "tsx", join(here, "check.ts"), root], { encoding: "utf8" });
 
-    it("exits 0 on a clean workspace and 1, naming the file, once a lib imports an app", { timeout: 60_000 }, () => {
+    it("exits 0 on a clean workspace and 1, naming the file, once a lib imports an app", {
+      timeout: 60_000,
+    }, () => {
       expect(run().status).toBe(0);
       writeFileSync(join(root, "libs/low/src/index.ts"), 'export { y } from "@troupe/top";\n');
       const failed = run();

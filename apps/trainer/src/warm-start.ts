@@ -133,8 +133,11 @@ export async function warmStart(
  */
 async function freshOptimizer(engine: Engine, team: Team): Promise<void> {
   for (const policyId of teamPolicies(team)) {
-    const { "optimizer.safetensors": _moments, "trainer_state.json": _state, ...weights } =
-      await engine.save(policyId);
+    const {
+      "optimizer.safetensors": _moments,
+      "trainer_state.json": _state,
+      ...weights
+    } = await engine.save(policyId);
     await engine.load(policyId, weights);
   }
 }

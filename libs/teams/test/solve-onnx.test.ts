@@ -259,7 +259,9 @@ describe("solve with the ONNX backend (a real tiny team on Plan-Path)", () => {
     const toolTeam = { ...manifest, environment: { name: "plan-path", options: { roles: "tool" } } };
     expect(needsSandbox(toolTeam.environment)).toBe(true);
     expect(needsSandbox(manifest.environment)).toBe(false);
-    expect(needsSandbox({ name: "coding", options: { roles: "coder-tester", test: "humaneval" } })).toBe(true);
+    expect(needsSandbox({ name: "coding", options: { roles: "coder-tester", test: "humaneval" } })).toBe(
+      true,
+    );
     expect(needsSandbox({ name: "math", options: {} })).toBe(true);
     expect(needsSandbox({ name: "writing", options: { task: "arxiv" } })).toBe(false);
     await expect(loadTeam(registry, toolTeam, backend)).rejects.toThrow(UnsupportedTeamError);
