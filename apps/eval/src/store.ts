@@ -7,8 +7,8 @@
  *
  * `<stamp>` is a UTC timestamp (20260101-020000.123Z), so keys sort by time.
  */
-import { listFolders, type ObjectStore } from "@troupe/storage";
-import { teamPrefix, VERSION_DIGITS } from "@troupe/teams";
+import { listFolders, type ObjectStore, pad, runRoot } from "@troupe/storage";
+import { teamPrefix } from "@troupe/teams";
 import { type EvalEntry, type EvalReport, parseReportText } from "./schema.ts";
 
 const encoder = new TextEncoder();
@@ -19,14 +19,12 @@ export function timestampId(date = new Date()): string {
   return date.toISOString().replace(/[-:]/g, "").replace("T", "-");
 }
 
-const digits = (n: number) => String(n).padStart(VERSION_DIGITS, "0");
-
 /** The folder of an entry's reports in the store. */
 export function entryEvalsPrefix(entry: Pick<EvalEntry, "subject">): string {
   const s = entry.subject;
   return s.kind === "team"
-    ? `${teamPrefix(s.name)}evals/${digits(s.version)}/`
-    : `runs/${s.runId}/evals/${digits(s.step)}/`;
+    ? `${teamPrefix(s.name)}evals/${pad(s.version)}/`
+    : `${runRoot(s.runId)}/evals/${pad(s.step)}/`;
 }
 
 /**
@@ -61,7 +59,7 @@ export async function newestTeamReport(
   version: number,
   suite: string | undefined,
 ): Promise<string | undefined> {
-  const prefix = `${teamPrefix(name)}evals/${digits(version)}/`;
+  const prefix = `${teamPrefix(name)}evals/${pad(version)}/`;
   const keys = (await store.list(prefix))
     .map((o) => o.key)
     .filter(

@@ -45,16 +45,29 @@ export async function manifestEntry(key: string, bytes: Uint8Array): Promise<Man
 }
 
 export function parseManifest(bytes: Uint8Array, where: string): Manifest {
+  return decodeJson(bytes, where, "manifest", ManifestSchema);
+}
+
+/**
+ * Decodes a small JSON object of the store (a manifest, an alias, a claim) and validates it; an
+ * IntegrityError names the object and, for a wrong shape, the first bad field.
+ */
+export function decodeJson<T extends z.ZodType>(
+  bytes: Uint8Array,
+  where: string,
+  what: string,
+  schema: T,
+): z.infer<T> {
   let json: unknown;
   try {
     json = JSON.parse(new TextDecoder().decode(bytes));
   } catch {
-    throw new IntegrityError(where, "manifest is not valid JSON (truncated or corrupted?)");
+    throw new IntegrityError(where, `${what} is not valid JSON (truncated or corrupted?)`);
   }
-  const parsed = ManifestSchema.safeParse(json);
+  const parsed = schema.safeParse(json);
   if (!parsed.success) {
     const issue = parsed.error.issues[0]!;
-    throw new IntegrityError(where, `manifest: ${issue.path.join(".") || "(root)"}: ${issue.message}`);
+    throw new IntegrityError(where, `${what}: ${issue.path.join(".") || "(root)"}: ${issue.message}`);
   }
   return parsed.data;
 }
@@ -70,16 +83,28 @@ export async function readVerified(
   entry: ManifestEntry,
 ): Promise<Uint8Array> {
   const fullKey = `${folder}/${entry.key}`;
-  const bytes = await store.get(fullKey);
-  if (bytes.byteLength !== entry.size) {
+  return verifyBytes(fullKey, await store.get(fullKey), entry);
+}
+
+/**
+ * Checks an object's bytes against what its manifest recorded (size, then sha256) and returns them;
+ * an IntegrityError names the object. Every manifest format of the store goes through here: runs'
+ * manifests and the team registry's.
+ */
+export async function verifyBytes(
+  key: string,
+  bytes: Uint8Array,
+  expected: { readonly size: number; readonly sha256: string },
+): Promise<Uint8Array> {
+  if (bytes.byteLength !== expected.size) {
     throw new IntegrityError(
-      fullKey,
-      `size ${bytes.byteLength} bytes, manifest says ${entry.size} (truncated?)`,
+      key,
+      `size ${bytes.byteLength} bytes, manifest says ${expected.size} (truncated?)`,
     );
   }
   const actual = await sha256Hex(bytes);
-  if (actual !== entry.sha256) {
-    throw new IntegrityError(fullKey, `sha256 ${actual}, manifest says ${entry.sha256} (corrupted)`);
+  if (actual !== expected.sha256) {
+    throw new IntegrityError(key, `sha256 ${actual}, manifest says ${expected.sha256} (corrupted)`);
   }
   return bytes;
 }

@@ -49,6 +49,16 @@ export class ObjectNotFoundError extends Error {
   }
 }
 
+/** The object's bytes, or undefined when there is none (one request, where head + get is two). */
+export async function getIfPresent(store: ObjectStore, key: string): Promise<Uint8Array | undefined> {
+  try {
+    return await store.get(key);
+  } catch (error) {
+    if (error instanceof ObjectNotFoundError) return undefined;
+    throw error;
+  }
+}
+
 /** Rejects keys that could escape a folder or mean different things on different backends. */
 export function checkKey(key: string): string {
   if (key.length === 0) throw new Error("object key is empty");

@@ -1,10 +1,19 @@
 import { describe, expect, it } from "vitest";
+import { sha256Hex } from "../src/checksum.ts";
 import { FileStore } from "../src/file-store.ts";
 import { openStore } from "../src/open-store.ts";
 import { backoffDelayMs, withRetry } from "../src/retry.ts";
 import { S3Store } from "../src/s3-store.ts";
 import { decodeShard, encodeShard, SHARD_FORMATS } from "../src/shard-format.ts";
 import { syntheticSamples } from "./samples.ts";
+
+describe("sha256Hex", () => {
+  it("matches a known vector", async () => {
+    expect(await sha256Hex(new TextEncoder().encode("abc"))).toBe(
+      "ba7816bf8f01cfea414140de5dae2223b00361a396177a9cb410ff61f20015ad",
+    );
+  });
+});
 
 describe("openStore", () => {
   it("parses file:// and s3:// URIs", () => {

@@ -6,16 +6,17 @@
  *   teams/<name>/versions/<00000001>/manifest.json         written last, putIfAbsent: the version exists from then on
  *   teams/<name>/aliases/<alias>.json                      {version, history} — movable
  */
+import { MANIFEST, pad, STEP_DIGITS } from "@troupe/storage";
+
 export const TEAMS_PREFIX = "teams/";
-export const VERSION_DIGITS = 8;
-export const MANIFEST_FILE = "manifest.json";
+export const MANIFEST_FILE = MANIFEST;
 export const CLAIM_FILE = "claim.json";
 
 export const teamPrefix = (name: string) => `${TEAMS_PREFIX}${name}/`;
 export const versionsPrefix = (name: string) => `${teamPrefix(name)}versions/`;
 export const aliasesPrefix = (name: string) => `${teamPrefix(name)}aliases/`;
-export const versionFolder = (name: string, version: number) =>
-  `${versionsPrefix(name)}${String(version).padStart(VERSION_DIGITS, "0")}`;
+/** Versions are padded like a run's steps (storage's `pad`), so keys sort in numeric order. */
+export const versionFolder = (name: string, version: number) => `${versionsPrefix(name)}${pad(version)}`;
 export const manifestKey = (name: string, version: number) =>
   `${versionFolder(name, version)}/${MANIFEST_FILE}`;
 export const claimKey = (name: string, version: number) => `${versionFolder(name, version)}/${CLAIM_FILE}`;
@@ -23,8 +24,10 @@ export const artifactKey = (name: string, version: number, policyId: string, fil
   `${versionFolder(name, version)}/${policyId}/${file}`;
 export const aliasKey = (name: string, alias: string) => `${aliasesPrefix(name)}${alias}.json`;
 
+const VERSION_KEY = new RegExp(`^teams/([^/]+)/versions/(\\d{${STEP_DIGITS}})/([^/]+)$`);
+
 /** Parses `teams/<name>/versions/<digits>/<file>` into its parts (undefined for any other key). */
 export function parseVersionKey(key: string): { name: string; version: number; file: string } | undefined {
-  const m = /^teams\/([^/]+)\/versions\/(\d{8})\/([^/]+)$/.exec(key);
+  const m = VERSION_KEY.exec(key);
   return m ? { name: m[1]!, version: Number(m[2]), file: m[3]! } : undefined;
 }

@@ -2,24 +2,34 @@
  * The team registry: published teams as immutable, numbered versions in an ObjectStore, plus
  * movable aliases. Layout in layout.ts.
  *
- * Publishing (the commit protocol, like a training step's in @troupe/storage):
+ * Publishing follows @troupe/storage's commit protocol (manifest.ts), with the team manifest as
+ * the manifest:
  *  1. claim the version: `claim.json` with putIfAbsent — of two publishers only one gets a version
- *     number, the other moves on to the next one (or, when it asked for that exact version, is refused);
+ *     number, the other moves on to the next one (or, when it asked for that exact version, is
+ *     refused). The claim plays the part of a run's attempt id: no two publishers share a key;
  *  2. write the artifacts (each policy's files) under the version's folder;
  *  3. write `manifest.json` LAST with putIfAbsent. The version is visible from that instant, never
  *     before, and is never rewritten. A publisher that dies in step 2 leaves a claimed version
  *     without a manifest: readers never see it, and later versions skip its number.
- * Readers verify every artifact's size and sha256 against the manifest and name the object that
- * does not match.
+ * Readers verify every artifact's size and sha256 against the manifest (storage's verifyBytes);
+ * a mismatch or a missing artifact is storage's IntegrityError naming the object.
  *
  * `latest` is implicit: the highest version with a manifest. Other aliases (`stable`, …) are small
  * JSON objects with their history; `rollbackAlias` steps back one entry. Alias writes are
  * last-writer-wins (an ObjectStore has no compare-and-swap on replace).
  *
- * Only types come from @troupe/storage, and hashing uses WebCrypto: this module runs unchanged on
- * Workers (the storage package's index also pulls its node:fs file store).
+ * "@troupe/storage" is the runtime-neutral core (no node: module), so this module runs unchanged
+ * on Workers.
  */
-import type { ObjectInfo, ObjectStore } from "@troupe/storage";
+import {
+  decodeJson,
+  getIfPresent,
+  IntegrityError,
+  type ObjectInfo,
+  type ObjectStore,
+  sha256Hex,
+  verifyBytes,
+} from "@troupe/storage";
 import { z } from "zod";
 import {
   aliasesPrefix,
@@ -118,17 +128,6 @@ export class PublishConflictError extends Error {
   }
 }
 
-/** An artifact whose bytes do not match the manifest (or that is missing); names the object. */
-export class ArtifactIntegrityError extends Error {
-  constructor(
-    readonly key: string,
-    detail: string,
-  ) {
-    super(`${key}: ${detail}`);
-    this.name = "ArtifactIntegrityError";
-  }
-}
-
 const AliasNameSchema = z
   .string()
   .regex(
@@ -151,19 +150,6 @@ const MAX_CLAIM_ATTEMPTS = 32;
 
 const utf8 = new TextEncoder();
 const json = (value: unknown) => utf8.encode(`${JSON.stringify(value, null, 2)}\n`);
-
-/** sha256 as hex through WebCrypto (Node ≥ 20 and Workers alike). */
-export async function sha256Hex(bytes: Uint8Array): Promise<string> {
-  const digest = new Uint8Array(await crypto.subtle.digest("SHA-256", bytes as Uint8Array<ArrayBuffer>));
-  let hex = "";
-  for (const b of digest) hex += b.toString(16).padStart(2, "0");
-  return hex;
-}
-
-/** @troupe/storage throws ObjectNotFoundError; matched by name so only its type is imported. */
-function isNotFound(error: unknown): boolean {
-  return error instanceof Error && error.name === "ObjectNotFoundError";
-}
 
 function checkName(name: string): string {
   const parsed = TeamNameSchema.safeParse(name);
@@ -193,16 +179,11 @@ export function createTeamRegistry(store: ObjectStore): TeamRegistry {
 
   async function readManifest(name: string, version: number): Promise<TeamManifest> {
     const key = manifestKey(name, version);
-    let bytes: Uint8Array;
-    try {
-      bytes = await store.get(key);
-    } catch (error) {
-      if (isNotFound(error)) throw new TeamNotFoundError(`team "${name}" has no version ${version}`);
-      throw error;
-    }
+    const bytes = await getIfPresent(store, key);
+    if (bytes === undefined) throw new TeamNotFoundError(`team "${name}" has no version ${version}`);
     const manifest = decodeTeamManifest(bytes, key);
     if (manifest.name !== name || manifest.version !== version) {
-      throw new ArtifactIntegrityError(
+      throw new IntegrityError(
         key,
         `the manifest says ${manifest.name} v${manifest.version}, its key says ${name} v${version}`,
       );
@@ -212,25 +193,8 @@ export function createTeamRegistry(store: ObjectStore): TeamRegistry {
 
   async function readAlias(name: string, alias: string): Promise<AliasDoc | undefined> {
     const key = aliasKey(name, alias);
-    let bytes: Uint8Array;
-    try {
-      bytes = await store.get(key);
-    } catch (error) {
-      if (isNotFound(error)) return undefined;
-      throw error;
-    }
-    let value: unknown;
-    try {
-      value = JSON.parse(new TextDecoder().decode(bytes));
-    } catch {
-      throw new ArtifactIntegrityError(key, "alias is not valid JSON");
-    }
-    const parsed = AliasDocSchema.safeParse(value);
-    if (!parsed.success) {
-      const issue = parsed.error.issues[0]!;
-      throw new ArtifactIntegrityError(key, `alias: ${issue.path.join(".") || "(root)"}: ${issue.message}`);
-    }
-    return parsed.data;
+    const bytes = await getIfPresent(store, key);
+    return bytes && decodeJson(bytes, key, "alias", AliasDocSchema);
   }
 
   async function aliasNames(name: string): Promise<string[]> {
@@ -295,21 +259,9 @@ export function createTeamRegistry(store: ObjectStore): TeamRegistry {
       );
     }
     const key = artifactKey(manifest.name, manifest.version, policyId, file);
-    let bytes: Uint8Array;
-    try {
-      bytes = await store.get(key);
-    } catch (error) {
-      if (isNotFound(error)) throw new ArtifactIntegrityError(key, "missing (the manifest lists it)");
-      throw error;
-    }
-    if (bytes.byteLength !== entry.bytes) {
-      throw new ArtifactIntegrityError(key, `${bytes.byteLength} bytes, the manifest says ${entry.bytes}`);
-    }
-    const digest = await sha256Hex(bytes);
-    if (digest !== entry.sha256) {
-      throw new ArtifactIntegrityError(key, `sha256 ${digest} does not match the manifest's ${entry.sha256}`);
-    }
-    return bytes;
+    const bytes = await getIfPresent(store, key);
+    if (bytes === undefined) throw new IntegrityError(key, "missing (the manifest lists it)");
+    return verifyBytes(key, bytes, { size: entry.bytes, sha256: entry.sha256 });
   }
 
   return {

@@ -1,8 +1,8 @@
 import { readFileSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
+import { IntegrityError, sha256Hex } from "@troupe/storage";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import {
-  ArtifactIntegrityError,
   artifactKey,
   claimKey,
   createTeamRegistry,
@@ -11,7 +11,6 @@ import {
   PublishConflictError,
   type PublishInput,
   parseTeamManifest,
-  sha256Hex,
   TeamNotFoundError,
 } from "../src/index.ts";
 import { tempStore, tinyTeamInput } from "./fixtures.ts";
@@ -53,12 +52,6 @@ describe("team registry on a FileStore", () => {
     ).toBe(resolved.policies.planner!.files["config.json"]!.bytes);
     const summary = (await registry.list()).find((t) => t.name === "roundtrip");
     expect(summary).toMatchObject({ versions: [1], aliases: {}, latest: { version: 1 } });
-  });
-
-  it("sha256Hex matches a known vector", async () => {
-    expect(await sha256Hex(new TextEncoder().encode("abc"))).toBe(
-      "ba7816bf8f01cfea414140de5dae2223b00361a396177a9cb410ff61f20015ad",
-    );
   });
 
   it("numbers versions, keeps them immutable, and refuses a taken version", async () => {
@@ -127,15 +120,15 @@ describe("team registry on a FileStore", () => {
     bytes[bytes.length - 1] ^= 0xff; // same size, one flipped byte
     writeFileSync(path, bytes);
     const error = await registry.readFile(manifest, "fixer", "model.safetensors").catch((e) => e);
-    expect(error).toBeInstanceOf(ArtifactIntegrityError);
-    expect(error.key).toBe("teams/corrupt/versions/00000001/fixer/model.safetensors");
-    expect(error.message).toMatch(/sha256 [0-9a-f]{64} does not match the manifest's [0-9a-f]{64}/);
+    expect(error).toBeInstanceOf(IntegrityError);
+    expect(error.objectKey).toBe("teams/corrupt/versions/00000001/fixer/model.safetensors");
+    expect(error.message).toMatch(/sha256 [0-9a-f]{64}, manifest says [0-9a-f]{64} \(corrupted\)$/);
     await expect(registry.readPolicyFiles(manifest, "fixer")).rejects.toThrow(
       "teams/corrupt/versions/00000001/fixer/model.safetensors",
     );
     writeFileSync(path, bytes.subarray(0, 10));
     await expect(registry.readFile(manifest, "fixer", "model.safetensors")).rejects.toThrow(
-      "teams/corrupt/versions/00000001/fixer/model.safetensors: 10 bytes, the manifest says",
+      "teams/corrupt/versions/00000001/fixer/model.safetensors: size 10 bytes, manifest says",
     );
     await tmp.store.delete(artifactKey("corrupt", 1, "planner", "config.json"));
     await expect(registry.readFile(manifest, "planner", "config.json")).rejects.toThrow(
