@@ -19,8 +19,8 @@
  * `leaseMs` and another worker takes the unit over.
  *
  * Nothing lost, nothing duplicated: the learner claims exactly one shard per task of step s
- * (claim markers, consumer "learner"), trains on the concatenation in task order, and records the
- * claimed shard names in the step's manifest (`meta.consumed`). A shard claimed for step s belongs
+ * (RolloutQueue.claimFreshest, consumer "learner"), trains on the concatenation in task order, and
+ * records the claimed shard names in the step's manifest (`meta.consumed`). A shard claimed for step s belongs
  * to no other step; a learner killed mid-step resumes at s, finds its own claims ("mine") and
  * retrains on the same shards. Surplus copies of a unit (a takeover sampled with a newer version)
  * get an `expired` claim, so the drop is recorded.
@@ -29,7 +29,7 @@ import { type Sample, samplingParams, type Team, teamPolicies } from "@troupe/co
 import type { Engine } from "@troupe/engine";
 import { runStrategy } from "@troupe/rl";
 import type { ObjectStore } from "@troupe/storage";
-import { pad, RolloutQueue, type RolloutShardRef, RunStore } from "@troupe/storage";
+import { pad, RolloutQueue, RunStore } from "@troupe/storage";
 import { createEngine } from "./engines.ts";
 import { recipeEnvironment, type TrainerEnvironment } from "./envs.ts";
 import type { Recipe } from "./recipe.ts";
@@ -73,20 +73,6 @@ function idleClock(idleMs: number) {
   };
 }
 
-/** Committed shards of step `step`'s units, by task index (any policy version ≥ minVersion). */
-async function shardsOfStep(
-  queue: RolloutQueue,
-  step: number,
-  minVersion: number,
-): Promise<Map<number, RolloutShardRef[]>> {
-  const byTask = new Map<number, RolloutShardRef[]>();
-  for (const ref of await queue.listCommitted({ minPolicyVersion: minVersion })) {
-    if (ref.workerId !== stepStream(step)) continue;
-    byTask.set(ref.seq, [...(byTask.get(ref.seq) ?? []), ref]);
-  }
-  return byTask;
-}
-
 export interface QueueRolloutOptions {
   readonly recipe: Recipe;
   readonly trainerEnv: TrainerEnvironment;
@@ -106,34 +92,18 @@ export function queueRollouts(options: QueueRolloutOptions): RolloutSource {
   const pollMs = options.pollMs ?? DEFAULT_POLL_MS;
   const tasksPerStep = recipe.train.tasksPerStep;
   return async (step) => {
-    const minVersion = Math.max(0, step - recipe.maxStaleness);
-    let byTask = await shardsOfStep(queue, step, minVersion);
+    const shardsOfStep = () =>
+      queue.streamShards(stepStream(step), { minPolicyVersion: Math.max(0, step - recipe.maxStaleness) });
+    let byTask = await shardsOfStep();
     let waited = false;
     while (byTask.size < tasksPerStep) {
       if (!waited)
         reporter.note(`learner: waiting for rollout shards of step ${step} (${byTask.size}/${tasksPerStep})`);
       waited = true;
       await sleep(pollMs);
-      byTask = await shardsOfStep(queue, step, minVersion);
+      byTask = await shardsOfStep();
     }
-    const chosen: RolloutShardRef[] = [];
-    for (let task = 0; task < tasksPerStep; task++) {
-      // Freshest first; the order is fixed by the store's contents, not by timing.
-      const candidates = [...byTask.get(task)!].sort((a, b) => b.policyVersion - a.policyVersion);
-      let pick: RolloutShardRef | undefined;
-      for (const ref of candidates) {
-        const claim = await queue.readClaim(ref, LEARNER_CONSUMER);
-        if (claim && claim.learnerStep === step && !claim.expired) pick = ref;
-      }
-      for (const ref of candidates) {
-        if (pick) break;
-        if ((await queue.claim(ref, LEARNER_CONSUMER, step)) !== "taken") pick = ref;
-      }
-      if (!pick)
-        throw new Error(`learner: every shard of step ${step} task ${task} is claimed by another step`);
-      for (const ref of candidates) if (ref !== pick) await queue.claim(ref, LEARNER_CONSUMER, step, true); // surplus copy: dropped, on record
-      chosen.push(pick);
-    }
+    const chosen = await queue.claimFreshest(byTask, LEARNER_CONSUMER, step);
     const samples: Sample[] = [];
     for (const ref of chosen) {
       const shard = await queue.readShard(ref);
@@ -220,7 +190,7 @@ export async function rolloutWorker(options: RolloutWorkerOptions): Promise<Roll
     let worked = false;
     // Steps this version may sample for: not committed yet, and within the staleness bound.
     for (let step = newest; step <= Math.min(lastStep, version + recipe.maxStaleness) && !worked; step++) {
-      const done = await shardsOfStep(queue, step, 0);
+      const done = await queue.streamShards(stepStream(step));
       for (let task = 0; task < recipe.train.tasksPerStep && !worked; task++) {
         if (done.has(task)) continue;
         if ((await queue.leaseWork(unitName(step, task), workerId, leaseMs)) === "busy") continue;

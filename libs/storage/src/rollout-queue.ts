@@ -7,25 +7,26 @@
  *   runs/<runId>/work/<unit>/<generation>.json                                 leases (leaseWork)
  *
  * Workers: `commitShard` writes the data under a fresh attempt id, then the manifest with
- * putIfAbsent. A worker that crashed and restarts calls `nextSeq(workerId)` and carries on; if it
- * re-commits a seq that did commit, it gets `committed: false` and nothing committed changes.
+ * putIfAbsent. A worker's stream (its `workerId`) numbers its shards by `seq`; whoever re-commits a
+ * (version, stream, seq) that did commit gets `committed: false` and nothing committed changes.
  *
- * Learners: `claimBatch` picks committed shards whose policy version is within `maxStaleness` of
- * the learner's current version (V − v ≤ maxStaleness), oldest first, and claims each with a
- * putIfAbsent marker `{consumer, learnerStep}` — of two learners of one consumer group, exactly one
- * gets a shard. Crash/resume, nothing lost and nothing duplicated:
+ * Learners: a stream whose seqs are the units of one learner step (the trainer's asynchronous
+ * mode: stream "step-<s>", seq = task index) is read with `streamShards`, each unit's committed
+ * copies freshest first, and `claimFreshest` claims one copy per unit with a putIfAbsent marker
+ * `{consumer, learnerStep}` — of two learners of one consumer group, exactly one gets a shard.
+ * Crash/resume, nothing lost and nothing duplicated:
  *  - a shard counts as consumed when the learner step that claimed it is committed (record the
- *    claimed shards in that step's manifest meta);
- *  - a learner resumes at step s = latestCommittedStep + 1, and `claimBatch` at step s first
- *    returns the shards it had already claimed for step s (its crashed attempt's claims), then
- *    claims new ones — so an interrupted step retrains on the same shards, and no shard is claimed
- *    by two committed steps.
- * Shards too stale to train on are claimed with `expired: true` so the drop is recorded, not silent.
+ *    claimed shards in that step's manifest meta, `RolloutQueue.shardName`);
+ *  - a learner resumes at step s = latestCommittedStep + 1, and `claimFreshest` at step s takes
+ *    first the copies it had already claimed for s (its crashed attempt's claims), so an
+ *    interrupted step retrains on the same shards, and no shard is claimed by two committed steps.
+ * A unit's surplus copies (a takeover sampled with a newer version) are claimed with
+ * `expired: true`, so the drop is recorded, not silent.
  */
 import type { Sample } from "@troupe/core";
 import { checkId, MANIFEST, pad, rolloutFolder, rolloutsPrefix, STEP_DIGITS, workFolder } from "./layout.ts";
 import { IntegrityError, type Manifest, newAttemptId, parseManifest } from "./manifest.ts";
-import type { ObjectStore } from "./object-store.ts";
+import { getIfPresent, type ObjectStore } from "./object-store.ts";
 import { commitManifest, prepareShard, readShardEntry, shardExtension } from "./run-store.ts";
 import { DEFAULT_SHARD_FORMAT, type ShardFormat } from "./shard-format.ts";
 
@@ -123,13 +124,21 @@ export class RolloutQueue {
     return refs;
   }
 
-  /** The first sequence number a (re)started worker should use: one past its highest committed. */
-  async nextSeq(workerId: string): Promise<number> {
-    checkId("workerId", workerId);
-    let next = 0;
-    for (const ref of await this.listCommitted())
-      if (ref.workerId === workerId) next = Math.max(next, ref.seq + 1);
-    return next;
+  /**
+   * Committed shards of one stream (a `workerId`) with policyVersion ≥ minPolicyVersion, by seq in
+   * ascending order; each seq's copies freshest first (the order is fixed by the store's contents, not by timing).
+   */
+  async streamShards(
+    stream: string,
+    options: { minPolicyVersion?: number } = {},
+  ): Promise<Map<number, RolloutShardRef[]>> {
+    checkId("workerId", stream);
+    const bySeq = new Map<number, RolloutShardRef[]>();
+    for (const ref of await this.listCommitted(options)) {
+      if (ref.workerId === stream) bySeq.set(ref.seq, [...(bySeq.get(ref.seq) ?? []), ref]);
+    }
+    for (const copies of bySeq.values()) copies.sort((a, b) => b.policyVersion - a.policyVersion);
+    return new Map([...bySeq].sort(([a], [b]) => a - b));
   }
 
   async readShardManifest(ref: RolloutShardRef): Promise<Manifest> {
@@ -151,9 +160,8 @@ export class RolloutQueue {
   }
 
   async readClaim(ref: RolloutShardRef, consumer: string): Promise<ClaimMarker | undefined> {
-    const key = this.claimKey(ref, consumer);
-    if (!(await this.store.head(key))) return undefined;
-    return JSON.parse(new TextDecoder().decode(await this.store.get(key))) as ClaimMarker;
+    const bytes = await getIfPresent(this.store, this.claimKey(ref, consumer));
+    return bytes && (JSON.parse(new TextDecoder().decode(bytes)) as ClaimMarker);
   }
 
   /**
@@ -180,42 +188,38 @@ export class RolloutQueue {
   }
 
   /**
-   * Learner side: up to `maxShards` shards to train step `learnerStep` on, for a learner whose
-   * weights are at `policyVersion`. Shards older than policyVersion − maxStaleness are marked
-   * expired and skipped. Already-claimed-for-this-step shards come back first (resume).
+   * Learner side: one shard per unit for `learnerStep`, in unit order, from each unit's copies
+   * (`streamShards`, freshest first). A unit's shard is the copy this consumer already claimed for
+   * this step, if any (a crashed attempt's: the step retrains on the same shards), else the
+   * freshest copy it can claim; its other copies get an `expired` claim. Throws when every copy of
+   * a unit is claimed for another step.
    */
-  async claimBatch(options: {
-    consumer: string;
-    learnerStep: number;
-    policyVersion: number;
-    maxStaleness: number;
-    maxShards: number;
-  }): Promise<RolloutShardRef[]> {
-    const { consumer, learnerStep, policyVersion, maxStaleness, maxShards } = options;
-    const prefix = rolloutsPrefix(this.runId);
-    const listing = await this.store.list(prefix);
-    const claimed = new Set<string>();
-    const suffix = `/claims/${checkId("consumer", consumer)}.json`;
-    for (const { key } of listing) if (key.endsWith(suffix)) claimed.add(key.slice(0, -suffix.length));
-    const committed = await this.listCommitted();
-    const batch: RolloutShardRef[] = [];
-    // 1. Resume: shards this consumer already claimed for this very step.
-    for (const ref of committed) {
-      if (batch.length >= maxShards) break;
-      if (claimed.has(ref.folder) && (await this.claim(ref, consumer, learnerStep)) === "mine")
-        batch.push(ref);
-    }
-    // 2. New shards, oldest first; too-stale ones are recorded as expired.
-    for (const ref of committed) {
-      if (batch.length >= maxShards) break;
-      if (claimed.has(ref.folder)) continue;
-      if (policyVersion - ref.policyVersion > maxStaleness) {
-        await this.claim(ref, consumer, learnerStep, true);
-        continue;
+  async claimFreshest(
+    units: ReadonlyMap<number, readonly RolloutShardRef[]>,
+    consumer: string,
+    learnerStep: number,
+  ): Promise<RolloutShardRef[]> {
+    const chosen: RolloutShardRef[] = [];
+    for (const unit of [...units.keys()].sort((a, b) => a - b)) {
+      const copies = units.get(unit)!;
+      let pick: RolloutShardRef | undefined;
+      for (const ref of copies) {
+        const claim = await this.readClaim(ref, consumer);
+        if (claim?.learnerStep === learnerStep && !claim.expired) pick ??= ref;
       }
-      if ((await this.claim(ref, consumer, learnerStep)) === "claimed") batch.push(ref);
+      for (const ref of copies) {
+        if (pick) break;
+        if ((await this.claim(ref, consumer, learnerStep)) !== "taken") pick = ref;
+      }
+      if (!pick) {
+        throw new Error(
+          `${consumer}: every copy of unit ${unit} (${copies.map(RolloutQueue.shardName).join(", ")}) is claimed for another step than ${learnerStep}`,
+        );
+      }
+      for (const ref of copies) if (ref !== pick) await this.claim(ref, consumer, learnerStep, true);
+      chosen.push(pick);
     }
-    return batch;
+    return chosen;
   }
 
   /**

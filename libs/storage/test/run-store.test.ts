@@ -148,7 +148,7 @@ describe.each(storeKinds)("RunStore: $name", ({ make }) => {
     await expect(run.writeConfig({ lr: 2e-5 })).rejects.toThrow(/already exists with a different config/);
   });
 
-  it("rollout shards: committed once, claimed once, stale ones expired, resumed claims come back", async () => {
+  it("rollout shards: committed once, listed when committed, read back verified", async () => {
     const store = await make();
     const queue = new RolloutQueue(store, "run-q");
     const shard = (v: number, seed: number) =>
@@ -167,13 +167,11 @@ describe.each(storeKinds)("RunStore: $name", ({ make }) => {
           .committed,
       ).toBe(true);
     }
-    // A restarted worker re-committing seq 2 changes nothing; nextSeq tells it where to go on.
+    // A restarted worker re-committing seq 2 changes nothing.
     expect(
       (await queue.commitShard({ policyVersion: 2, workerId: "w0", seq: 2, samples: shard(2, 99) }))
         .committed,
     ).toBe(false);
-    expect(await queue.nextSeq("w0")).toBe(3);
-    expect(await queue.nextSeq("w9")).toBe(0);
     // Uncommitted data (no manifest) is not listed.
     await store.put("runs/run-q/rollouts/00000003/w1-00000001/abc.parquet", bytes("x"));
     expect((await queue.listCommitted()).map(RolloutQueue.shardName)).toEqual([
@@ -183,30 +181,67 @@ describe.each(storeKinds)("RunStore: $name", ({ make }) => {
       "00000002/w1-00000000",
     ]);
     expect((await queue.listCommitted({ minPolicyVersion: 2 })).length).toBe(2);
+    expect(await queue.readShard(queue.ref(2, "w0", 2))).toEqual(shard(2, 2));
+  });
 
-    // Learner at version 2, max staleness 1: v0 is expired, v1 and v2 are claimable (max 2 per step).
-    const opts = { consumer: "learner", policyVersion: 2, maxStaleness: 1, maxShards: 2 };
-    const step5 = await queue.claimBatch({ ...opts, learnerStep: 5 });
-    expect(step5.map(RolloutQueue.shardName)).toEqual(["00000001/w0-00000001", "00000002/w0-00000002"]);
-    expect(await queue.readClaim((await queue.listCommitted())[0]!, "learner")).toEqual({
-      consumer: "learner",
-      learnerStep: 5,
-      expired: true,
-    });
-    // Crash and resume of step 5: the same shards come back, nothing new is taken.
-    const again = await queue.claimBatch({ ...opts, learnerStep: 5 });
-    expect(again.map(RolloutQueue.shardName)).toEqual(step5.map(RolloutQueue.shardName));
-    // Step 6 gets only what is left; a second concurrent learner in the same group gets nothing twice.
-    const [a, b] = await Promise.all([
-      queue.claimBatch({ ...opts, learnerStep: 6 }),
-      queue.claimBatch({ ...opts, consumer: "learner", learnerStep: 7 }),
+  it("claimFreshest: one copy per unit, the freshest, surplus expired; a resumed step gets its own claims back", async () => {
+    const queue = new RolloutQueue(await make(), "run-claim");
+    const stream = "step-00000005";
+    const commit = (v: number, seq: number, workerId = stream) =>
+      queue.commitShard({
+        policyVersion: v,
+        workerId,
+        seq,
+        samples: syntheticSamples(2, 10 * v + seq, "run-claim", v).map((s) => ({
+          ...s,
+          provenance: { ...s.provenance, policyVersion: v },
+        })),
+      });
+    // Unit 0: two copies (a takeover sampled with a newer version); unit 1: one; unit 2: two, the
+    // older one claimed for step 5 by a learner that crashed before committing the step.
+    for (const [v, seq] of [
+      [3, 0],
+      [4, 0],
+      [4, 1],
+      [2, 2],
+      [4, 2],
+      [1, 0],
+    ] as const)
+      await commit(v, seq);
+    await commit(4, 0, "step-00000006"); // another step's stream: not a candidate
+    expect(await queue.claim(queue.ref(2, stream, 2), "learner", 5)).toBe("claimed");
+
+    const units = await queue.streamShards(stream, { minPolicyVersion: 2 });
+    expect([...units].map(([seq, copies]) => [seq, copies.map((r) => r.policyVersion)])).toEqual([
+      [0, [4, 3]],
+      [1, [4]],
+      [2, [4, 2]],
     ]);
-    expect([...a, ...b].map(RolloutQueue.shardName)).toEqual(["00000002/w1-00000000"]);
-    // Another consumer group (another policy's learner) sees every shard afresh.
-    expect(
-      (await queue.claimBatch({ ...opts, consumer: "ref-model", learnerStep: 0, maxShards: 10 })).length,
-    ).toBe(3);
-    expect(await queue.readShard(step5[0]!)).toEqual(shard(1, 1));
+    const chosen = (await queue.claimFreshest(units, "learner", 5)).map(RolloutQueue.shardName);
+    expect(chosen).toEqual([
+      "00000004/step-00000005-00000000",
+      "00000004/step-00000005-00000001",
+      "00000002/step-00000005-00000002", // the crashed attempt's claim, not the fresher copy
+    ]);
+    const expired = { consumer: "learner", learnerStep: 5, expired: true };
+    expect(await queue.readClaim(queue.ref(3, stream, 0), "learner")).toEqual(expired);
+    expect(await queue.readClaim(queue.ref(4, stream, 2), "learner")).toEqual(expired);
+    expect(await queue.readClaim(queue.ref(1, stream, 0), "learner")).toBeUndefined(); // below minPolicyVersion
+    // Step 5 interrupted again and resumed: the same shards, nothing new claimed.
+    expect((await queue.claimFreshest(units, "learner", 5)).map(RolloutQueue.shardName)).toEqual(chosen);
+    // No other step of the group can take them; another group (a reference model) sees them afresh.
+    await expect(queue.claimFreshest(units, "learner", 6)).rejects.toThrow(
+      /^learner: every copy of unit 0 \(00000004\/step-00000005-00000000, 00000003\/step-00000005-00000000\) is claimed for another step than 6$/,
+    );
+    expect((await queue.claimFreshest(units, "ref-model", 0)).map((r) => r.policyVersion)).toEqual([4, 4, 4]);
+    // Two learners of one group racing for a unit with one copy: exactly one gets it.
+    await commit(4, 0, "step-00000007");
+    const race = await queue.streamShards("step-00000007");
+    const results = await Promise.allSettled([
+      queue.claimFreshest(race, "learner", 7),
+      queue.claimFreshest(race, "learner", 8),
+    ]);
+    expect(results.map((r) => r.status).sort()).toEqual(["fulfilled", "rejected"]);
   });
 
   it("work leases: one holder at a time, renewal by the holder, takeover only after expiry", async () => {
