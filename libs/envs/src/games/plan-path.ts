@@ -19,7 +19,7 @@
  * grid size: one step closer earns +1/10 on the default 10×10 grid, so moving closer nets +0.09 and
  * moving away −0.11).
  */
-import type { Rng, Split, Task } from "@troupe/core";
+import type { Rng, Task } from "@troupe/core";
 import { z } from "zod";
 import {
   EpisodeOptionsSchema,
@@ -40,7 +40,7 @@ import {
   step,
 } from "./grid.ts";
 import { parseOptions } from "./options.ts";
-import { generateSplitTasks, SplitFractionsSchema } from "./splits.ts";
+import { SplitFractionsSchema, splitTaskGenerator } from "./splits.ts";
 
 export const PLAN_PATH = "plan-path";
 
@@ -214,27 +214,16 @@ function checkPlanPathPuzzle(payload: unknown, taskId: string): PlanPathPuzzle {
 }
 
 /** `count` distinct Plan-Path tasks of `split` (see splits.ts for the disjointness guarantee). */
-export function generatePlanPathTasks(
-  split: Split,
-  count: number,
-  options: z.input<typeof PlanPathGenerationSchema> & { readonly seed?: number } = {},
-): Task<PlanPathPuzzle>[] {
-  const { seed = 0, ...rest } = options;
-  const config = parseOptions(`${PLAN_PATH} generation options`, PlanPathGenerationSchema.strict(), rest);
-  return generateSplitTasks({
-    env: PLAN_PATH,
-    split,
-    count,
-    seed,
-    fractions: config.splitFractions,
-    candidate: (rng) => {
-      const puzzle = generatePlanPathPuzzle(rng, config);
-      if (puzzle === null) return null;
-      const key = { game: PLAN_PATH, grid: puzzle.grid, start: puzzle.start, goal: puzzle.goal };
-      return { payload: puzzle, instanceKey: key, splitKey: key };
-    },
-  });
-}
+export const generatePlanPathTasks = splitTaskGenerator(
+  PLAN_PATH,
+  PlanPathGenerationSchema,
+  (rng, config) => {
+    const puzzle = generatePlanPathPuzzle(rng, config);
+    if (puzzle === null) return null;
+    const key = { game: PLAN_PATH, grid: puzzle.grid, start: puzzle.start, goal: puzzle.goal };
+    return { payload: puzzle, instanceKey: key, splitKey: key };
+  },
+);
 
 // ---------------------------------------------------------------------------------------------
 // Game
@@ -361,20 +350,13 @@ export type PlanPathEnvironment = GameEnvironment<PlanPathPuzzle, PlanPathBoard>
 /** The Plan-Path environment. `options.roles`: "compact" (planner, fixer; default) or "tool" (tool, plan). */
 export function planPathEnv(options: PlanPathOptions = {}): PlanPathEnvironment {
   const parsed = parseOptions(`${PLAN_PATH} options`, PlanPathOptionsSchema, options);
-  const { rows, cols, blockedFraction, minPathLength, splitFractions } = parsed;
+  // The generation schema keeps its own fields of the options (zod objects strip the others).
+  const generation = PlanPathGenerationSchema.parse(parsed);
   return gameEnvironment({
-    game: planPathGame(parsed.rewards, { rows, cols }),
+    game: planPathGame(parsed.rewards, generation),
     options: parsed,
     checkPuzzle: checkPlanPathPuzzle,
-    generateTasks: (split, count, seed) =>
-      generatePlanPathTasks(split, count, {
-        rows,
-        cols,
-        blockedFraction,
-        minPathLength,
-        splitFractions,
-        seed,
-      }),
+    generateTasks: (split, count, seed) => generatePlanPathTasks(split, count, { ...generation, seed }),
   });
 }
 

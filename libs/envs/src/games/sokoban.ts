@@ -18,7 +18,7 @@
  *   the episode ends unsolved, or the position becomes unsolvable (exact deadlock check by the solver)
  *                                                failure = −1
  */
-import type { Rng, Split, Task } from "@troupe/core";
+import type { Rng, Task } from "@troupe/core";
 import { z } from "zod";
 import {
   EpisodeOptionsSchema,
@@ -30,7 +30,7 @@ import {
 import type { Game } from "./game.ts";
 import { DELTA, DIRECTIONS, type Direction, formatPos, type Pos, parseDirections } from "./grid.ts";
 import { parseOptions } from "./options.ts";
-import { generateSplitTasks, SplitFractionsSchema } from "./splits.ts";
+import { SplitFractionsSchema, splitTaskGenerator } from "./splits.ts";
 
 export const SOKOBAN = "sokoban";
 
@@ -252,27 +252,16 @@ export function sokobanKey(puzzle: Omit<SokobanPuzzle, "optimal">): unknown {
 }
 
 /** `count` distinct Sokoban tasks of `split` (see splits.ts for the disjointness guarantee). */
-export function generateSokobanTasks(
-  split: Split,
-  count: number,
-  options: z.input<typeof SokobanGenerationSchema> & { readonly seed?: number } = {},
-): Task<SokobanPuzzle>[] {
-  const { seed = 0, ...rest } = options;
-  const config = parseOptions(`${SOKOBAN} generation options`, SokobanGenerationSchema.strict(), rest);
-  return generateSplitTasks({
-    env: SOKOBAN,
-    split,
-    count,
-    seed,
-    fractions: config.splitFractions,
-    candidate: (rng, inSplit) => {
-      const puzzle = generateSokobanPuzzle(rng, config, inSplit);
-      if (puzzle === null) return null;
-      const key = sokobanKey(puzzle);
-      return { payload: puzzle, instanceKey: key, splitKey: key };
-    },
-  });
-}
+export const generateSokobanTasks = splitTaskGenerator(
+  SOKOBAN,
+  SokobanGenerationSchema,
+  (rng, config, inSplit) => {
+    const puzzle = generateSokobanPuzzle(rng, config, inSplit);
+    if (puzzle === null) return null;
+    const key = sokobanKey(puzzle);
+    return { payload: puzzle, instanceKey: key, splitKey: key };
+  },
+);
 
 /**
  * The room one row per line (XSB symbols, `_` for floor so a byte-level model sees every cell):
@@ -478,16 +467,8 @@ export type SokobanEnvironment = GameEnvironment<SokobanPuzzle, SokobanBoard>;
 /** The Sokoban environment. `options.roles`: "compact" (planner, fixer; default) or "tool" (tool, plan). */
 export function sokobanEnv(options: SokobanOptions = {}): SokobanEnvironment {
   const parsed = parseOptions(`${SOKOBAN} options`, SokobanOptionsSchema, options);
-  const generation = {
-    rows: parsed.rows,
-    cols: parsed.cols,
-    boxes: parsed.boxes,
-    interiorWallFraction: parsed.interiorWallFraction,
-    reverseSteps: parsed.reverseSteps,
-    pullProbability: parsed.pullProbability,
-    minSolutionLength: parsed.minSolutionLength,
-    splitFractions: parsed.splitFractions,
-  };
+  // The generation schema keeps its own fields of the options (zod objects strip the others).
+  const generation = SokobanGenerationSchema.parse(parsed);
   return gameEnvironment({
     game: sokobanGame(parsed.rewards, parsed.boxes),
     options: parsed,

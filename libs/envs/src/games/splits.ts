@@ -13,6 +13,7 @@
  */
 import { deriveSeed, Rng, type Split, stableHash, type Task } from "@troupe/core";
 import { z } from "zod";
+import { parseOptions } from "./options.ts";
 
 export const SplitFractionsSchema = z
   .object({
@@ -93,4 +94,36 @@ export function generateSplitTasks<Payload>(args: GenerateSplitArgs<Payload>): T
     tasks.push({ id: `${env}-${split}-${hash.slice(0, 16)}`, split, payload: instance.payload });
   }
   return tasks;
+}
+
+/** A game's generation options: its own fields and the split fractions. */
+type GenerationSchema = z.ZodObject<{ splitFractions: z.ZodType<SplitFractions, unknown> }>;
+
+/**
+ * A game's task generator, `(split, count, options) → tasks`: options (the schema's fields and a
+ * `seed`) are parsed first, an error naming the game and the bad field, then `candidate` draws
+ * each instance with the parsed config (see `generateSplitTasks`).
+ */
+export function splitTaskGenerator<S extends GenerationSchema, Payload>(
+  env: string,
+  schema: S,
+  candidate: (
+    rng: Rng,
+    config: z.output<S>,
+    inSplit: (splitKey: unknown) => boolean,
+  ) => GeneratedInstance<Payload> | null,
+): (split: Split, count: number, options?: z.input<S> & { readonly seed?: number }) => Task<Payload>[] {
+  const strict = schema.strict();
+  return (split, count, options) => {
+    const { seed = 0, ...rest } = options ?? {};
+    const config = parseOptions(`${env} generation options`, strict, rest) as z.output<S>;
+    return generateSplitTasks({
+      env,
+      split,
+      count,
+      seed,
+      fractions: config.splitFractions,
+      candidate: (rng, inSplit) => candidate(rng, config, inSplit),
+    });
+  };
 }

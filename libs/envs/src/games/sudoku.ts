@@ -19,7 +19,7 @@
  *   the episode ends unsolved       failure = −1
  * No step cost (every solution takes the same number of placements) and no optimal bonus.
  */
-import type { Rng, Split, Task } from "@troupe/core";
+import type { Rng, Task } from "@troupe/core";
 import { z } from "zod";
 import {
   EpisodeOptionsSchema,
@@ -31,7 +31,7 @@ import {
 import type { Game } from "./game.ts";
 import { answerText } from "./grid.ts";
 import { parseOptions } from "./options.ts";
-import { generateSplitTasks, SplitFractionsSchema } from "./splits.ts";
+import { SplitFractionsSchema, splitTaskGenerator } from "./splits.ts";
 
 export const SUDOKU = "sudoku";
 
@@ -250,30 +250,19 @@ export function sudokuSplitKey(size: number, solution: readonly number[]): unkno
 }
 
 /** `count` distinct Sudoku tasks of `split` (see splits.ts; the split key is the solution grid). */
-export function generateSudokuTasks(
-  split: Split,
-  count: number,
-  options: z.input<typeof SudokuGenerationSchema> & { readonly seed?: number } = {},
-): Task<SudokuPuzzle>[] {
-  const { seed = 0, ...rest } = options;
-  const config = parseOptions(`${SUDOKU} generation options`, SudokuGenerationSchema.strict(), rest);
-  return generateSplitTasks({
-    env: SUDOKU,
-    split,
-    count,
-    seed,
-    fractions: config.splitFractions,
-    candidate: (rng, inSplit) => {
-      const puzzle = generateSudokuPuzzle(rng, config, inSplit);
-      if (puzzle === null) return null;
-      return {
-        payload: puzzle,
-        instanceKey: { game: SUDOKU, size: puzzle.size, givens: puzzle.givens },
-        splitKey: sudokuSplitKey(puzzle.size, puzzle.solution),
-      };
-    },
-  });
-}
+export const generateSudokuTasks = splitTaskGenerator(
+  SUDOKU,
+  SudokuGenerationSchema,
+  (rng, config, inSplit) => {
+    const puzzle = generateSudokuPuzzle(rng, config, inSplit);
+    if (puzzle === null) return null;
+    return {
+      payload: puzzle,
+      instanceKey: { game: SUDOKU, size: puzzle.size, givens: puzzle.givens },
+      splitKey: sudokuSplitKey(puzzle.size, puzzle.solution),
+    };
+  },
+);
 
 const SudokuPuzzleSchema = z
   .object({
@@ -476,7 +465,8 @@ export type SudokuEnvironment = GameEnvironment<SudokuPuzzle, SudokuBoard>;
 /** The Sudoku environment. `options.roles`: "compact" (planner, fixer; default) or "tool" (tool, plan). */
 export function sudokuEnv(options: SudokuOptions = {}): SudokuEnvironment {
   const parsed = parseOptions(`${SUDOKU} options`, SudokuOptionsSchema, options);
-  const generation = { size: parsed.size, givens: parsed.givens, splitFractions: parsed.splitFractions };
+  // The generation schema keeps its own fields of the options (zod objects strip the others).
+  const generation = SudokuGenerationSchema.parse(parsed);
   return gameEnvironment({
     game: sudokuGame(parsed.rewards),
     options: parsed,
