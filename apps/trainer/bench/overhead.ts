@@ -11,12 +11,10 @@
  * timer ends when an engine call's promise is picked up, so main-thread storage work that
  * interleaves with engine calls (shard encoding) counts as engine time under overlap.
  *
- * With `--overlap true` (the trainer's default) step s's storage writes run while step s+1 rolls
- * out, so the storage time reported is mostly hidden; `--overlap false` writes, then goes on (the
- * trainer before the overlap). `--ab N` alternates N runs of each in one invocation (the machine is
- * shared and noisy: compare A and B from the same window).
+ * Step s's storage writes run while step s+1 rolls out (train.ts), so the storage time reported is
+ * mostly hidden; `storageWaitShare` is the part that was not.
  *
- *   npx nx run trainer:bench [-- --steps 5 --recipe default --set key=value --overlap false --ab 2]
+ *   npx nx run trainer:bench [-- --steps 5 --recipe default --set key=value]
  */
 import { mkdtempSync, readFileSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
@@ -36,13 +34,8 @@ const { values } = parseArgs({
     steps: { type: "string", default: "5" },
     recipe: { type: "string", default: "default" },
     set: { type: "string", multiple: true, default: [] },
-    overlap: { type: "string", default: "true" },
-    ab: { type: "string", default: "0" },
   },
 });
-if (values.overlap !== "true" && values.overlap !== "false")
-  throw new Error("--overlap must be true or false");
-const abRounds = Number(values.ab);
 const steps = Number(values.steps);
 if (!Number.isInteger(steps) || steps < 3)
   throw new Error("--steps must be an integer ≥ 3 (first and last steps are not counted)");
@@ -71,7 +64,7 @@ function timed<T extends object>(target: T, timer: { ms: number }): T {
   });
 }
 
-async function benchRun(overlapStorage: boolean) {
+async function benchRun() {
   const root = mkdtempSync(join(tmpdir(), "troupe-bench-"));
   try {
     const trainerEnv = createEnvironment(recipe.environment.name, recipe.environment.options);
@@ -90,7 +83,6 @@ async function benchRun(overlapStorage: boolean) {
       team,
       engine,
       runStore,
-      overlapStorage,
       reporter: {
         step(info) {
           const now = performance.now();
@@ -102,7 +94,6 @@ async function benchRun(overlapStorage: boolean) {
           console.log(
             JSON.stringify({
               bench: "step",
-              overlap: overlapStorage,
               step: info.step,
               samples: info.samples,
               ...round(row),
@@ -124,7 +115,6 @@ async function benchRun(overlapStorage: boolean) {
       bench: "overhead",
       runOutsideEngineShare: round4(1 - (engineTimer.ms - engineBefore) / runMs),
       storageWaitShare: round4(result.storageWaitMs / runMs),
-      overlap: overlapStorage,
       steps: total.length,
       meanStepMs: Math.round(stepMs / total.length),
       engineShare: round4(sum("engineMs") / stepMs),
@@ -141,25 +131,7 @@ async function benchRun(overlapStorage: boolean) {
   }
 }
 
-if (abRounds > 0) {
-  const results: Awaited<ReturnType<typeof benchRun>>[] = [];
-  for (let i = 0; i < abRounds; i++)
-    for (const overlap of [false, true]) results.push(await benchRun(overlap));
-  for (const overlap of [false, true]) {
-    const mine = results.filter((r) => r.overlap === overlap);
-    console.log(
-      JSON.stringify({
-        bench: "ab",
-        overlap,
-        runs: mine.length,
-        meanStepMs: Math.round(mine.reduce((a, r) => a + r.meanStepMs, 0) / mine.length),
-        outsideEngineShare: round4(mine.reduce((a, r) => a + r.outsideEngineShare, 0) / mine.length),
-      }),
-    );
-  }
-} else {
-  await benchRun(values.overlap === "true");
-}
+await benchRun();
 
 function round(row: Record<string, number>) {
   return Object.fromEntries(Object.entries(row).map(([k, v]) => [k, Math.round(v * 10) / 10]));

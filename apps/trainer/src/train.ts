@@ -62,8 +62,6 @@ export interface TrainOptions {
   readonly stopRequested?: (step: number) => boolean;
   /** Where the samples come from (default: `localRollouts`, mode "all"). */
   readonly rollouts?: RolloutSource;
-  /** Overlap step s's storage writes with step s+1's work (default true); false: write, then go on. */
-  readonly overlapStorage?: boolean;
   /**
    * Scores ℓ_ref for the KL penalty when loss.klCoef > 0. Default: a second engine holding the
    * recipe's warm start from `runStore`'s store (reference.ts), created here and closed at the end.
@@ -77,7 +75,7 @@ export interface TrainSummary {
   readonly lastCommittedStep: number | undefined;
   readonly stoppedEarly: boolean;
   readonly evals: { step: number; result: EvalResult }[];
-  /** Time the loop spent waiting for storage writes (with overlap: the part the next step did not hide). */
+  /** Time the loop spent waiting for storage writes (the part the next step's work did not hide). */
   readonly storageWaitMs: number;
 }
 
@@ -166,18 +164,16 @@ export function localRollouts(options: TrainOptions): RolloutSource {
 }
 
 /**
- * The learner loop. By default (`overlapStorage`) the storage writes of step s — checkpoints,
- * metrics, the manifest last, then checkpoint retention — run in the background while step s+1
- * samples with the weights already in memory; step s+1 commits only after step s has, and
- * train() never returns with a write in flight. A kill therefore still loses at most the
- * uncommitted steps (now up to two: s being written and s+1 being computed), which resume redoes
- * identically. The engine's `save` is awaited in the foreground and returns fresh bytes (a
+ * The learner loop. The storage writes of step s — checkpoints, metrics, the manifest last, then
+ * checkpoint retention — run in the background while step s+1 samples with the weights already in
+ * memory; step s+1 commits only after step s has, and train() never returns with a write in
+ * flight. A kill therefore loses at most the uncommitted steps (up to two: s being written and s+1
+ * being computed), which resume redoes identically. The engine's `save` is awaited in the foreground and returns fresh bytes (a
  * serialised copy), so the checkpoint is the weights after step s, whatever step s+1 does next.
  */
 export async function train(options: TrainOptions): Promise<TrainSummary> {
   const { recipe, trainerEnv, team, engine, runStore, reporter } = options;
   const rollouts = options.rollouts ?? localRollouts(options);
-  const overlap = options.overlapStorage ?? true;
   const keepEvery = recipe.train.checkpointEvery;
   const heldOutSampling = evalSampling(recipe);
   const testTasks = evalTasks(trainerEnv, recipe);
@@ -258,7 +254,7 @@ export async function train(options: TrainOptions): Promise<TrainSummary> {
     await runStore.pruneCheckpoints(step, { keepEvery });
     reporter.step(work.report);
   };
-  // The one commit in flight (overlapStorage), awaited before the next commit starts and at exit.
+  // The one commit in flight, awaited before the next commit starts and at exit.
   let pending: Promise<void> | undefined;
   let storageWaitMs = 0;
   const settle = async () => {
@@ -324,7 +320,6 @@ export async function train(options: TrainOptions): Promise<TrainSummary> {
       await settle(); // step s−1 is committed before step s writes anything
       pending = commit(step, work);
       pending.catch(() => {}); // handled by settle(); keeps a failed write from being "unhandled" meanwhile
-      if (!overlap) await settle();
       if (options.stopRequested?.(step)) {
         await settle();
         reporter.note(`stopped after committing step ${step}; continue with --resume`);
