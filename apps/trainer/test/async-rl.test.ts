@@ -7,41 +7,33 @@
  * byte-identical, so each one really was sampled by the version it names.
  */
 import { type ChildProcess, spawn } from "node:child_process";
-import { mkdtempSync, rmSync, writeFileSync } from "node:fs";
-import { tmpdir } from "node:os";
+import { writeFileSync } from "node:fs";
 import { dirname, join, resolve } from "node:path";
 import { fileURLToPath } from "node:url";
 import { canonicalJson, samplingParams, teamPolicies } from "@troupe/core";
 import { runStrategy } from "@troupe/rl";
 import { FileStore, RolloutQueue, RunStore } from "@troupe/storage/node";
-import { afterAll, describe, expect, it } from "vitest";
+import { describe, expect, it } from "vitest";
 import { LEARNER_CONSUMER, queueRollouts, rolloutWorker, stepStream } from "../src/async-rl.ts";
 import { createEngine } from "../src/engines.ts";
 import { createEnvironment, recipeTeam } from "../src/envs.ts";
 import { loadRecipeText, type Recipe } from "../src/recipe.ts";
-import { policySet, restoreStep, type TrainReporter, train, trainTasks } from "../src/train.ts";
+import { policySet, restoreStep, train, trainTasks } from "../src/train.ts";
 import { warmStart } from "../src/warm-start.ts";
+import { quiet, TINY_ATGRPO, TINY_PLAN_PATH, tempRoot } from "./tiny.ts";
 
 const appRoot = resolve(dirname(fileURLToPath(import.meta.url)), "..");
-const root = mkdtempSync(join(tmpdir(), "troupe-async-"));
-afterAll(() => rmSync(root, { recursive: true, force: true }));
+const root = tempRoot("async");
 
 const recipeYaml = (store: string, maxStaleness: number) => `
 name: async
 seed: 11
 store: file://${store}
-environment:
-  name: plan-path
-  options: { roles: compact, maxTurns: 2, rows: 4, cols: 4, blockedFraction: 0.1, minPathLength: 2 }
-model: { hidden_size: 32, intermediate_size: 64, num_hidden_layers: 1, num_attention_heads: 2, num_key_value_heads: 1 }
-strategy: { name: atgrpo, candidates: 2 }
-sampling: { temperature: 1, maxTokens: 8 }
-sft: { steps: 2, batchSize: 8, lr: 0.003, mistakeRate: 0.3 }
+${TINY_PLAN_PATH}
+${TINY_ATGRPO}
 train: { steps: 3, tasksPerStep: 3, evalEvery: 0, evalTasks: 2, checkpointEvery: 1 }
 maxStaleness: ${maxStaleness}
 `;
-
-const quiet: TrainReporter = { step() {}, eval() {}, note() {} };
 
 function launch(
   recipePath: string,

@@ -6,15 +6,14 @@
  * finished run.
  */
 import { spawn } from "node:child_process";
-import { existsSync, mkdtempSync, readdirSync, rmSync, writeFileSync } from "node:fs";
-import { tmpdir } from "node:os";
+import { existsSync, readdirSync, writeFileSync } from "node:fs";
 import { dirname, join, resolve } from "node:path";
 import { fileURLToPath } from "node:url";
-import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { beforeAll, describe, expect, it } from "vitest";
+import { TINY_PLAN_PATH, tempRoot } from "./tiny.ts";
 
 const appRoot = resolve(dirname(fileURLToPath(import.meta.url)), "..");
-const root = mkdtempSync(join(tmpdir(), "troupe-cli-"));
-afterAll(() => rmSync(root, { recursive: true, force: true }));
+const root = tempRoot("cli");
 
 const storeRoot = join(root, "store");
 const recipe = join(root, "tiny.yaml");
@@ -24,10 +23,7 @@ writeFileSync(
 name: tiny
 seed: 5
 store: file://${storeRoot}
-environment:
-  name: plan-path
-  options: { roles: compact, maxTurns: 2, rows: 4, cols: 4, blockedFraction: 0.1, minPathLength: 2 }
-model: { hidden_size: 32, intermediate_size: 64, num_hidden_layers: 1, num_attention_heads: 2, num_key_value_heads: 1 }
+${TINY_PLAN_PATH}
 strategy: { name: atgrpo, candidates: 2 }
 sampling: { temperature: 1, maxTokens: 8 }
 train: { steps: 2, tasksPerStep: 2, evalEvery: 0, evalTasks: 2, checkpointEvery: 10 }

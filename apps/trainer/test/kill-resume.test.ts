@@ -6,17 +6,16 @@
  * same final weights as a run that was never interrupted.
  */
 import { spawnSync } from "node:child_process";
-import { mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs";
-import { tmpdir } from "node:os";
+import { readFileSync, writeFileSync } from "node:fs";
 import { dirname, join, resolve } from "node:path";
 import { fileURLToPath } from "node:url";
 import { canonicalJson, sha256Hex } from "@troupe/core";
 import { FileStore, RunStore } from "@troupe/storage/node";
-import { afterAll, describe, expect, it } from "vitest";
+import { describe, expect, it } from "vitest";
+import { TINY_ATGRPO, TINY_PLAN_PATH, tempRoot } from "./tiny.ts";
 
 const appRoot = resolve(dirname(fileURLToPath(import.meta.url)), "..");
-const root = mkdtempSync(join(tmpdir(), "troupe-kill-"));
-afterAll(() => rmSync(root, { recursive: true, force: true }));
+const root = tempRoot("kill");
 
 const recipePath = join(root, "recipe.yaml");
 writeFileSync(
@@ -25,13 +24,8 @@ writeFileSync(
 name: kill
 seed: 5
 store: file://${join(root, "store")}
-environment:
-  name: plan-path
-  options: { roles: compact, maxTurns: 2, rows: 4, cols: 4, blockedFraction: 0.1, minPathLength: 2 }
-model: { hidden_size: 32, intermediate_size: 64, num_hidden_layers: 1, num_attention_heads: 2, num_key_value_heads: 1 }
-strategy: { name: atgrpo, candidates: 2 }
-sampling: { temperature: 1, maxTokens: 8 }
-sft: { steps: 2, batchSize: 8, lr: 0.003, mistakeRate: 0.3 }
+${TINY_PLAN_PATH}
+${TINY_ATGRPO}
 train: { steps: 3, tasksPerStep: 2, evalEvery: 0, evalTasks: 4 }
 `,
 );

@@ -4,31 +4,23 @@
  * with it every step, and a resumed run keeps pulling towards the warm start — not towards the
  * checkpoint it resumed from — so it commits the same metrics and weights as a run never stopped.
  */
-import { mkdtempSync, rmSync } from "node:fs";
-import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { sha256Hex, teamPolicies } from "@troupe/core";
-import { FileStore, RunStore } from "@troupe/storage/node";
-import { afterAll, describe, expect, it } from "vitest";
-import { createEngine } from "../src/engines.ts";
+import { FileStore, type RunStore } from "@troupe/storage/node";
+import { describe, expect, it } from "vitest";
 import { createEnvironment, recipeTeam } from "../src/envs.ts";
 import { loadRecipeText, type Recipe } from "../src/recipe.ts";
 import { createReferenceEngine } from "../src/reference.ts";
-import { type TrainReporter, train } from "../src/train.ts";
-import { warmStart } from "../src/warm-start.ts";
+import { TINY_PLAN_PATH, tempRoot, trainRun } from "./tiny.ts";
 
-const root = mkdtempSync(join(tmpdir(), "troupe-kl-"));
-afterAll(() => rmSync(root, { recursive: true, force: true }));
+const root = tempRoot("kl");
 
 // Raw rewards as advantages (no baseline, no std): every sample carries signal, so every step
 // updates the policy and reports its KL.
 const recipe: Recipe = loadRecipeText(`
 name: kl
 seed: 5
-environment:
-  name: plan-path
-  options: { roles: compact, maxTurns: 2, rows: 4, cols: 4, blockedFraction: 0.1, minPathLength: 2 }
-model: { hidden_size: 32, intermediate_size: 64, num_hidden_layers: 1, num_attention_heads: 2, num_key_value_heads: 1 }
+${TINY_PLAN_PATH}
 strategy: { name: atgrpo, candidates: 2, advantage: { baseline: raw, normalizeStd: false, eps: 0.000001 } }
 sampling: { temperature: 0.7, maxTokens: 8 }
 optimizer: { lr: 0.01 }
@@ -36,32 +28,9 @@ loss: { klCoef: 0.2 }
 sft: { steps: 2, batchSize: 8, lr: 0.01, mistakeRate: 0.3 }
 train: { steps: 3, tasksPerStep: 2, evalEvery: 0, evalTasks: 2, checkpointEvery: 1 }
 `);
-const quiet: TrainReporter = { step() {}, eval() {}, note() {} };
 const trainerEnv = createEnvironment(recipe.environment.name, recipe.environment.options);
 const team = recipeTeam(trainerEnv, recipe.team);
 const policies = teamPolicies(team); // planner and fixer, a policy each
-
-/** A run as main.ts does it: a fresh engine, the (cached) warm start on a new run only, then train(). */
-async function run(store: FileStore, runId: string, stopAfterStep?: number) {
-  const engine = await createEngine(recipe, teamPolicies(team));
-  const runStore = new RunStore(store, runId);
-  try {
-    if ((await runStore.latestCommittedStep()) === undefined)
-      await warmStart(recipe, trainerEnv, team, engine, store, quiet);
-    const summary = await train({
-      recipe,
-      trainerEnv,
-      team,
-      engine,
-      runStore,
-      reporter: quiet,
-      stopRequested: (step) => stopAfterStep !== undefined && step >= stopAfterStep,
-    });
-    return { summary, runStore };
-  } finally {
-    await engine.close();
-  }
-}
 
 const klByStep = async (runStore: RunStore) =>
   (await runStore.readMetrics({ committedOnly: true }))
@@ -78,7 +47,7 @@ describe("KL penalty to the warm start", () => {
   });
 
   it("starts at KL 0 (the policy is the warm start), grows as RL moves away, and resumes to the same run", async () => {
-    const straight = await run(store, "straight");
+    const straight = await trainRun(recipe, store, "straight");
     expect(straight.summary.lastCommittedStep).toBe(2);
     const kl = await klByStep(straight.runStore);
     expect(kl).toHaveLength(3);
@@ -89,9 +58,9 @@ describe("KL penalty to the warm start", () => {
       expect(kl[2]![p], id).toBeGreaterThan(kl[1]![p]!);
     }
 
-    const first = await run(store, "resumed", 0);
+    const first = await trainRun(recipe, store, "resumed", 0);
     expect(first.summary).toMatchObject({ stoppedEarly: true, lastCommittedStep: 0 });
-    const second = await run(store, "resumed");
+    const second = await trainRun(recipe, store, "resumed");
     expect(second.summary).toMatchObject({ firstStep: 1, lastCommittedStep: 2 });
     // Had the resumed run taken its step-0 checkpoint as the reference, step 1's KL would be ≈ 0.
     expect(await klByStep(second.runStore)).toEqual(kl);

@@ -4,37 +4,30 @@
  * and the evaluation sampling, every held-out task comes out exactly as the trainer's evaluation
  * scored it (same prompts, same seeds, same weights).
  */
-import { mkdtempSync, rmSync } from "node:fs";
-import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { teamPolicies } from "@troupe/core";
 import { FileStore, RunStore } from "@troupe/storage/node";
 import { createTeamRegistry, loadTeam, solve } from "@troupe/teams";
 import { createOnnxBackend } from "@troupe/teams/onnx";
-import { afterAll, describe, expect, it } from "vitest";
+import { describe, expect, it } from "vitest";
 import { createEngine } from "../src/engines.ts";
 import { createEnvironment, recipeTeam } from "../src/envs.ts";
 import { main } from "../src/main.ts";
 import { publishRun } from "../src/publish.ts";
 import { loadRecipeText } from "../src/recipe.ts";
-import { evalTasks, type TrainReporter, train } from "../src/train.ts";
+import { evalTasks, train } from "../src/train.ts";
+import { quiet, TINY_PLAN_PATH, tempRoot } from "./tiny.ts";
 
-const root = mkdtempSync(join(tmpdir(), "troupe-publish-"));
-afterAll(() => rmSync(root, { recursive: true, force: true }));
+const root = tempRoot("publish");
 
 const recipe = loadRecipeText(`
 name: publish-e2e
 seed: 5
-environment:
-  name: plan-path
-  options: { roles: compact, maxTurns: 2, rows: 4, cols: 4, blockedFraction: 0.1, minPathLength: 2 }
-model: { hidden_size: 32, intermediate_size: 64, num_hidden_layers: 1, num_attention_heads: 2, num_key_value_heads: 1 }
+${TINY_PLAN_PATH}
 strategy: { name: parallel, groupSize: 2 }
 sampling: { temperature: 1, maxTokens: 8 }
 train: { steps: 2, tasksPerStep: 2, evalEvery: 0, evalTasks: 4, evalTemperature: 0, checkpointEvery: 1 }
 `);
-
-const quiet: TrainReporter = { step() {}, eval() {}, note() {} };
 
 describe("trainer:publish", () => {
   it("publishes a trained run with its eval, and serving reproduces the evaluation task by task", async () => {

@@ -18,6 +18,7 @@ import { afterAll, beforeAll, describe, expect, it, vi } from "vitest";
 import { main } from "../src/main.ts";
 import { loadRecipeText } from "../src/recipe.ts";
 import { runRecipe } from "../src/run-recipe.ts";
+import { TINY_PLAN_PATH } from "./tiny.ts";
 
 const CHROMIUM = process.env.TROUPE_CHROMIUM ?? "/usr/bin/chromium";
 const root = mkdtempSync(join(tmpdir(), "troupe-report-"));
@@ -27,10 +28,7 @@ const recipeText = `
 name: report-e2e
 seed: 2
 store: ${storeUri}
-environment:
-  name: plan-path
-  options: { roles: compact, maxTurns: 2, rows: 4, cols: 4, blockedFraction: 0.1, minPathLength: 2 }
-model: { hidden_size: 32, intermediate_size: 64, num_hidden_layers: 1, num_attention_heads: 2, num_key_value_heads: 1 }
+${TINY_PLAN_PATH}
 strategy: { name: parallel, groupSize: 2 }
 sampling: { temperature: 1, maxTokens: 8 }
 train: { steps: 2, tasksPerStep: 2, evalEvery: 1, evalTasks: 3, evalTemperature: 0, checkpointEvery: 1 }

@@ -26,8 +26,9 @@ import { createEngine } from "../src/engines.ts";
 import { createEnvironment, recipeTeam } from "../src/envs.ts";
 import { main } from "../src/main.ts";
 import { loadRecipeText, type Recipe } from "../src/recipe.ts";
-import { type TrainReporter, train } from "../src/train.ts";
+import { train } from "../src/train.ts";
 import { warmStart } from "../src/warm-start.ts";
+import { quiet, TINY_ATGRPO, TINY_PLAN_PATH } from "./tiny.ts";
 
 const BUCKET = "troupe-test";
 const root = mkdtempSync(join(tmpdir(), "troupe-s3e2e-"));
@@ -38,13 +39,8 @@ const recipeYaml = (store: string) => `
 name: s3e2e
 seed: 4
 store: ${store}
-environment:
-  name: plan-path
-  options: { roles: compact, maxTurns: 2, rows: 4, cols: 4, blockedFraction: 0.1, minPathLength: 2 }
-model: { hidden_size: 32, intermediate_size: 64, num_hidden_layers: 1, num_attention_heads: 2, num_key_value_heads: 1 }
-strategy: { name: atgrpo, candidates: 2 }
-sampling: { temperature: 1, maxTokens: 8 }
-sft: { steps: 2, batchSize: 8, lr: 0.003, mistakeRate: 0.3 }
+${TINY_PLAN_PATH}
+${TINY_ATGRPO}
 train: { steps: 3, tasksPerStep: 2, evalEvery: 0, evalTasks: 2, checkpointEvery: 2 }
 `;
 
@@ -62,7 +58,6 @@ const RATES = {
 };
 const RETRY = { maxAttempts: 12, baseDelayMs: 5, maxDelayMs: 100, requestTimeoutMs: 1000 };
 
-const quiet: TrainReporter = { step() {}, eval() {}, note() {} };
 let proxy: FaultProxy;
 const saved = { ...process.env };
 

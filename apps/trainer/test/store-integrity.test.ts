@@ -9,16 +9,15 @@
  *    fast with one error line, and leave no run folder behind.
  */
 import { type SpawnSyncReturns, spawnSync } from "node:child_process";
-import { existsSync, mkdtempSync, rmSync, writeFileSync } from "node:fs";
-import { tmpdir } from "node:os";
+import { existsSync, writeFileSync } from "node:fs";
 import { dirname, join, resolve } from "node:path";
 import { fileURLToPath } from "node:url";
 import { FileStore, parseManifest } from "@troupe/storage/node";
-import { afterAll, describe, expect, it } from "vitest";
+import { describe, expect, it } from "vitest";
+import { TINY_ATGRPO, TINY_PLAN_PATH, tempRoot } from "./tiny.ts";
 
 const appRoot = resolve(dirname(fileURLToPath(import.meta.url)), "..");
-const root = mkdtempSync(join(tmpdir(), "troupe-integrity-"));
-afterAll(() => rmSync(root, { recursive: true, force: true }));
+const root = tempRoot("integrity");
 
 const storeRoot = join(root, "store");
 const recipePath = join(root, "recipe.yaml");
@@ -28,13 +27,8 @@ writeFileSync(
 name: integrity
 seed: 5
 store: file://${storeRoot}
-environment:
-  name: plan-path
-  options: { roles: compact, maxTurns: 2, rows: 4, cols: 4, blockedFraction: 0.1, minPathLength: 2 }
-model: { hidden_size: 32, intermediate_size: 64, num_hidden_layers: 1, num_attention_heads: 2, num_key_value_heads: 1 }
-strategy: { name: atgrpo, candidates: 2 }
-sampling: { temperature: 1, maxTokens: 8 }
-sft: { steps: 2, batchSize: 8, lr: 0.003, mistakeRate: 0.3 }
+${TINY_PLAN_PATH}
+${TINY_ATGRPO}
 train: { steps: 3, tasksPerStep: 2, evalEvery: 0, evalTasks: 4 }
 `,
 );

@@ -5,15 +5,15 @@
  * definitions from event.proto and summary.proto), and a tiny run with logging.tensorboard whose
  * events file holds every committed step's metrics.
  */
-import { mkdtempSync, readdirSync, readFileSync, rmSync } from "node:fs";
-import { tmpdir } from "node:os";
+import { readdirSync, readFileSync } from "node:fs";
 import { join } from "node:path";
 import { FileStore } from "@troupe/storage/node";
 import protobuf from "protobufjs";
-import { afterAll, describe, expect, it } from "vitest";
+import { describe, expect, it } from "vitest";
 import { loadRecipeText } from "../src/recipe.ts";
 import { runRecipe } from "../src/run-recipe.ts";
 import { crc32c, EventFileWriter, maskedCrc32c } from "../src/tensorboard.ts";
+import { TINY_PLAN_PATH, tempRoot } from "./tiny.ts";
 
 // The fields TensorBoard reads, as tensorboard/compat/proto/event.proto and summary.proto define them.
 const TENSORBOARD_PROTO = `
@@ -76,8 +76,7 @@ function readEvents(bytes: Uint8Array): DecodedEvent[] {
   return out;
 }
 
-const root = mkdtempSync(join(tmpdir(), "troupe-tb-"));
-afterAll(() => rmSync(root, { recursive: true, force: true }));
+const root = tempRoot("tb");
 
 describe("TensorBoard event files", () => {
   it("computes CRC-32C's check values", () => {
@@ -105,10 +104,7 @@ describe("TensorBoard event files", () => {
       `
 name: tb
 seed: 1
-environment:
-  name: plan-path
-  options: { roles: compact, maxTurns: 2, rows: 4, cols: 4, blockedFraction: 0.1, minPathLength: 2 }
-model: { hidden_size: 32, intermediate_size: 64, num_hidden_layers: 1, num_attention_heads: 2, num_key_value_heads: 1 }
+${TINY_PLAN_PATH}
 strategy: { name: parallel, groupSize: 2 }
 sampling: { temperature: 1, maxTokens: 8 }
 train: { steps: 2, tasksPerStep: 2, evalEvery: 1, evalTasks: 2, evalTemperature: 0, checkpointEvery: 1 }

@@ -3,64 +3,31 @@
  * through the store's own readers. The resume test runs 3 steps in one go and 1 + 2 steps with a
  * restart in between: both runs must commit the same samples, byte for byte.
  */
-import { mkdtempSync, rmSync } from "node:fs";
-import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { canonicalJson, teamPolicies } from "@troupe/core";
 import { decodeCheckpoint } from "@troupe/engine";
-import { FileStore, RunStore } from "@troupe/storage/node";
-import { afterAll, describe, expect, it } from "vitest";
-import { createEngine } from "../src/engines.ts";
-import { createEnvironment, recipeTeam } from "../src/envs.ts";
-import { loadRecipeText, type Recipe } from "../src/recipe.ts";
-import { type TrainReporter, train } from "../src/train.ts";
-import { warmStart } from "../src/warm-start.ts";
+import { FileStore, type RunStore } from "@troupe/storage/node";
+import { describe, expect, it } from "vitest";
+import { createEnvironment } from "../src/envs.ts";
+import { loadRecipeText } from "../src/recipe.ts";
+import { TINY_ATGRPO, TINY_PLAN_PATH, tempRoot, trainRun } from "./tiny.ts";
 
-const root = mkdtempSync(join(tmpdir(), "troupe-e2e-"));
-afterAll(() => rmSync(root, { recursive: true, force: true }));
+const root = tempRoot("e2e");
 
 const recipeYaml = `
 name: e2e
 seed: 3
-environment:
-  name: plan-path
-  options: { roles: compact, maxTurns: 2, rows: 4, cols: 4, blockedFraction: 0.1, minPathLength: 2 }
-model: { hidden_size: 32, intermediate_size: 64, num_hidden_layers: 1, num_attention_heads: 2, num_key_value_heads: 1 }
-strategy: { name: atgrpo, candidates: 2 }
-sampling: { temperature: 1, maxTokens: 8 }
-sft: { steps: 2, batchSize: 8, lr: 0.003, mistakeRate: 0.3 }
+${TINY_PLAN_PATH}
+${TINY_ATGRPO}
 train: { steps: 3, tasksPerStep: 2, evalEvery: 0, evalTasks: 4, checkpointEvery: 2 }
 `;
-
-const quiet: TrainReporter = { step() {}, eval() {}, note() {} };
-
-async function runTraining(recipe: Recipe, store: FileStore, runId: string, stopAfterStep?: number) {
-  const trainerEnv = createEnvironment(recipe.environment.name, recipe.environment.options);
-  const team = recipeTeam(trainerEnv, recipe.team);
-  const engine = await createEngine(recipe, teamPolicies(team));
-  const runStore = new RunStore(store, runId);
-  await runStore.writeConfig(recipe);
-  if ((await runStore.latestCommittedStep()) === undefined)
-    await warmStart(recipe, trainerEnv, team, engine, store, quiet);
-  const summary = await train({
-    recipe,
-    trainerEnv,
-    team,
-    engine,
-    runStore,
-    reporter: quiet,
-    stopRequested: (step) => stopAfterStep !== undefined && step >= stopAfterStep,
-  });
-  await engine.close();
-  return { summary, runStore, team };
-}
 
 describe("trainer end to end", () => {
   const recipe = loadRecipeText(recipeYaml);
 
   it("trains, commits every step with checkpoints, shards and metrics, and resumes to identical samples", async () => {
     const store = new FileStore(join(root, "store"));
-    const straight = await runTraining(recipe, store, "straight");
+    const straight = await trainRun(recipe, store, "straight");
     expect(straight.summary.lastCommittedStep).toBe(2);
     expect(straight.summary.stoppedEarly).toBe(false);
     expect(await straight.runStore.committedSteps()).toEqual([0, 1, 2]);
@@ -93,9 +60,9 @@ describe("trainer end to end", () => {
     expect(straight.summary.evals.map((e) => e.step)).toEqual([0, 3]);
 
     // Interrupted after step 0, then resumed in a fresh engine: the same samples at every step.
-    const first = await runTraining(recipe, store, "resumed", 0);
+    const first = await trainRun(recipe, store, "resumed", 0);
     expect(first.summary).toMatchObject({ stoppedEarly: true, lastCommittedStep: 0 });
-    const second = await runTraining(recipe, store, "resumed");
+    const second = await trainRun(recipe, store, "resumed");
     expect(second.summary).toMatchObject({ firstStep: 1, lastCommittedStep: 2 });
     for (const step of [0, 1, 2]) {
       const strip = (run: RunStore) =>

@@ -1,0 +1,65 @@
+/**
+ * What the trainer's end-to-end tests share: a temp folder removed after the file's tests, a
+ * reporter that prints nothing, and the tiny recipe they train — Plan-Path on 4×4 mazes (compact
+ * roles, two turns) played by a 1-layer, 32-wide model, so a run of a few steps takes seconds.
+ * Each test writes its own name, seed, store and train section around these lines.
+ */
+import { mkdtempSync, rmSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import { teamPolicies } from "@troupe/core";
+import { type ObjectStore, RunStore } from "@troupe/storage";
+import { afterAll } from "vitest";
+import { createEngine } from "../src/engines.ts";
+import { createEnvironment, recipeTeam } from "../src/envs.ts";
+import type { Recipe } from "../src/recipe.ts";
+import { type TrainReporter, train } from "../src/train.ts";
+import { warmStart } from "../src/warm-start.ts";
+
+/** A fresh folder under the system's temp folder, removed after this test file. */
+export function tempRoot(prefix: string): string {
+  const root = mkdtempSync(join(tmpdir(), `troupe-${prefix}-`));
+  afterAll(() => rmSync(root, { recursive: true, force: true }));
+  return root;
+}
+
+export const quiet: TrainReporter = { step() {}, eval() {}, note() {} };
+
+/** The environment and model sections of the tiny recipe (YAML lines). */
+export const TINY_PLAN_PATH = `environment:
+  name: plan-path
+  options: { roles: compact, maxTurns: 2, rows: 4, cols: 4, blockedFraction: 0.1, minPathLength: 2 }
+model: { hidden_size: 32, intermediate_size: 64, num_hidden_layers: 1, num_attention_heads: 2, num_key_value_heads: 1 }`;
+
+/** AT-GRPO with two candidates after a two-step warm start (YAML lines). */
+export const TINY_ATGRPO = `strategy: { name: atgrpo, candidates: 2 }
+sampling: { temperature: 1, maxTokens: 8 }
+sft: { steps: 2, batchSize: 8, lr: 0.003, mistakeRate: 0.3 }`;
+
+/**
+ * A run as main.ts does it, in this process: a fresh engine, the (cached) warm start on a new run
+ * only, then train() — stopped after `stopAfterStep` when given, as on SIGINT.
+ */
+export async function trainRun(recipe: Recipe, store: ObjectStore, runId: string, stopAfterStep?: number) {
+  const trainerEnv = createEnvironment(recipe.environment.name, recipe.environment.options);
+  const team = recipeTeam(trainerEnv, recipe.team);
+  const engine = await createEngine(recipe, teamPolicies(team));
+  const runStore = new RunStore(store, runId);
+  try {
+    await runStore.writeConfig(recipe);
+    if ((await runStore.latestCommittedStep()) === undefined)
+      await warmStart(recipe, trainerEnv, team, engine, store, quiet);
+    const summary = await train({
+      recipe,
+      trainerEnv,
+      team,
+      engine,
+      runStore,
+      reporter: quiet,
+      stopRequested: (step) => stopAfterStep !== undefined && step >= stopAfterStep,
+    });
+    return { summary, runStore, team };
+  } finally {
+    await engine.close();
+  }
+}
