@@ -225,7 +225,11 @@ export class RunStore {
 
   /** Steps with a manifest, ascending. */
   async committedSteps(): Promise<number[]> {
-    const prefix = stepsPrefix(this.runId);
+    return this.stepsWithManifest(stepsPrefix(this.runId));
+  }
+
+  /** The steps `<prefix><step>/manifest.json` lists, ascending: the committed ones of that folder. */
+  private async stepsWithManifest(prefix: string): Promise<number[]> {
     const steps: number[] = [];
     for (const { key } of await this.store.list(prefix)) {
       const rest = key.slice(prefix.length);
@@ -435,15 +439,7 @@ export class RunStore {
 
   /** Steps with a committed checkpoint of this policy, ascending. */
   async checkpointSteps(policyId: string): Promise<number[]> {
-    const prefix = checkpointsPrefix(this.runId, policyId);
-    const steps: number[] = [];
-    for (const { key } of await this.store.list(prefix)) {
-      const rest = key.slice(prefix.length);
-      if (rest.length === STEP_DIGITS + 1 + MANIFEST.length && rest.endsWith(`/${MANIFEST}`)) {
-        steps.push(Number(rest.slice(0, STEP_DIGITS)));
-      }
-    }
-    return steps;
+    return this.stepsWithManifest(checkpointsPrefix(this.runId, policyId));
   }
 
   /**
