@@ -21,6 +21,7 @@ import {
   type ServedSampling,
   servingFiles,
   type TeamManifest,
+  versionFolder,
 } from "@troupe/teams";
 import { exportDecodeGraph } from "@troupe/teams/onnx";
 import { storeLocation } from "./cli.ts";
@@ -220,7 +221,7 @@ export async function commandPublish(argv: string[], context: PublishCommandCont
   const { manifest, evalSource } = result;
   const folder = storeLocation(
     store,
-    `teams/${manifest.name}/versions/${String(manifest.version).padStart(8, "0")}/`,
+    `${versionFolder(manifest.name, manifest.version)}/`,
     context.invokedFrom ?? process.cwd(),
   );
   const lines = [
