@@ -2,7 +2,7 @@
  * The Node entry: `nx run api:serve [-- --port 8787 --backend openai --openai-base-url http://...]`.
  *
  * Every option is a flag or an environment variable (the flag wins):
- *   --store             TROUPE_STORE            where teams are published (default file://./.troupe/runs,
+ *   --store             TROUPE_STORE            where teams are published (default file://./.troupe,
  *                                               relative to the workspace root — the trainer's default store)
  *   --port              PORT                    default 8787
  *   --host              HOST                    default 127.0.0.1
