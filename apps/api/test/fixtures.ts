@@ -8,51 +8,19 @@ import type { AddressInfo } from "node:net";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { serve } from "@hono/node-server";
-import { tinyQwenConfig } from "@troupe/engine";
-import { createOnnxEngine } from "@troupe/engine-onnx";
 import { FileStore } from "@troupe/storage/node";
-import { checkpointSummary, type PublishInput, servingFiles } from "@troupe/teams";
-
-export const tinyConfig = tinyQwenConfig({
-  hidden_size: 32,
-  intermediate_size: 64,
-  num_hidden_layers: 1,
-  num_attention_heads: 2,
-  num_key_value_heads: 1,
-  head_dim: 16,
-  max_position_embeddings: 512,
-});
+import type { PublishInput } from "@troupe/teams";
+import { planPathEnvironment, tinyTeamInput } from "../../../libs/teams/test/fixtures.ts";
 
 /** Plan-Path on 4×4 grids with the compact roles (planner, then fixer), two turns at most. */
-export const planPath = {
-  name: "plan-path",
-  options: { roles: "compact", maxTurns: 2, rows: 4, cols: 4, blockedFraction: 0.1, minPathLength: 2 },
-};
+export const planPath = planPathEnvironment;
 
-/** The publish input of a tiny planner+fixer team; `environment` can be swapped (e.g. a tool team). */
-export async function tinyTeam(
-  name: string,
-  environment: PublishInput["environment"] = planPath,
-): Promise<PublishInput> {
-  const policies: Record<string, PublishInput["policies"][string]> = {};
-  for (const [i, policyId] of ["planner", "fixer"].entries()) {
-    const engine = await createOnnxEngine({ policies: [{ id: policyId, config: tinyConfig, seed: 11 + i }] });
-    const files = servingFiles(await engine.save(policyId));
-    await engine.close();
-    const { model, parameters } = checkpointSummary(files);
-    policies[policyId] = { files, model, parameters, sampling: { temperature: 1, topP: 1, maxTokens: 8 } };
-  }
-  return {
-    name,
-    environment,
-    team: { specialisation: "per-role" },
-    roles: [
-      { id: "planner", policy: "planner" },
-      { id: "fixer", policy: "fixer" },
-    ],
-    policies,
-    source: { runId: "api-fixture", step: 0 },
-  };
+/**
+ * The publish input of the tiny planner+fixer team (libs/teams' fixture), without ONNX graphs;
+ * `environment` can be swapped (e.g. a tool team).
+ */
+export function tinyTeam(name: string, environment: PublishInput["environment"] = planPath) {
+  return tinyTeamInput(name, { seed: 11, onnx: false, environment, runId: "api-fixture" });
 }
 
 export function tempStore(): { store: FileStore; root: string; cleanup: () => void } {

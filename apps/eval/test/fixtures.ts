@@ -6,59 +6,17 @@
 import { mkdtempSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
-import { tinyQwenConfig } from "@troupe/engine";
-import { createOnnxEngine } from "@troupe/engine-onnx";
 import { FileStore, type ObjectStore } from "@troupe/storage/node";
-import { checkpointSummary, createTeamRegistry, type PublishInput, servingFiles } from "@troupe/teams";
-import { exportDecodeGraph } from "@troupe/teams/onnx";
+import { createTeamRegistry } from "@troupe/teams";
 import { vi } from "vitest";
+import { tinyTeamInput } from "../../../libs/teams/test/fixtures.ts";
 import { main } from "../src/main.ts";
 import { type Estimate, EVAL_REPORT_SCHEMA_VERSION, type EvalEntry, type EvalReport } from "../src/schema.ts";
 
-export const tinyConfig = tinyQwenConfig({
-  hidden_size: 32,
-  intermediate_size: 64,
-  num_hidden_layers: 1,
-  num_attention_heads: 2,
-  num_key_value_heads: 1,
-  head_dim: 16,
-  max_position_embeddings: 512,
-});
-
-export const planPath = {
-  name: "plan-path",
-  options: { roles: "compact", maxTurns: 2, rows: 4, cols: 4, blockedFraction: 0.1, minPathLength: 2 },
-};
-
-/** Publishes a tiny planner+fixer team (ONNX graphs included, so it is an "embedded" team). */
+/** Publishes the tiny planner+fixer team (libs/teams' fixture: ONNX graphs included, so an "embedded" team), greedy. */
 export async function publishTinyTeam(store: ObjectStore, name: string, alias?: string) {
-  const policies: Record<string, PublishInput["policies"][string]> = {};
-  for (const [i, policyId] of ["planner", "fixer"].entries()) {
-    const engine = await createOnnxEngine({ policies: [{ id: policyId, config: tinyConfig, seed: 11 + i }] });
-    const files = servingFiles(await engine.save(policyId));
-    await engine.close();
-    const { model, parameters, config } = checkpointSummary(files);
-    const graph = exportDecodeGraph(config);
-    policies[policyId] = {
-      files: { ...files, [graph.info.file]: graph.bytes },
-      onnx: graph.info,
-      model,
-      parameters,
-      sampling: { temperature: 0, topP: 1, maxTokens: 8 },
-    };
-  }
-  return createTeamRegistry(store).publish({
-    name,
-    environment: planPath,
-    team: { specialisation: "per-role" },
-    roles: [
-      { id: "planner", policy: "planner" },
-      { id: "fixer", policy: "fixer" },
-    ],
-    policies,
-    source: { runId: "eval-fixture", step: 0 },
-    ...(alias ? { alias } : {}),
-  });
+  const input = await tinyTeamInput(name, { seed: 11, temperature: 0, runId: "eval-fixture" });
+  return createTeamRegistry(store).publish({ ...input, ...(alias ? { alias } : {}) });
 }
 
 export function tempDir(prefix: string): { root: string; store: FileStore; cleanup: () => void } {

@@ -34,30 +34,47 @@ export async function tinyCheckpoint(policyId: string, seed: number): Promise<Re
   return { ...files };
 }
 
-export async function tinyTeamInput(name: string, seed = 1): Promise<PublishInput> {
+export interface TinyTeamOptions {
+  /** The planner's weights seed; the fixer's is seed + 1. */
+  readonly seed?: number;
+  /** Publish each policy's ONNX decode graph (an "embedded" team). Default true. */
+  readonly onnx?: boolean;
+  /** The served sampling temperature (0: greedy). Default 1. */
+  readonly temperature?: number;
+  readonly environment?: PublishInput["environment"];
+  /** The run id recorded as the team's source. */
+  readonly runId?: string;
+}
+
+/**
+ * The publish input of the tiny planner+fixer team. The api and eval suites use it too (their
+ * fixtures import this file), so every suite serves the same kind of team.
+ */
+export async function tinyTeamInput(name: string, options: TinyTeamOptions = {}): Promise<PublishInput> {
+  const { seed = 1, onnx = true, temperature = 1 } = options;
   const policies: Record<string, PublishInput["policies"][string]> = {};
   for (const [i, policyId] of ["planner", "fixer"].entries()) {
     const files = servingFiles(await tinyCheckpoint(policyId, seed + i));
     const { model, parameters, config } = checkpointSummary(files);
-    const graph = exportDecodeGraph(config);
+    const graph = onnx ? exportDecodeGraph(config) : undefined;
     policies[policyId] = {
-      files: { ...files, [graph.info.file]: graph.bytes },
+      files: graph ? { ...files, [graph.info.file]: graph.bytes } : files,
       model,
       parameters,
-      sampling: { temperature: 1, topP: 1, maxTokens: 8 },
-      onnx: graph.info,
+      sampling: { temperature, topP: 1, maxTokens: 8 },
+      ...(graph ? { onnx: graph.info } : {}),
     };
   }
   return {
     name,
-    environment: planPathEnvironment,
+    environment: options.environment ?? planPathEnvironment,
     team: { specialisation: "per-role" },
     roles: [
       { id: "planner", policy: "planner" },
       { id: "fixer", policy: "fixer" },
     ],
     policies,
-    source: { runId: "fixture", step: 0 },
+    source: { runId: options.runId ?? "fixture", step: 0 },
   };
 }
 
