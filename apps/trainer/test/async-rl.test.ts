@@ -8,8 +8,7 @@
  */
 import { type ChildProcess, spawn } from "node:child_process";
 import { writeFileSync } from "node:fs";
-import { dirname, join, resolve } from "node:path";
-import { fileURLToPath } from "node:url";
+import { join } from "node:path";
 import { canonicalJson, samplingParams, teamPolicies } from "@troupe/core";
 import { runStrategy } from "@troupe/rl";
 import { FileStore, RolloutQueue, RunStore } from "@troupe/storage/node";
@@ -20,9 +19,8 @@ import { createEnvironment, recipeTeam } from "../src/envs.ts";
 import { loadRecipeText, type Recipe } from "../src/recipe.ts";
 import { policySet, restoreStep, train, trainTasks } from "../src/train.ts";
 import { warmStart } from "../src/warm-start.ts";
-import { quiet, TINY_ATGRPO, TINY_PLAN_PATH, tempRoot } from "./tiny.ts";
+import { quiet, TINY_ATGRPO, TINY_PLAN_PATH, tempRoot, trainerProcess } from "./tiny.ts";
 
-const appRoot = resolve(dirname(fileURLToPath(import.meta.url)), "..");
 const root = tempRoot("async");
 
 const recipeYaml = (store: string, maxStaleness: number) => `
@@ -40,23 +38,11 @@ function launch(
   args: string[],
   killAt?: string,
 ): Promise<{ code: number | null; signal: string | null; stderr: string }> {
-  const env: NodeJS.ProcessEnv = { ...process.env };
-  if (killAt === undefined) delete env.TROUPE_KILL_AT;
-  else env.TROUPE_KILL_AT = killAt;
-  const child: ChildProcess = spawn(
-    process.execPath,
-    [
-      "--conditions=@troupe/source",
-      "--import",
-      "tsx",
-      "src/main.ts",
-      "train",
-      "--recipe",
-      recipePath,
-      ...args,
-    ],
-    { cwd: appRoot, env, stdio: ["ignore", "ignore", "pipe"] },
+  const [command, argv, options] = trainerProcess(
+    ["train", "--recipe", recipePath, ...args],
+    killAt === undefined ? {} : { TROUPE_KILL_AT: killAt },
   );
+  const child: ChildProcess = spawn(command, argv, { ...options, stdio: ["ignore", "ignore", "pipe"] });
   let stderr = "";
   child.stderr!.on("data", (chunk: Buffer) => {
     stderr += chunk.toString();

@@ -7,12 +7,10 @@
  */
 import { spawn } from "node:child_process";
 import { existsSync, readdirSync, writeFileSync } from "node:fs";
-import { dirname, join, resolve } from "node:path";
-import { fileURLToPath } from "node:url";
+import { join } from "node:path";
 import { beforeAll, describe, expect, it } from "vitest";
-import { TINY_PLAN_PATH, tempRoot } from "./tiny.ts";
+import { TINY_PLAN_PATH, tempRoot, trainerProcess } from "./tiny.ts";
 
-const appRoot = resolve(dirname(fileURLToPath(import.meta.url)), "..");
 const root = tempRoot("cli");
 
 const storeRoot = join(root, "store");
@@ -45,11 +43,8 @@ interface Result {
 
 function cli(args: readonly string[], env: NodeJS.ProcessEnv = {}): Promise<Result> {
   return new Promise((done, fail) => {
-    const child = spawn(
-      process.execPath,
-      ["--conditions=@troupe/source", "--import", "tsx", "src/main.ts", ...args],
-      { cwd: appRoot, env: { ...process.env, TROUPE_DEBUG: "", ...env } },
-    );
+    const [command, argv, options] = trainerProcess(args, { TROUPE_DEBUG: "", ...env });
+    const child = spawn(command, argv, options);
     let stdout = "";
     let stderr = "";
     child.stdout.on("data", (d) => (stdout += d));

@@ -7,14 +7,12 @@
  */
 import { spawnSync } from "node:child_process";
 import { readFileSync, writeFileSync } from "node:fs";
-import { dirname, join, resolve } from "node:path";
-import { fileURLToPath } from "node:url";
+import { join } from "node:path";
 import { canonicalJson, sha256Hex } from "@troupe/core";
 import { FileStore, RunStore } from "@troupe/storage/node";
 import { describe, expect, it } from "vitest";
-import { TINY_ATGRPO, TINY_PLAN_PATH, tempRoot } from "./tiny.ts";
+import { TINY_ATGRPO, TINY_PLAN_PATH, tempRoot, trainerProcess } from "./tiny.ts";
 
-const appRoot = resolve(dirname(fileURLToPath(import.meta.url)), "..");
 const root = tempRoot("kill");
 
 const recipePath = join(root, "recipe.yaml");
@@ -31,23 +29,11 @@ train: { steps: 3, tasksPerStep: 2, evalEvery: 0, evalTasks: 4 }
 );
 
 function launch(runId: string, resume: boolean, killAt?: string) {
-  // node itself runs the trainer (tsx as an import hook), so the SIGKILL lands on the spawned process.
-  const args = [
-    "--conditions=@troupe/source",
-    "--import",
-    "tsx",
-    "src/main.ts",
-    "train",
-    "--recipe",
-    recipePath,
-    "--run",
-    runId,
-  ];
-  if (resume) args.push("--resume");
-  const env: NodeJS.ProcessEnv = { ...process.env };
-  if (killAt === undefined) delete env.TROUPE_KILL_AT;
-  else env.TROUPE_KILL_AT = killAt;
-  return spawnSync(process.execPath, args, { cwd: appRoot, env, encoding: "utf8", timeout: 120_000 });
+  const [command, argv, options] = trainerProcess(
+    ["train", "--recipe", recipePath, "--run", runId, ...(resume ? ["--resume"] : [])],
+    killAt === undefined ? {} : { TROUPE_KILL_AT: killAt },
+  );
+  return spawnSync(command, argv, { ...options, encoding: "utf8", timeout: 120_000 });
 }
 
 const KILL_POINTS = [

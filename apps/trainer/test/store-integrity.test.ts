@@ -10,13 +10,11 @@
  */
 import { type SpawnSyncReturns, spawnSync } from "node:child_process";
 import { existsSync, writeFileSync } from "node:fs";
-import { dirname, join, resolve } from "node:path";
-import { fileURLToPath } from "node:url";
+import { join } from "node:path";
 import { FileStore, parseManifest } from "@troupe/storage/node";
 import { describe, expect, it } from "vitest";
-import { TINY_ATGRPO, TINY_PLAN_PATH, tempRoot } from "./tiny.ts";
+import { TINY_ATGRPO, TINY_PLAN_PATH, tempRoot, trainerProcess } from "./tiny.ts";
 
-const appRoot = resolve(dirname(fileURLToPath(import.meta.url)), "..");
 const root = tempRoot("integrity");
 
 const storeRoot = join(root, "store");
@@ -34,13 +32,8 @@ train: { steps: 3, tasksPerStep: 2, evalEvery: 0, evalTasks: 4 }
 );
 
 function cli(args: string[], env: NodeJS.ProcessEnv = {}): SpawnSyncReturns<string> {
-  const childEnv: NodeJS.ProcessEnv = { ...process.env, ...env };
-  if (env.TROUPE_KILL_AT === undefined) delete childEnv.TROUPE_KILL_AT;
-  return spawnSync(
-    process.execPath,
-    ["--conditions=@troupe/source", "--import", "tsx", "src/main.ts", ...args],
-    { cwd: appRoot, env: childEnv, encoding: "utf8", timeout: 120_000 },
-  );
+  const [command, argv, options] = trainerProcess(args, env);
+  return spawnSync(command, argv, { ...options, encoding: "utf8", timeout: 120_000 });
 }
 const train = (...args: string[]) => cli(["train", "--recipe", recipePath, ...args]);
 const store = new FileStore(storeRoot);

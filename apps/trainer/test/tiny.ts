@@ -6,7 +6,8 @@
  */
 import { mkdtempSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
-import { join } from "node:path";
+import { dirname, join, resolve } from "node:path";
+import { fileURLToPath } from "node:url";
 import { teamPolicies } from "@troupe/core";
 import { type ObjectStore, RunStore } from "@troupe/storage";
 import { afterAll } from "vitest";
@@ -15,6 +16,21 @@ import { createEnvironment, recipeTeam } from "../src/envs.ts";
 import type { Recipe } from "../src/recipe.ts";
 import { type TrainReporter, train } from "../src/train.ts";
 import { warmStart } from "../src/warm-start.ts";
+
+/** The trainer app's folder: its CLI runs from here, as under `nx run trainer:…`. */
+export const appRoot = resolve(dirname(fileURLToPath(import.meta.url)), "..");
+
+/**
+ * The trainer CLI as a process of its own, as the arguments of `spawn`/`spawnSync`: node itself
+ * runs it (tsx as an import hook), so a SIGKILL lands on the trainer. A TROUPE_KILL_AT of this
+ * process is not inherited; `env` sets one.
+ */
+export function trainerProcess(args: readonly string[], env: NodeJS.ProcessEnv = {}) {
+  const childEnv: NodeJS.ProcessEnv = { ...process.env, ...env };
+  if (env.TROUPE_KILL_AT === undefined) delete childEnv.TROUPE_KILL_AT;
+  const argv = ["--conditions=@troupe/source", "--import", "tsx", "src/main.ts", ...args];
+  return [process.execPath, argv, { cwd: appRoot, env: childEnv }] as const;
+}
 
 /** A fresh folder under the system's temp folder, removed after this test file. */
 export function tempRoot(prefix: string): string {
