@@ -26,6 +26,16 @@ export interface PlanPathAnswer {
   readonly moves: string;
   readonly optimal: number;
   readonly report: string | null;
+  /** The `tool-call` roles: each turn's command, the tool's output and the plan, in order. */
+  readonly calls?: readonly ToolCallTurn[];
+}
+
+/** One turn of the `tool-call` roles; null where that agent did not act. */
+export interface ToolCallTurn {
+  readonly command: string | null;
+  /** What the plan agent read, e.g. `RRDD`, `no path`, `bad command: …`. */
+  readonly output: string | null;
+  readonly plan: string | null;
 }
 
 export interface BoardAnswer {

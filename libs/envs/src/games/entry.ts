@@ -6,7 +6,7 @@
  */
 import type { CodeRunner } from "@troupe/sandbox";
 import type { z } from "zod";
-import type { BoardAnswer, ExecutedAction, PlanPathAnswer } from "../answer.ts";
+import type { BoardAnswer, ExecutedAction, PlanPathAnswer, ToolCallTurn } from "../answer.ts";
 import { defineEnvironment } from "../entry.ts";
 import { envTeam, type GameState } from "./episode.ts";
 import { type Pos, parseDirections, samePos, step } from "./grid.ts";
@@ -84,6 +84,7 @@ function planPathAnswer(state: unknown, actions: readonly ExecutedAction[]): Pla
     }
   }
   const consistent = samePos(path.at(-1)!, board.pos) && moves.length === s.movesTaken;
+  const calls = toolCallTurns(actions);
   return {
     kind: "plan-path",
     grid: renderPlanPath(puzzle, board).split("\n"),
@@ -95,11 +96,33 @@ function planPathAnswer(state: unknown, actions: readonly ExecutedAction[]): Pla
     moves: consistent ? moves : "",
     optimal: puzzle.optimal,
     report: s.report,
+    ...(calls.length > 0 ? { calls } : {}),
   };
 }
 
+/** The `tool-call` roles' turns: a tool call (its info has the output line) opens one, the plan closes it. */
+function toolCallTurns(actions: readonly ExecutedAction[]): ToolCallTurn[] {
+  const turns: { command: string | null; output: string | null; plan: string | null }[] = [];
+  if (
+    !actions.some((a) => a.agent === "tool" && typeof (a.info as { output?: unknown })?.output === "string")
+  ) {
+    return turns;
+  }
+  for (const action of actions) {
+    if (action.agent === "tool") {
+      const output = (action.info as { output?: unknown } | undefined)?.output;
+      turns.push({ command: action.text, output: typeof output === "string" ? output : null, plan: null });
+    } else if (action.agent === "plan") {
+      const last = turns.at(-1);
+      if (last !== undefined && last.plan === null) last.plan = action.text;
+      else turns.push({ command: null, output: null, plan: action.text });
+    }
+  }
+  return turns;
+}
+
 export const planPathEntry = gameEntry(
-  "reach the goal on a grid maze (planner + fixer, tool + plan, or a single planner)",
+  "reach the goal on a grid maze (planner + fixer, tool + plan, a single planner, or tool calls + plan)",
   PlanPathOptionsSchema,
   planPathEnv,
   planPathAnswer,

@@ -1,5 +1,5 @@
 /**
- * The two role protocols over a puzzle game, as one `Environment` builder. Both share the state,
+ * The role protocols over a puzzle game, as one `Environment` builder. All share the state,
  * the simulator and the team reward; they differ in who speaks and what the prompts look like.
  *
  * (a) `tool` (Stronger-MAS / AT-GRPO roles, for real LLMs), turn = tool then plan:
@@ -14,6 +14,14 @@
  *     - `fixer` sees the new board and the report, and answers with the corrected plan from there.
  * (c) `single` (the single-agent baseline of the compact protocol): the `planner` alone, one plan
  *     per turn; from the second turn on it sees the report of its own last plan and re-plans.
+ * (d) `tool-call` (the tool roles of (a) in the compact protocol's form, for games with a
+ *     `toolCall`), turn = tool then plan:
+ *     - `tool` sees the compact observation and answers one short command (Plan-Path: `path R C`);
+ *       the environment runs it and shows its output line to the plan agent. It moves nothing;
+ *       its local reward is 1 when the path it got reaches the goal, 0 when it does not (or it got
+ *       none), and the invalid penalty when the command could not be run;
+ *     - `plan` sees the compact observation and the tool's output, and answers a plan as the
+ *       compact planner does; the plan is executed from the board.
  * Executed moves are committed: each plan continues from where the previous one stopped.
  *
  * Rewards, per step: team reward = what the executed moves earned (step costs, game-specific move
@@ -40,8 +48,11 @@ import { COMPACT_HINTS, type CompactHint, executePlan, type Game, planProgress }
 import { answerText } from "./grid.ts";
 import { parseOptions } from "./options.ts";
 
-export const RolesVariantSchema = z.enum(["compact", "tool", "single"]);
+/** Every role protocol the builder runs; `tool-call` needs a game with a `toolCall` (Plan-Path). */
+export const RolesVariantSchema = z.enum(["compact", "tool", "single", "tool-call"]);
 export type RolesVariant = z.infer<typeof RolesVariantSchema>;
+/** The protocols every game offers: the `roles` option of games without a tool of their own. */
+export const GameRolesSchema = z.enum(["compact", "tool", "single"]);
 
 export const COMPACT_AGENTS: readonly AgentId[] = ["planner", "fixer"];
 export const TOOL_AGENTS: readonly AgentId[] = ["tool", "plan"];
@@ -55,12 +66,18 @@ export const ROLE_DESCRIPTIONS: Readonly<Record<string, string>> = {
   plan: "gives the final plan after ####; the environment executes it",
 };
 
+/** The `tool-call` roles' descriptions (the same agent ids as the Python tool roles). */
+export const TOOL_CALL_ROLE_DESCRIPTIONS: Readonly<Record<string, string>> = {
+  tool: "calls the environment's tool with a short command; its output is shown to the plan agent",
+  plan: "gives the plan from the board and the tool's output (compact protocol); the environment executes it",
+};
+
 const isCodeRunner = (value: unknown): value is CodeRunner =>
   typeof value === "object" && value !== null && typeof (value as { run?: unknown }).run === "function";
 
 /** Options every game environment takes, with their defaults. */
 export const EpisodeOptionsSchema = z.object({
-  roles: RolesVariantSchema.default("compact"),
+  roles: GameRolesSchema.default("compact"),
   /** Turns per episode; a turn is every role acting once. */
   maxTurns: z.number().int().min(1).max(64).default(4),
   /**
@@ -81,8 +98,10 @@ export const EpisodeOptionsSchema = z.object({
   /** Base seed for `generateTasks` when none is given there. */
   seed: z.number().int().default(0),
 });
-export type EpisodeOptions = z.input<typeof EpisodeOptionsSchema>;
-type ParsedEpisodeOptions = z.output<typeof EpisodeOptionsSchema>;
+/** The episode options with every protocol allowed (a game's own schema narrows `roles`). */
+const AnyEpisodeOptionsSchema = EpisodeOptionsSchema.extend({ roles: RolesVariantSchema.default("compact") });
+export type EpisodeOptions = z.input<typeof AnyEpisodeOptionsSchema>;
+type ParsedEpisodeOptions = z.output<typeof AnyEpisodeOptionsSchema>;
 
 export interface GameState<Puzzle, Board> {
   readonly puzzle: Puzzle;
@@ -95,7 +114,7 @@ export interface GameState<Puzzle, Board> {
   readonly done: boolean;
   /** The environment's report on the last executed plan, e.g. `RRD: blocked at step 3 (2,4)`. */
   readonly report: string | null;
-  /** Tool variant: the last tool program's output, as shown to the plan agent. */
+  /** Tool variants: the last tool program's output, or the tool call's output line, as shown to the plan agent. */
   readonly toolOutput: string | null;
 }
 
@@ -129,7 +148,7 @@ export interface GameEnvironmentSpec<Puzzle, Board, Move> {
 
 /** The episode options out of a game's options object (other keys are the game's own). */
 export function parseEpisodeOptions(name: string, options: EpisodeOptions): ParsedEpisodeOptions {
-  return parseOptions(`${name} options`, EpisodeOptionsSchema, options);
+  return parseOptions(`${name} options`, AnyEpisodeOptionsSchema, options);
 }
 
 /** Builds the environment for one game and one role variant. */
@@ -139,15 +158,26 @@ export function gameEnvironment<Puzzle, Board, Move>(
   const { game } = spec;
   const options = parseEpisodeOptions(game.name, spec.options);
   const agents =
-    options.roles === "tool" ? TOOL_AGENTS : options.roles === "single" ? SINGLE_AGENTS : COMPACT_AGENTS;
-  // The compact protocol and its single-agent baseline share observations and plan execution.
-  const compactLike = options.roles !== "tool";
+    options.roles === "tool" || options.roles === "tool-call"
+      ? TOOL_AGENTS
+      : options.roles === "single"
+        ? SINGLE_AGENTS
+        : COMPACT_AGENTS;
+  // The compact protocol and its single-agent baseline share observations and plan execution;
+  // the tool-call roles use the compact observation too, and run their tool synchronously.
+  const compactLike = options.roles === "compact" || options.roles === "single";
+  const toolCalls = options.roles === "tool-call";
+  if (toolCalls && game.toolCall === undefined) {
+    throw new Error(
+      `${game.name} options: roles: "tool-call" needs a game tool, and ${game.name} offers none`,
+    );
+  }
   const runner = options.runner;
   const hints = options.hints;
   if (hints.length > 0 && game.hint === undefined) {
     throw new Error(`${game.name} options: hints: ${game.name} offers no hints (only the board picture)`);
   }
-  if (hints.length > 0 && !compactLike) {
+  if (hints.length > 0 && !compactLike && !toolCalls) {
     throw new Error(
       `${game.name} options: hints are lines of the compact observation, which roles "${options.roles}" does not use`,
     );
@@ -199,6 +229,20 @@ export function gameEnvironment<Puzzle, Board, Move>(
     const cut = run.cut > 0 ? ` (cut at ${options.maxPlanLength})` : "";
     draft.report = `${shorten(game.formatPlan(moves), 24)}: ${outcome}${cut}`;
     draft.info[agent] = { readable: true, executed: run.executed, invalid: run.invalid, solved: run.solved };
+  }
+
+  /**
+   * Runs the tool agent's command; its output line goes to the plan agent. Local reward: 1 when
+   * the path it gave reaches the goal (executed from the board, stopping there), 0 when it gave
+   * none or one that does not, the invalid penalty when the command could not be run.
+   */
+  function callTool(puzzle: Puzzle, draft: Draft, agent: AgentId, text: string): void {
+    const call = game.toolCall!.run(puzzle, draft.board, text);
+    draft.toolOutput = call.output;
+    const reachesGoal =
+      call.moves !== null && executePlan(game, puzzle, draft.board, call.moves, options.maxPlanLength).solved;
+    draft.local[agent] = call.bad ? planProgress(1, 1, true, rewards.invalid) : reachesGoal ? 1 : 0;
+    draft.info[agent] = { command: text, output: call.output, bad: call.bad, reachesGoal };
   }
 
   /** Runs the tool agent's program; its output goes to the plan agent, its plan is only evaluated. */
@@ -332,7 +376,7 @@ export function gameEnvironment<Puzzle, Board, Move>(
           `${game.name} (${options.roles} roles): unknown agent "${agent}"; agents: ${agents.join(", ")}`,
         );
       }
-      if (compactLike) return compactObservation(game, state, agent, hints);
+      if (compactLike || toolCalls) return compactObservation(game, state, agent, hints);
       return agent === "tool" ? toolObservation(game, state) : planObservation(game, state);
     },
     step(state: State, actions: JointAction) {
@@ -341,6 +385,14 @@ export function gameEnvironment<Puzzle, Board, Move>(
       if (compactLike) {
         for (const agent of acting)
           if (!draft.solved) commitPlan(state.puzzle, draft, agent, actions[agent]!);
+        return finish(state, draft, acting);
+      }
+      if (toolCalls) {
+        for (const agent of acting) {
+          if (draft.solved) break;
+          if (agent === "tool") callTool(state.puzzle, draft, agent, actions[agent]!);
+          else commitPlan(state.puzzle, draft, agent, actions[agent]!);
+        }
         return finish(state, draft, acting);
       }
       return (async () => {
@@ -357,7 +409,7 @@ export function gameEnvironment<Puzzle, Board, Move>(
     },
     demo(task, state, agent) {
       // Only the first maxPlanLength moves of a plan execute, so a demonstration teaches no more.
-      return gameDemo(game, task, state, agent, options.maxPlanLength);
+      return gameDemo(game, task, state, agent, options.maxPlanLength, options.roles);
     },
   };
   return env;
@@ -367,8 +419,9 @@ export function gameEnvironment<Puzzle, Board, Move>(
 // Observations
 
 /**
- * Compact prompt: `<game> <role>`, the board one row per line, the last report, and a cue.
- * e.g. for the fixer:
+ * Compact prompt: `<game> <role>`, the board one row per line, the hint lines, the last report,
+ * for the tool-call roles' plan agent the tool's output (`tool: RRDD`), and a cue (`plan:`;
+ * `fix:` for the fixer, `call:` for the tool-call roles' tool agent). e.g. for the fixer:
  *   path fixer
  *   .A#.
  *   .#..
@@ -386,7 +439,8 @@ export function compactObservation<Puzzle, Board>(
   const lines = [`${game.shortName} ${agent}`, game.render(state.puzzle, state.board)];
   for (const kind of hints) lines.push(game.hint!(kind, state.puzzle, state.board));
   if (state.report !== null) lines.push(`last: ${state.report}`);
-  lines.push(agent === "fixer" ? "fix:" : "plan:");
+  if (agent === "plan" && state.toolOutput !== null) lines.push(`tool: ${state.toolOutput}`);
+  lines.push(agent === "fixer" ? "fix:" : agent === "tool" ? "call:" : "plan:");
   return userObservation(lines.join("\n"));
 }
 
@@ -464,7 +518,8 @@ function shorten(text: string, max: number): string {
 /**
  * The solver's next action for a role, for supervised warm starts: the optimal plan from the
  * current board (`planner`/`fixer`: the plan alone; `plan`: `#### <plan>`), or for `tool` a
- * ```python block with a correct solver over `puzzle`.
+ * ```python block with a correct solver over `puzzle`. With `roles` "tool-call": `tool` gives the
+ * game tool's demonstration command (Plan-Path: `path <goal row> <goal col>`), `plan` the plan alone.
  */
 export function gameDemo<Puzzle, Board, Move>(
   game: Game<Puzzle, Board, Move>,
@@ -472,17 +527,22 @@ export function gameDemo<Puzzle, Board, Move>(
   state: GameState<Puzzle, Board>,
   agent: AgentId,
   maxPlanLength = Number.POSITIVE_INFINITY,
+  roles: RolesVariant = "compact",
 ): string {
   if (task.payload !== state.puzzle && canonicalJson(task.payload) !== canonicalJson(state.puzzle)) {
     throw new Error(`${game.name} demo: state is not an episode of task ${task.id}`);
   }
   if (state.done) throw new Error(`${game.name} demo: the episode of task ${task.id} is over`);
+  if (agent === "tool" && roles === "tool-call") {
+    if (game.toolCall === undefined) throw new Error(`${game.name} demo: ${game.name} offers no tool calls`);
+    return game.toolCall.demo(state.puzzle, state.board);
+  }
   if (agent === "tool") return `\`\`\`python\n${game.toolSolverCode}\`\`\``;
   const moves = game.solve(state.puzzle, state.board);
   if (moves === null) throw new Error(`${game.name} demo: task ${task.id} cannot be solved from this board`);
   const plan = game.formatPlan(moves.slice(0, maxPlanLength));
   if (agent === "planner" || agent === "fixer") return plan;
-  if (agent === "plan") return `#### ${plan}`;
+  if (agent === "plan") return roles === "tool-call" ? plan : `#### ${plan}`;
   throw new Error(`${game.name} demo: unknown agent "${agent}"`);
 }
 
@@ -500,12 +560,13 @@ export function envTeam(
   options: EnvTeamOptions = {},
 ): Team {
   const perRole = options.policies === "per-role";
+  const descriptions = env.roles === "tool-call" ? TOOL_CALL_ROLE_DESCRIPTIONS : ROLE_DESCRIPTIONS;
   return {
     name: options.name ?? `${env.name}-${env.roles}`,
     roles: env.agents.map((id) => ({
       id,
       policy: perRole ? id : "shared",
-      description: ROLE_DESCRIPTIONS[id] ?? id,
+      description: descriptions[id] ?? id,
     })),
     turnOrder: "sequential",
     maxTurns: options.maxTurns ?? env.maxTurns,

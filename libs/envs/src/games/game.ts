@@ -1,6 +1,6 @@
 /**
- * What a puzzle game must provide so that the shared role protocols (compact planner/fixer and
- * Stronger-MAS tool/plan, see `episode.ts`) can run it: boards, moves, a parser, a simulator with
+ * What a puzzle game must provide so that the shared role protocols (compact planner/fixer,
+ * Stronger-MAS tool/plan, and tool calls where the game offers them, see `episode.ts`) can run it: boards, moves, a parser, a simulator with
  * per-move rewards, a solver, and text renderings.
  *
  * A *plan* is a sequence of moves executed from the current board. Execution stops at the first
@@ -29,11 +29,12 @@ export type MoveOutcome<Board> =
 /**
  * Extra lines a compact observation can carry besides the board picture:
  *   position    the agent's and the goal's cells, e.g. `at 2,3 goal 5,1`
+ *   positions   the same as two lines whose numbers a tool command copies: `agent 2 3`, `goal 5 1`
  *   offset      the moves the goal is away, ignoring walls, e.g. `goal D3 L2`
  *   neighbours  the cell behind each move (`.` free, `#` blocked, `x` off the grid, `G` the goal),
  *               e.g. `near U. D# Lx RG`
  */
-export const COMPACT_HINTS = ["position", "offset", "neighbours"] as const;
+export const COMPACT_HINTS = ["position", "positions", "offset", "neighbours"] as const;
 export type CompactHint = (typeof COMPACT_HINTS)[number];
 
 export interface Game<Puzzle, Board, Move> {
@@ -79,6 +80,26 @@ export interface Game<Puzzle, Board, Move> {
   readonly planFormat: string;
   /** A correct Python solver over `puzzle` that prints an optimal plan (the tool role's demonstration). */
   readonly toolSolverCode: string;
+  /** The environment-provided tool of the `tool-call` roles; games without it do not offer them. */
+  readonly toolCall?: GameToolCall<Puzzle, Board, Move>;
+}
+
+/** What one tool command gave: the line the plan agent reads, and the path's moves if it gave one. */
+export interface ToolCallResult<Move> {
+  /** E.g. `RRDD`, `no path`, `bad command: expected "path R C"`. */
+  readonly output: string;
+  /** The moves of the path the command found; null when it found none or could not run. */
+  readonly moves: readonly Move[] | null;
+  /** The command could not be run (unparsable, or a target the tool refuses). */
+  readonly bad: boolean;
+}
+
+/** A short command language a tiny model can use instead of writing a program. */
+export interface GameToolCall<Puzzle, Board, Move> {
+  /** Runs the tool agent's text as one command on the board. */
+  run(puzzle: Puzzle, board: Board, text: string): ToolCallResult<Move>;
+  /** The command a solver would give on the board (the tool role's demonstration). */
+  demo(puzzle: Puzzle, board: Board): string;
 }
 
 export interface Execution<Board> {

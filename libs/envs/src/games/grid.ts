@@ -84,3 +84,24 @@ export function bfsDistances(
   }
   return dist;
 }
+
+/**
+ * A shortest path from `from` down a BFS distance field (`bfsDistances` from the target), ties
+ * broken in U, D, L, R order; null when `from` cannot reach the target.
+ */
+export function descendPath(rows: number, cols: number, dist: Int32Array, from: Pos): Direction[] | null {
+  let d = dist[from[0] * cols + from[1]]!;
+  if (d < 0) return null;
+  const path: Direction[] = [];
+  let pos = from;
+  while (d > 0) {
+    const dir = DIRECTIONS.find((m) => {
+      const [r, c] = step(pos, m);
+      return r >= 0 && r < rows && c >= 0 && c < cols && dist[r * cols + c] === d - 1;
+    })!;
+    path.push(dir);
+    pos = step(pos, dir);
+    d--;
+  }
+  return path;
+}

@@ -27,12 +27,15 @@ import {
   type GameState,
   gameDemo,
   gameEnvironment,
+  type RolesVariant,
+  RolesVariantSchema,
 } from "./episode.ts";
 import type { CompactHint, Game, GameRewards } from "./game.ts";
 import {
   bfsDistances,
   DIRECTIONS,
   type Direction,
+  descendPath,
   formatPos,
   type Pos,
   parseDirections,
@@ -40,6 +43,7 @@ import {
   step,
 } from "./grid.ts";
 import { parseOptions } from "./options.ts";
+import { planPathToolCall } from "./plan-path-tool-call.ts";
 import { SplitFractionsSchema, splitTaskGenerator } from "./splits.ts";
 
 export const PLAN_PATH = "plan-path";
@@ -90,6 +94,8 @@ export const PlanPathRewardsSchema = z.object({
 export type PlanPathRewards = z.output<typeof PlanPathRewardsSchema>;
 
 export const PlanPathOptionsSchema = EpisodeOptionsSchema.extend({
+  /** Every protocol, `tool-call` (tool, plan: the tool answers `path R C`) included. */
+  roles: RolesVariantSchema.default("compact"),
   ...PlanPathGenerationSchema.shape,
   rewards: PlanPathRewardsSchema.default(PlanPathRewardsSchema.parse({})),
 }).strict();
@@ -119,21 +125,7 @@ function distanceToGoal(puzzle: PlanPathPuzzle, pos: Pos): number {
 
 /** A shortest path from `from` to the goal (ties broken in U, D, L, R order), or null. */
 export function shortestPlanPath(puzzle: PlanPathPuzzle, from: Pos): Direction[] | null {
-  const dist = distancesToGoal(puzzle);
-  let d = dist[from[0] * puzzle.cols + from[1]]!;
-  if (d < 0) return null;
-  const plan: Direction[] = [];
-  let pos = from;
-  while (d > 0) {
-    const dir = DIRECTIONS.find((m) => {
-      const [r, c] = step(pos, m);
-      return r >= 0 && r < puzzle.rows && c >= 0 && c < puzzle.cols && dist[r * puzzle.cols + c] === d - 1;
-    })!;
-    plan.push(dir);
-    pos = step(pos, dir);
-    d--;
-  }
-  return plan;
+  return descendPath(puzzle.rows, puzzle.cols, distancesToGoal(puzzle), from);
 }
 
 /** One random instance (null when the draw has no goal far enough from the start). */
@@ -308,6 +300,7 @@ export function planPathGame(
       "position [row, col], goal [row, col].",
     planFormat: "letters U/D/L/R, e.g. UURDL",
     toolSolverCode: PLAN_PATH_TOOL_CODE,
+    toolCall: planPathToolCall,
   };
 }
 
@@ -318,6 +311,8 @@ export function planPathHint(kind: CompactHint, puzzle: PlanPathPuzzle, board: P
   switch (kind) {
     case "position":
       return `at ${r},${c} goal ${gr},${gc}`;
+    case "positions":
+      return `agent ${r} ${c}\ngoal ${gr} ${gc}`;
     case "offset": {
       const parts = [];
       if (gr !== r) parts.push(`${gr < r ? "U" : "D"}${Math.abs(gr - r)}`);
@@ -347,7 +342,11 @@ export function renderPlanPath(puzzle: PlanPathPuzzle, board: PlanPathBoard): st
 export type PlanPathState = GameState<PlanPathPuzzle, PlanPathBoard>;
 export type PlanPathEnvironment = GameEnvironment<PlanPathPuzzle, PlanPathBoard>;
 
-/** The Plan-Path environment. `options.roles`: "compact" (planner, fixer; default) or "tool" (tool, plan). */
+/**
+ * The Plan-Path environment. `options.roles`: "compact" (planner, fixer; default), "tool" (tool,
+ * plan: Python in the sandbox), "single" (the planner alone) or "tool-call" (tool, plan: the tool
+ * answers `path R C`, see plan-path-tool-call.ts).
+ */
 export function planPathEnv(options: PlanPathOptions = {}): PlanPathEnvironment {
   const parsed = parseOptions(`${PLAN_PATH} options`, PlanPathOptionsSchema, options);
   // The generation schema keeps its own fields of the options (zod objects strip the others).
@@ -362,7 +361,15 @@ export function planPathEnv(options: PlanPathOptions = {}): PlanPathEnvironment 
 
 const DEFAULT_PLAN_PATH_GAME = planPathGame(PlanPathRewardsSchema.parse({}));
 
-/** The solver's next action text for `agent` ("planner" | "fixer" | "tool" | "plan"). */
-export function planPathDemo(task: Task<PlanPathPuzzle>, state: PlanPathState, agent: string): string {
-  return gameDemo(DEFAULT_PLAN_PATH_GAME, task, state, agent);
+/**
+ * The solver's next action text for `agent` ("planner" | "fixer" | "tool" | "plan"); `roles`
+ * "tool-call" gives that protocol's tool command and bare plan.
+ */
+export function planPathDemo(
+  task: Task<PlanPathPuzzle>,
+  state: PlanPathState,
+  agent: string,
+  roles: RolesVariant = "compact",
+): string {
+  return gameDemo(DEFAULT_PLAN_PATH_GAME, task, state, agent, Number.POSITIVE_INFINITY, roles);
 }

@@ -1,0 +1,63 @@
+/**
+ * Plan-Path's environment-provided tool, for the `tool-call` roles: instead of writing a program,
+ * the tool agent answers one short command and the environment runs it.
+ *
+ *   path R C    a shortest path over free cells from the agent's cell to row R, column C
+ *               (0-based, row 0 at the top), as the moves of a plan, e.g. `RRDD`
+ *
+ * The grammar is strict: after trimming the text's ends, exactly `path`, a space, R, a space, C,
+ * with R and C decimal numbers without leading zeros. What the plan agent reads (`output`):
+ *   `RRDD`                                a path to (R, C): ties broken in U, D, L, R order, so
+ *                                         a call on the goal gives the solver's plan
+ *   `no path`                             (R, C) is free but walls cut it off from the agent
+ *   `bad command: expected "path R C"`    anything else
+ *   `bad command: R C is off the board`   R ≥ rows or C ≥ cols
+ *   `bad command: R C is a wall`
+ *   `bad command: R C is the agent's cell`
+ * A call on a cell other than the goal gives a real path to that cell: the tool is only as good as
+ * the coordinates it is given.
+ */
+import type { GameToolCall, ToolCallResult } from "./game.ts";
+import { bfsDistances, type Direction, descendPath, samePos } from "./grid.ts";
+import type { PlanPathBoard, PlanPathPuzzle } from "./plan-path.ts";
+
+const COMMAND = /^path (0|[1-9][0-9]?) (0|[1-9][0-9]?)$/;
+
+export type PathCommand = { readonly target: readonly [number, number] } | { readonly error: string };
+
+/** The tool agent's text as a `path R C` command, or why it is not one. */
+export function parsePathCommand(text: string): PathCommand {
+  const match = COMMAND.exec(text.trim());
+  if (match === null) return { error: 'expected "path R C"' };
+  return { target: [Number(match[1]), Number(match[2])] };
+}
+
+const bad = (why: string): ToolCallResult<Direction> => ({
+  output: `bad command: ${why}`,
+  moves: null,
+  bad: true,
+});
+
+/** Runs one tool command from the agent's cell (see the file comment for every outcome). */
+export function runPathCommand(
+  puzzle: PlanPathPuzzle,
+  board: PlanPathBoard,
+  text: string,
+): ToolCallResult<Direction> {
+  const command = parsePathCommand(text);
+  if ("error" in command) return bad(command.error);
+  const [r, c] = command.target;
+  if (r >= puzzle.rows || c >= puzzle.cols) return bad(`${r} ${c} is off the board`);
+  if (puzzle.grid[r]![c] !== ".") return bad(`${r} ${c} is a wall`);
+  if (samePos(board.pos, command.target)) return bad(`${r} ${c} is the agent's cell`);
+  const dist = bfsDistances(puzzle.rows, puzzle.cols, (rr, cc) => puzzle.grid[rr]![cc] === ".", [r, c]);
+  const moves = descendPath(puzzle.rows, puzzle.cols, dist, board.pos);
+  if (moves === null) return { output: "no path", moves: null, bad: false };
+  return { output: moves.join(""), moves, bad: false };
+}
+
+/** The tool of the `tool-call` roles; its demonstration is a call on the goal. */
+export const planPathToolCall: GameToolCall<PlanPathPuzzle, PlanPathBoard, Direction> = {
+  run: runPathCommand,
+  demo: (puzzle) => `path ${puzzle.goal[0]} ${puzzle.goal[1]}`,
+};
