@@ -53,6 +53,7 @@ describe("recipes", () => {
       "atgrpo-coder-tester",
       "atgrpo-math-tool",
       "atgrpo-planpath-tool",
+      "atgrpo-planpath-toolcall",
       "atgrpo-sokoban",
       "atgrpo-sudoku",
       "default",
