@@ -8,7 +8,7 @@
  * Flow: API key → GET /v1/teams → pick a team → a task (generated from a seed, or pasted JSON) →
  * POST /v1/solve with stream: true → the turns arrive as server-sent events and are listed as they
  * come → the result is rendered by the answer's kind: the Plan-Path grid with walls, start, goal and
- * the path walked; a board; a coding team's code, the program the tests ran and each test's result;
+ * the path walked (and each turn's tool call, output and plan for the tool-call roles); a board; a coding team's code, the program the tests ran and each test's result;
  * a math team's answer with the tool's program and output; a writing team's texts and reward tiers;
  * JSON for anything else.
  *
@@ -290,7 +290,16 @@ function renderPlanPath(puzzle, answer) {
   return el("div", {}, grid,
     el("div", { class: "legend", id: "path-caption" }, caption),
     answer && typeof answer.report === "string" ? el("div", { class: "legend" }, "last plan: " + answer.report) : null,
+    answer && Array.isArray(answer.calls) ? toolCalls(answer.calls) : null,
     el("div", { class: "legend" }, "S start · G goal · A where the agents ended · dark cells are walls"));
+}
+
+/** The tool-call roles: each turn's command, what the tool answered, and the plan. */
+function toolCalls(calls) {
+  const shown = (text) => (text === null || text === undefined ? "(did not act)" : JSON.stringify(text));
+  return el("ol", { id: "tool-calls", class: "legend" }, calls.map((call) =>
+    el("li", {}, "tool " + shown(call.command) + " → " + (typeof call.output === "string" ? call.output : "(no call)") +
+      " · plan " + shown(call.plan))));
 }
 
 /** Sokoban, Sudoku: the final board as text, and the environment's last report. */
