@@ -157,12 +157,15 @@ describe("bad stores and bad recipes: one line, before any work, no run folder",
   );
 
   it.each([
-    ["environment.options.rows=100", /^error: recipe: plan-path options: rows: /],
+    ["environment.options.rows=100", /^error: \S+recipe\.yaml: environment\.options\.rows: Too big: expected number to be <=32\n$/],
     [
       "model.hidden_size=33",
       /^error: recipe: model\.hidden_size \(33\) must be divisible by model\.num_attention_heads \(2\)\n$/,
     ],
-    ["engine.kind=openai", /^error: recipe: engine\.kind: "openai" is served by @troupe\/engine-openai/],
+    [
+      "engine.kind=openai",
+      /^error: recipe: engine\.kind: "openai" generates but cannot train; keep engine\.kind "torch" as the learner and put the servers in engine\.rollout/,
+    ],
   ])(
     "--set %s",
     (override, message) => {
