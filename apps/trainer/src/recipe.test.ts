@@ -97,6 +97,7 @@ describe("engine section", () => {
       device: "auto",
       dtype: "float32",
       autocast: true,
+      chatTemplateKwargs: {},
       gradientCheckpointing: false,
       generator: "auto",
       modelBackend: "auto",

@@ -157,7 +157,10 @@ describe("bad stores and bad recipes: one line, before any work, no run folder",
   );
 
   it.each([
-    ["environment.options.rows=100", /^error: \S+recipe\.yaml: environment\.options\.rows: Too big: expected number to be <=32\n$/],
+    [
+      "environment.options.rows=100",
+      /^error: \S+recipe\.yaml: environment\.options\.rows: Too big: expected number to be <=32\n$/,
+    ],
     [
       "model.hidden_size=33",
       /^error: recipe: model\.hidden_size \(33\) must be divisible by model\.num_attention_heads \(2\)\n$/,
