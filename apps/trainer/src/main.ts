@@ -56,7 +56,8 @@ const USAGES: Record<string, string> = {
 ${RECIPE_FLAGS}
   --run     run id (default: <recipe name>-<UTC timestamp>); the run is in <store>/runs/<id>/
   --resume  continue a run from its newest committed step (the newest run of the recipe without
-            --run); with --set train.steps=<n> (the one field it takes) a finished run goes on to n steps
+            --run); with --set train.steps=<n> a finished run goes on to n steps;
+            --set store=<uri> says where the run is (no other field is taken)
   --mode    all (default: the recipe's mode) | learner | rollout: asynchronous RL through the store;
             the learner and its rollout workers share --run, each worker has its own --worker <id>
   --lease-seconds  a rollout worker's hold on a task before another worker may take it over (60)
@@ -305,7 +306,9 @@ function wholeNumber(flag: string, text: string | undefined, min: number): numbe
 }
 
 /** `--resume` takes one recipe change: train.steps, to extend a run (finished or not). */
-const RESUME_SETTABLE = ["train.steps"];
+// What --resume takes besides the run's own recipe: train.steps extends a finished run, and store
+// says where the run is (the same run may be reached through another URI), not how it trains.
+const RESUME_SETTABLE = ["train.steps", "store"];
 
 async function commandTrain(argv: string[]): Promise<number> {
   const { values } = parseArgs({
@@ -337,7 +340,7 @@ async function commandTrain(argv: string[]): Promise<number> {
     const other = values.set.find((s) => !RESUME_SETTABLE.includes(s.slice(0, s.indexOf("="))));
     if (other !== undefined) {
       throw new RecipeError(
-        `--set ${other}: --resume continues a run with its own recipe; it takes only --set train.steps=<n> (to extend it)`,
+        `--set ${other}: --resume continues a run with its own recipe; it takes only --set train.steps=<n> (to extend it) and --set store=<uri> (where the run is)`,
       );
     }
     const stored = (await runStore.readConfig()) as Record<string, unknown>;

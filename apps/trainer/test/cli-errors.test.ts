@@ -202,5 +202,35 @@ describe("the command line", () => {
     expect(extended.stderr).toMatch(/step 2\/2 .*\neval @ step 2: /);
     expect(extended.stdout).toMatch(/run tiny-done: finished at step 2\n/);
     expect(extended.stdout).toContain(`artifacts: ${join(storeRoot, "runs", "tiny-done")}/ `);
+
+    // the store may be named on the command line (where the run is); how it trains may not
+    const refused = await cli([
+      "train",
+      "--recipe",
+      recipe,
+      "--run",
+      "tiny-done",
+      "--resume",
+      "--set",
+      "seed=2",
+    ]);
+    expect(refused.status).toBe(2);
+    expect(refused.stderr).toBe(
+      "error: --set seed=2: --resume continues a run with its own recipe; it takes only --set train.steps=<n> (to extend it) and --set store=<uri> (where the run is)\n",
+    );
+    const elsewhere = await cli([
+      "train",
+      "--recipe",
+      recipe,
+      "--run",
+      "tiny-done",
+      "--resume",
+      "--set",
+      `store=file://${storeRoot}/`,
+      "--set",
+      "train.steps=4",
+    ]);
+    expect(elsewhere.status, elsewhere.stderr).toBe(0);
+    expect(elsewhere.stdout).toMatch(/run tiny-done: finished at step 3\n/);
   }, 120_000);
 });
