@@ -1,9 +1,9 @@
 /**
- * Large frames cross the worker → controller pipe in time linear in their size: the reader queues
- * chunks and copies each payload once (a reader that re-copies everything it holds on every chunk
- * took 102 s for 64 MB). 30 MB and 300 MB frames through the reader, 10 MB and 100 MB through a real
- * pipe from a real worker: the big one may take at most 25× the small one (linear: ~10×; quadratic:
- * ~100×), and it must arrive intact.
+ * Large frames cross the worker → controller pipe in work linear in their size: the reader queues
+ * chunks and copies each payload once (a reader that re-copied everything it held on every chunk
+ * took 102 s for 64 MB). The bound is checked on the bytes the reader copies, not on a clock (a
+ * shared CI machine makes any timing ratio flaky); frames must arrive intact. Speed is a benchmark
+ * concern (the worker's bench), not a test's.
  */
 import { describe, expect, it } from "vitest";
 import { encodeFrame, FrameReader } from "../src/protocol.ts";
@@ -21,37 +21,35 @@ function checkPattern(bytes: Uint8Array): void {
 }
 
 describe("FrameReader on large frames", () => {
-  it("reads a 300 MB frame pushed in 64 KiB chunks in linear time", () => {
-    const time = (size: number) => {
-      const big = new Uint8Array(size);
-      for (let i = 0; i < 256; i++) big[i] = i;
-      for (let n = 256; n < size; n *= 2) big.copyWithin(n, 0, Math.min(n, size - n));
-      const bytes = encodeFrame({
-        kind: "response",
-        id: 1,
-        op: "save",
-        body: {},
-        payloads: new Map([["file:x", big]]),
-      });
-      const reader = new FrameReader();
-      const started = performance.now();
-      const frames = [];
-      for (let at = 0; at < bytes.length; at += 65536)
-        frames.push(...reader.push(bytes.subarray(at, at + 65536)));
-      const ms = performance.now() - started;
-      expect(frames).toHaveLength(1);
-      checkPattern(frames[0]!.payloads.get("file:x") as Uint8Array);
-      expect(reader.pending).toBe(0);
-      return ms;
-    };
-    const small = time(30 * MB);
-    const large = time(300 * MB);
-    expect(large).toBeLessThan(25 * Math.max(small, 20));
+  it("reads a 300 MB frame pushed in 64 KiB chunks, copying each byte once", () => {
+    const size = 300 * MB;
+    const big = new Uint8Array(size);
+    for (let i = 0; i < 256; i++) big[i] = i;
+    for (let n = 256; n < size; n *= 2) big.copyWithin(n, 0, Math.min(n, size - n));
+    const bytes = encodeFrame({
+      kind: "response",
+      id: 1,
+      op: "save",
+      body: {},
+      payloads: new Map([["file:x", big]]),
+    });
+    const reader = new FrameReader();
+    const frames = [];
+    let pushes = 0;
+    for (let at = 0; at < bytes.length; at += 65536, pushes++)
+      frames.push(...reader.push(bytes.subarray(at, at + 65536)));
+    expect(frames).toHaveLength(1);
+    checkPattern(frames[0]!.payloads.get("file:x") as Uint8Array);
+    expect(reader.pending).toBe(0);
+    // every byte of the frame once, plus one 16-byte prefix peek per push and per frame found;
+    // a reader that re-copies what it holds would copy ~pushes/2 times the frame (~2,300×)
+    expect(reader.copiedBytes).toBeGreaterThanOrEqual(size);
+    expect(reader.copiedBytes).toBeLessThanOrEqual(bytes.length + 16 * (pushes + frames.length));
   });
 });
 
 describe.skipIf(!torchAvailable)("large frames from the worker", () => {
-  it("a 100 MB reply crosses the pipe in linear time and intact", async () => {
+  it("a 100 MB reply crosses the pipe intact", async () => {
     const worker = await WorkerProcess.start({ python: PYTHON, workerArgs: TEST_WORKER_ARGS });
     try {
       const time = async (size: number) => {
@@ -66,8 +64,9 @@ describe.skipIf(!torchAvailable)("large frames from the worker", () => {
       await time(1 * MB); // warm-up
       const small = await time(10 * MB);
       const large = await time(100 * MB);
+      // reported, not asserted: a clock on a shared machine is no test (the reader's linearity is
+      // checked above on the bytes it copies)
       console.log(`echo through the pipe: 10 MB ${small.toFixed(0)} ms, 100 MB ${large.toFixed(0)} ms`);
-      expect(large).toBeLessThan(25 * Math.max(small, 50));
     } finally {
       await worker.close();
     }
