@@ -2,12 +2,11 @@
  * Plan-Path's `tool-call` roles: the `path R C` command, what the plan agent reads, the rewards,
  * the demonstrations, the rendering of an episode and the independence of branches.
  */
-import { checkTeam, deepFreeze, Rng, type StepResult, stableHash, type Task } from "@troupe/core";
+import { checkTeam, deepFreeze, Rng, type StepResult, stableHash } from "@troupe/core";
 import { describe, expect, it } from "vitest";
 import type { ExecutedAction, PlanPathAnswer } from "../../src/answer.ts";
 import {
   envTeam,
-  type PlanPathPuzzle,
   type PlanPathState,
   parsePathCommand,
   planPathDemo,
@@ -17,22 +16,8 @@ import {
 } from "../../src/games/index.ts";
 import { createEnvironment, environmentOptions, renderAnswer } from "../../src/registry.ts";
 
-/**
- * The hand-made 4×4 instance of plan-path.test.ts:
- *   A . # .
- *   . # . .
- *   . . . #
- *   # . . G      optimal DDRDRR (6 moves; ties broken in U, D, L, R order)
- */
-const puzzle: PlanPathPuzzle = {
-  rows: 4,
-  cols: 4,
-  grid: ["..#.", ".#..", "...#", "#..."],
-  start: [0, 0],
-  goal: [3, 3],
-  optimal: 6,
-};
-const task: Task<PlanPathPuzzle> = { id: "hand-4x4", split: "test", payload: puzzle };
+import { puzzle, task } from "./hand-4x4.ts";
+
 const HINTS = ["positions", "offset", "neighbours"] as const;
 
 type Env = ReturnType<typeof planPathEnv>;

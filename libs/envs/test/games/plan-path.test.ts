@@ -1,4 +1,4 @@
-import { deepFreeze, stableHash, type Task } from "@troupe/core";
+import { deepFreeze, stableHash } from "@troupe/core";
 import { describe, expect, it } from "vitest";
 import {
   generatePlanPathTasks,
@@ -11,23 +11,7 @@ import {
   shortestPlanPath,
 } from "../../src/games/index.ts";
 
-/**
- * Hand-made 4×4 instance (scale = max(4, 4) = 4, γ = 1):
- *   A . # .        BFS distances to the goal:   6 7 # 5
- *   . # . .                                     5 # 3 4
- *   . . . #                                     4 3 2 #
- *   # . . G                                     # 2 1 0
- * Optimal path DDRRDR (6 moves).
- */
-const puzzle: PlanPathPuzzle = {
-  rows: 4,
-  cols: 4,
-  grid: ["..#.", ".#..", "...#", "#..."],
-  start: [0, 0],
-  goal: [3, 3],
-  optimal: 6,
-};
-const task: Task<PlanPathPuzzle> = { id: "hand-4x4", split: "test", payload: puzzle };
+import { puzzle, task } from "./hand-4x4.ts";
 
 const stepSync = (
   env: ReturnType<typeof planPathEnv>,
