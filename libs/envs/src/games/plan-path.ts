@@ -25,12 +25,11 @@ import {
   EpisodeOptionsSchema,
   type GameEnvironment,
   type GameState,
-  gameDemo,
-  gameEnvironment,
   type RolesVariant,
   RolesVariantSchema,
 } from "./episode.ts";
 import type { CompactHint, Game, GameRewards } from "./game.ts";
+import { gameModule } from "./game-env.ts";
 import {
   bfsDistances,
   DIRECTIONS,
@@ -42,7 +41,6 @@ import {
   samePos,
   step,
 } from "./grid.ts";
-import { parseOptions } from "./options.ts";
 import { planPathToolCall } from "./plan-path-tool-call.ts";
 import { SplitFractionsSchema, splitTaskGenerator } from "./splits.ts";
 
@@ -187,22 +185,16 @@ const PlanPathPuzzleSchema = z
     }
   });
 
-function checkPlanPathPuzzle(payload: unknown, taskId: string): PlanPathPuzzle {
-  const puzzle = parseOptions(
-    `${PLAN_PATH} task ${taskId}: payload`,
-    PlanPathPuzzleSchema,
-    payload,
-  ) as PlanPathPuzzle;
+/** What the payload schema cannot check (see `GameModuleSpec.checkPuzzle`). */
+function checkPlanPathPuzzle(puzzle: PlanPathPuzzle, where: string): void {
   const d = bfsDistances(puzzle.rows, puzzle.cols, isOpen(puzzle), puzzle.start)[
     puzzle.goal[0] * puzzle.cols + puzzle.goal[1]
   ]!;
   if (d !== puzzle.optimal) {
     throw new Error(
-      `${PLAN_PATH} task ${taskId}: payload.optimal is ${puzzle.optimal} but BFS gives ${d < 0 ? "unreachable" : d}`,
+      `${where}: payload.optimal is ${puzzle.optimal} but BFS gives ${d < 0 ? "unreachable" : d}`,
     );
   }
-  // Keep the caller's object (not zod's copy) so per-puzzle caches and identity checks hold.
-  return payload as PlanPathPuzzle;
 }
 
 /** `count` distinct Plan-Path tasks of `split` (see splits.ts for the disjointness guarantee). */
@@ -342,34 +334,28 @@ export function renderPlanPath(puzzle: PlanPathPuzzle, board: PlanPathBoard): st
 export type PlanPathState = GameState<PlanPathPuzzle, PlanPathBoard>;
 export type PlanPathEnvironment = GameEnvironment<PlanPathPuzzle, PlanPathBoard>;
 
+const PLAN_PATH_MODULE = gameModule({
+  generateTasks: generatePlanPathTasks,
+  optionsSchema: PlanPathOptionsSchema,
+  game: (options, generation) => planPathGame(options.rewards, generation),
+  puzzleSchema: PlanPathPuzzleSchema,
+  checkPuzzle: checkPlanPathPuzzle,
+});
+
 /**
  * The Plan-Path environment. `options.roles`: "compact" (planner, fixer; default), "tool" (tool,
  * plan: Python in the sandbox), "single" (the planner alone) or "tool-call" (tool, plan: the tool
  * answers `path R C`, see plan-path-tool-call.ts).
  */
-export function planPathEnv(options: PlanPathOptions = {}): PlanPathEnvironment {
-  const parsed = parseOptions(`${PLAN_PATH} options`, PlanPathOptionsSchema, options);
-  // The generation schema keeps its own fields of the options (zod objects strip the others).
-  const generation = PlanPathGenerationSchema.parse(parsed);
-  return gameEnvironment({
-    game: planPathGame(parsed.rewards, generation),
-    options: parsed,
-    checkPuzzle: checkPlanPathPuzzle,
-    generateTasks: (split, count, seed) => generatePlanPathTasks(split, count, { ...generation, seed }),
-  });
-}
-
-const DEFAULT_PLAN_PATH_GAME = planPathGame(PlanPathRewardsSchema.parse({}));
+export const planPathEnv: (options?: PlanPathOptions) => PlanPathEnvironment = PLAN_PATH_MODULE.env;
 
 /**
  * The solver's next action text for `agent` ("planner" | "fixer" | "tool" | "plan"); `roles`
  * "tool-call" gives that protocol's tool command and bare plan.
  */
-export function planPathDemo(
+export const planPathDemo: (
   task: Task<PlanPathPuzzle>,
   state: PlanPathState,
   agent: string,
-  roles: RolesVariant = "compact",
-): string {
-  return gameDemo(DEFAULT_PLAN_PATH_GAME, task, state, agent, Number.POSITIVE_INFINITY, roles);
-}
+  roles?: RolesVariant,
+) => string = PLAN_PATH_MODULE.demo;

@@ -20,16 +20,10 @@
  */
 import type { Rng, Task } from "@troupe/core";
 import { z } from "zod";
-import {
-  EpisodeOptionsSchema,
-  type GameEnvironment,
-  type GameState,
-  gameDemo,
-  gameEnvironment,
-} from "./episode.ts";
+import { EpisodeOptionsSchema, type GameEnvironment, type GameState } from "./episode.ts";
 import type { Game } from "./game.ts";
+import { gameModule } from "./game-env.ts";
 import { DELTA, DIRECTIONS, type Direction, formatPos, type Pos, parseDirections } from "./grid.ts";
-import { parseOptions } from "./options.ts";
 import { SplitFractionsSchema, splitTaskGenerator } from "./splits.ts";
 
 export const SOKOBAN = "sokoban";
@@ -329,19 +323,14 @@ const SokobanPuzzleSchema = z
     }
   });
 
-function checkSokobanPuzzle(payload: unknown, taskId: string): SokobanPuzzle {
-  const puzzle = parseOptions(
-    `${SOKOBAN} task ${taskId}: payload`,
-    SokobanPuzzleSchema,
-    payload,
-  ) as SokobanPuzzle;
+/** What the payload schema cannot check (see `GameModuleSpec.checkPuzzle`). */
+function checkSokobanPuzzle(puzzle: SokobanPuzzle, where: string): void {
   const plan = solveSokoban(puzzle, puzzle);
   if (plan === null || plan.length !== puzzle.optimal) {
     throw new Error(
-      `${SOKOBAN} task ${taskId}: payload.optimal is ${puzzle.optimal} but the solver gives ${plan?.length ?? "unsolvable"}`,
+      `${where}: payload.optimal is ${puzzle.optimal} but the solver gives ${plan?.length ?? "unsolvable"}`,
     );
   }
-  return payload as SokobanPuzzle;
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -464,22 +453,17 @@ export function sokobanGame(
 export type SokobanState = GameState<SokobanPuzzle, SokobanBoard>;
 export type SokobanEnvironment = GameEnvironment<SokobanPuzzle, SokobanBoard>;
 
-/** The Sokoban environment. `options.roles`: "compact" (planner, fixer; default) or "tool" (tool, plan). */
-export function sokobanEnv(options: SokobanOptions = {}): SokobanEnvironment {
-  const parsed = parseOptions(`${SOKOBAN} options`, SokobanOptionsSchema, options);
-  // The generation schema keeps its own fields of the options (zod objects strip the others).
-  const generation = SokobanGenerationSchema.parse(parsed);
-  return gameEnvironment({
-    game: sokobanGame(parsed.rewards, parsed.boxes),
-    options: parsed,
-    checkPuzzle: checkSokobanPuzzle,
-    generateTasks: (split, count, seed) => generateSokobanTasks(split, count, { ...generation, seed }),
-  });
-}
+const SOKOBAN_MODULE = gameModule({
+  generateTasks: generateSokobanTasks,
+  optionsSchema: SokobanOptionsSchema,
+  game: (options) => sokobanGame(options.rewards, options.boxes),
+  puzzleSchema: SokobanPuzzleSchema,
+  checkPuzzle: checkSokobanPuzzle,
+});
 
-const DEFAULT_SOKOBAN_GAME = sokobanGame(SokobanRewardsSchema.parse({}));
+/** The Sokoban environment. `options.roles`: "compact" (planner, fixer; default) or "tool" (tool, plan). */
+export const sokobanEnv: (options?: SokobanOptions) => SokobanEnvironment = SOKOBAN_MODULE.env;
 
 /** The solver's next action text for `agent` ("planner" | "fixer" | "tool" | "plan"). */
-export function sokobanDemo(task: Task<SokobanPuzzle>, state: SokobanState, agent: string): string {
-  return gameDemo(DEFAULT_SOKOBAN_GAME, task, state, agent);
-}
+export const sokobanDemo: (task: Task<SokobanPuzzle>, state: SokobanState, agent: string) => string =
+  SOKOBAN_MODULE.demo;

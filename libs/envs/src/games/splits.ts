@@ -97,12 +97,21 @@ export function generateSplitTasks<Payload>(args: GenerateSplitArgs<Payload>): T
 }
 
 /** A game's generation options: its own fields and the split fractions. */
-type GenerationSchema = z.ZodObject<{ splitFractions: z.ZodType<SplitFractions, unknown> }>;
+export type GenerationSchema = z.ZodObject<{ splitFractions: z.ZodType<SplitFractions, unknown> }>;
+
+/** A game's task generator, `(split, count, options) → tasks`, with the game's name and options schema. */
+export interface SplitTaskGenerator<S extends GenerationSchema, Payload> {
+  (split: Split, count: number, options?: z.input<S> & { readonly seed?: number }): Task<Payload>[];
+  /** Environment name; part of the seed path and of task ids. */
+  readonly env: string;
+  /** The generation options (without `seed`). */
+  readonly schema: S;
+}
 
 /**
- * A game's task generator, `(split, count, options) → tasks`: options (the schema's fields and a
- * `seed`) are parsed first, an error naming the game and the bad field, then `candidate` draws
- * each instance with the parsed config (see `generateSplitTasks`).
+ * A game's task generator: options (the schema's fields and a `seed`) are parsed first, an error
+ * naming the game and the bad field, then `candidate` draws each instance with the parsed config
+ * (see `generateSplitTasks`).
  */
 export function splitTaskGenerator<S extends GenerationSchema, Payload>(
   env: string,
@@ -112,9 +121,9 @@ export function splitTaskGenerator<S extends GenerationSchema, Payload>(
     config: z.output<S>,
     inSplit: (splitKey: unknown) => boolean,
   ) => GeneratedInstance<Payload> | null,
-): (split: Split, count: number, options?: z.input<S> & { readonly seed?: number }) => Task<Payload>[] {
+): SplitTaskGenerator<S, Payload> {
   const strict = schema.strict();
-  return (split, count, options) => {
+  const generate = (split: Split, count: number, options?: z.input<S> & { readonly seed?: number }) => {
     const { seed = 0, ...rest } = options ?? {};
     const config = parseOptions(`${env} generation options`, strict, rest) as z.output<S>;
     return generateSplitTasks({
@@ -126,4 +135,5 @@ export function splitTaskGenerator<S extends GenerationSchema, Payload>(
       candidate: (rng, inSplit) => candidate(rng, config, inSplit),
     });
   };
+  return Object.assign(generate, { env, schema });
 }

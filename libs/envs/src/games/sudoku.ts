@@ -21,16 +21,10 @@
  */
 import type { Rng, Task } from "@troupe/core";
 import { z } from "zod";
-import {
-  EpisodeOptionsSchema,
-  type GameEnvironment,
-  type GameState,
-  gameDemo,
-  gameEnvironment,
-} from "./episode.ts";
+import { EpisodeOptionsSchema, type GameEnvironment, type GameState } from "./episode.ts";
 import type { Game } from "./game.ts";
+import { gameModule } from "./game-env.ts";
 import { answerText } from "./grid.ts";
-import { parseOptions } from "./options.ts";
 import { SplitFractionsSchema, splitTaskGenerator } from "./splits.ts";
 
 export const SUDOKU = "sudoku";
@@ -290,19 +284,13 @@ const SudokuPuzzleSchema = z
     }
   });
 
-function checkSudokuPuzzle(payload: unknown, taskId: string): SudokuPuzzle {
-  const puzzle = parseOptions(
-    `${SUDOKU} task ${taskId}: payload`,
-    SudokuPuzzleSchema,
-    payload,
-  ) as SudokuPuzzle;
+/** What the payload schema cannot check (see `GameModuleSpec.checkPuzzle`). */
+function checkSudokuPuzzle(puzzle: SudokuPuzzle, where: string): void {
   const bad = puzzle.givens.findIndex((v, i) => v !== 0 && v !== puzzle.solution[i]);
-  if (bad >= 0)
-    throw new Error(`${SUDOKU} task ${taskId}: payload.givens[${bad}] disagrees with payload.solution`);
+  if (bad >= 0) throw new Error(`${where}: payload.givens[${bad}] disagrees with payload.solution`);
   if (usedMasks(puzzle, puzzle.solution) === null) {
-    throw new Error(`${SUDOKU} task ${taskId}: payload.solution breaks the Sudoku rules`);
+    throw new Error(`${where}: payload.solution breaks the Sudoku rules`);
   }
-  return payload as SudokuPuzzle;
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -462,22 +450,17 @@ export function sudokuGame(rewards: SudokuRewards): Game<SudokuPuzzle, SudokuBoa
 export type SudokuState = GameState<SudokuPuzzle, SudokuBoard>;
 export type SudokuEnvironment = GameEnvironment<SudokuPuzzle, SudokuBoard>;
 
-/** The Sudoku environment. `options.roles`: "compact" (planner, fixer; default) or "tool" (tool, plan). */
-export function sudokuEnv(options: SudokuOptions = {}): SudokuEnvironment {
-  const parsed = parseOptions(`${SUDOKU} options`, SudokuOptionsSchema, options);
-  // The generation schema keeps its own fields of the options (zod objects strip the others).
-  const generation = SudokuGenerationSchema.parse(parsed);
-  return gameEnvironment({
-    game: sudokuGame(parsed.rewards),
-    options: parsed,
-    checkPuzzle: checkSudokuPuzzle,
-    generateTasks: (split, count, seed) => generateSudokuTasks(split, count, { ...generation, seed }),
-  });
-}
+const SUDOKU_MODULE = gameModule({
+  generateTasks: generateSudokuTasks,
+  optionsSchema: SudokuOptionsSchema,
+  game: (options) => sudokuGame(options.rewards),
+  puzzleSchema: SudokuPuzzleSchema,
+  checkPuzzle: checkSudokuPuzzle,
+});
 
-const DEFAULT_SUDOKU_GAME = sudokuGame(SudokuRewardsSchema.parse({}));
+/** The Sudoku environment. `options.roles`: "compact" (planner, fixer; default) or "tool" (tool, plan). */
+export const sudokuEnv: (options?: SudokuOptions) => SudokuEnvironment = SUDOKU_MODULE.env;
 
 /** The solver's next action text for `agent` ("planner" | "fixer" | "tool" | "plan"). */
-export function sudokuDemo(task: Task<SudokuPuzzle>, state: SudokuState, agent: string): string {
-  return gameDemo(DEFAULT_SUDOKU_GAME, task, state, agent);
-}
+export const sudokuDemo: (task: Task<SudokuPuzzle>, state: SudokuState, agent: string) => string =
+  SUDOKU_MODULE.demo;
