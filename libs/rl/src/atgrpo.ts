@@ -21,24 +21,18 @@
  * Turn order: agents act one at a time in role order; a team with turnOrder "parallel" is rolled
  * out the same way (each agent's candidates are stepped with only that agent's action).
  */
-import { type AgentId, deriveSeed, type Observation, Rng, type StepResult, type Task } from "@troupe/core";
+import { type AgentId, deriveSeed, Rng, type Sample, type StepResult, type Task } from "@troupe/core";
 import { z } from "zod";
 import { AdvantageSchema } from "./advantages.ts";
 import { GroupFilterSchema, groupKey } from "./grouping.ts";
 import {
-  buildSample,
   type EpisodeSummary,
-  generateForAgents,
-  prepareContext,
   type RolloutContext,
   type RolloutNode,
   type RolloutResult,
-  requestSeed,
-  resetState,
   rewardParts,
-  stepState,
 } from "./rollout.ts";
-import { countLeaves, edgeNode, rootNode } from "./tree.ts";
+import { edgeNode, rootNode, TreeRollout } from "./tree.ts";
 
 export const AtgrpoConfigSchema = z.strictObject({
   /** K: candidates per (turn, agent). Stronger-MAS samples K = 4 branches per agent per turn. */
@@ -90,7 +84,7 @@ export async function rolloutAtgrpo<S, P>(
   tasks: readonly Task<P>[],
   config: AtgrpoConfig = defaultAtgrpoConfig,
 ): Promise<RolloutResult> {
-  prepareContext(ctx, tasks);
+  const tree = new TreeRollout(ctx, tasks, "atgrpo");
   if (!Number.isInteger(config.candidates) || config.candidates < 1) {
     throw new Error(`atgrpo: candidates must be a positive integer, got ${config.candidates}`);
   }
@@ -100,7 +94,7 @@ export async function rolloutAtgrpo<S, P>(
     const root = rootNode();
     episodes.push({
       task,
-      state: await resetState(ctx, task),
+      state: await tree.reset(task),
       done: false,
       success: false,
       teamReturn: 0,
@@ -109,37 +103,27 @@ export async function rolloutAtgrpo<S, P>(
       cursor: root,
     });
   }
-  const samples: ReturnType<typeof buildSample>[] = [];
-  let completions = 0;
-  let envSteps = 0;
+  const samples: Sample[] = [];
   for (let turn = 0; turn < ctx.team.maxTurns; turn++) {
     for (const agent of order) {
       const live = episodes.filter((ep) => !ep.done);
       if (live.length === 0) break;
-      const requests = live.flatMap((ep) => {
-        const observation: Observation = ctx.env.observe(ep.state, agent);
-        return Array.from({ length: config.candidates }, (_, k) => ({
-          agent,
-          observation,
-          seed: requestSeed(ctx, "atgrpo", ep.task.id, turn, agent, k),
-        }));
-      });
-      const outputs = await generateForAgents(ctx, requests);
-      completions += outputs.length;
+      const requests = live.flatMap((ep) =>
+        tree.candidates(ep.state, agent, config.candidates, ep.task.id, turn),
+      );
+      const outputs = await tree.generate(requests);
       for (const [e, ep] of live.entries()) {
         const base = e * config.candidates;
         const results: StepResult<S>[] = [];
         for (let k = 0; k < config.candidates; k++) {
-          results.push(await stepState(ctx, ep.state, { [agent]: outputs[base + k]!.text }));
-          envSteps++;
+          results.push(await tree.step(ep.state, { [agent]: outputs[base + k]!.text }));
         }
         const rewards = results.map((r) => rewardParts(r, agent, config));
         const key = groupKey({ environment: ctx.env.name, taskId: ep.task.id, turn, agent });
         const branch = ep.cursor.path;
         for (let k = 0; k < config.candidates; k++) {
           samples.push(
-            buildSample(ctx, {
-              strategy: "atgrpo",
+            tree.sample({
               task: ep.task,
               episode: 0,
               turn,
@@ -184,13 +168,11 @@ export async function rolloutAtgrpo<S, P>(
     teamReturn: ep.teamReturn,
     turns: ep.turns,
   }));
-  const trees = episodes.map((ep) => ep.root);
-  return {
+  return tree.result(
     samples,
-    episodes: summaries,
-    trees,
-    stats: { completions, envSteps, leaves: countLeaves(trees) },
-  };
+    summaries,
+    episodes.map((ep) => ep.root),
+  );
 }
 
 /** Which agent acted, for tests and reports: the single key of a node's actions. */

@@ -26,24 +26,26 @@
  * order is sequential (later roles see earlier roles' actions within the turn) cannot be rolled
  * out this way: use AT-GRPO or parallel rollouts for it.
  */
-import { type AgentId, type Observation, type StepResult, type Task, turnStages } from "@troupe/core";
+import {
+  type AgentId,
+  type Completion,
+  type Observation,
+  type Sample,
+  type StepResult,
+  type Task,
+  turnStages,
+} from "@troupe/core";
 import { z } from "zod";
 import { AdvantageSchema, mean } from "./advantages.ts";
 import { GroupFilterSchema, groupKey } from "./grouping.ts";
 import {
-  buildSample,
   type EpisodeSummary,
-  generateForAgents,
-  prepareContext,
   type RolloutContext,
   type RolloutNode,
   type RolloutResult,
-  requestSeed,
-  resetState,
   rewardParts,
-  stepState,
 } from "./rollout.ts";
-import { countLeaves, edgeNode, rootNode } from "./tree.ts";
+import { edgeNode, rootNode, TreeRollout } from "./tree.ts";
 
 export const MagrpoConfigSchema = z.strictObject({
   /** G: completions per agent per node. CoMLRL default 4 (must be ≥ 2 for a baseline). */
@@ -81,7 +83,7 @@ export function jointActions(agents: number, groupSize: number, mode: JointMode)
 interface Candidate {
   readonly seed: number;
   readonly observation: Observation;
-  readonly completion: Awaited<ReturnType<typeof generateForAgents>>[number];
+  readonly completion: Completion;
 }
 
 interface TreeNode<S> {
@@ -106,7 +108,7 @@ export async function rolloutMagrpo<S, P>(
   tasks: readonly Task<P>[],
   config: MagrpoConfig = defaultMagrpoConfig,
 ): Promise<RolloutResult> {
-  prepareContext(ctx, tasks);
+  const tree = new TreeRollout(ctx, tasks, "magrpo");
   if (!Number.isInteger(config.groupSize) || config.groupSize < 2) {
     throw new Error(
       `magrpo: groupSize must be an integer ≥ 2 (a group baseline needs siblings), got ${config.groupSize}`,
@@ -127,7 +129,7 @@ export async function rolloutMagrpo<S, P>(
       task,
       path: [],
       turn: 0,
-      state: await resetState(ctx, task),
+      state: await tree.reset(task),
       incomingActions: {},
       expandable: true,
       candidates: [],
@@ -139,22 +141,14 @@ export async function rolloutMagrpo<S, P>(
 
   // Breadth-first: one batched generation per depth for every open node of every task.
   let frontier = roots;
-  let completions = 0;
-  let envSteps = 0;
   for (let turn = 0; turn < ctx.team.maxTurns && frontier.length > 0; turn++) {
     const open = frontier.filter((n) => n.expandable);
     const requests = open.flatMap((node) =>
-      agents.flatMap((agent) => {
-        const observation = ctx.env.observe(node.state, agent);
-        return Array.from({ length: config.groupSize }, (_, g) => ({
-          agent,
-          observation,
-          seed: requestSeed(ctx, "magrpo", node.task.id, node.path.join("."), agent, g),
-        }));
-      }),
+      agents.flatMap((agent) =>
+        tree.candidates(node.state, agent, config.groupSize, node.task.id, node.path.join(".")),
+      ),
     );
-    const outputs = await generateForAgents(ctx, requests);
-    completions += outputs.length;
+    const outputs = await tree.generate(requests);
     const next: TreeNode<S>[] = [];
     let k = 0;
     for (const node of open) {
@@ -171,8 +165,7 @@ export async function rolloutMagrpo<S, P>(
         agents.forEach((agent, i) => {
           actions[agent] = node.candidates[i]![joint[i]!]!.completion.text;
         });
-        results.push(await stepState(ctx, node.state, actions));
-        envSteps++;
+        results.push(await tree.step(node.state, actions));
       }
       const meanReward = mean(results.map((r) => mean(agents.map((a) => rewardParts(r, a, config).total))));
       const cut =
@@ -213,20 +206,22 @@ export async function rolloutMagrpo<S, P>(
   };
   roots.forEach(computeReturns);
 
-  const samples = roots.flatMap((root) => collectSamples(ctx, root, agents, config));
-  const trees = roots.map((root) => toRolloutNode(root, agents));
-  const episodes: EpisodeSummary[] = roots.flatMap((root) => leafEpisodes(root));
-  return { samples, episodes, trees, stats: { completions, envSteps, leaves: countLeaves(trees) } };
+  return tree.result(
+    roots.flatMap((root) => collectSamples(ctx, tree, root, agents, config)),
+    roots.flatMap((root) => leafEpisodes(root)),
+    roots.map((root) => toRolloutNode(root, agents)),
+  );
 }
 
 function collectSamples<S>(
   ctx: RolloutContext<S, unknown>,
+  tree: TreeRollout<S>,
   node: TreeNode<S>,
   agents: readonly AgentId[],
   config: MagrpoConfig,
-): ReturnType<typeof buildSample>[] {
+): Sample[] {
   if (node.children.length === 0) return [];
-  const out: ReturnType<typeof buildSample>[] = [];
+  const out: Sample[] = [];
   agents.forEach((agent, i) => {
     const G = node.candidates[i]!.length;
     // Credit R^i(g) and the immediate reward parts averaged over the joint actions g took part in.
@@ -255,8 +250,7 @@ function collectSamples<S>(
     node.candidates[i]!.forEach((candidate, g) => {
       const n = counts[g]!;
       out.push(
-        buildSample(ctx, {
-          strategy: "magrpo",
+        tree.sample({
           task: node.task,
           episode: 0,
           turn: node.turn,
@@ -277,7 +271,7 @@ function collectSamples<S>(
       );
     });
   });
-  for (const child of node.children) out.push(...collectSamples(ctx, child, agents, config));
+  for (const child of node.children) out.push(...collectSamples(ctx, tree, child, agents, config));
   return out;
 }
 

@@ -3,8 +3,21 @@
  * demos and tests), and the helpers that build them. A tree strategy (MAGRPO, AT-GRPO) grows one
  * tree per task; parallel rollouts report each episode as a chain (one child per node).
  */
-import type { AgentId, StepResult } from "@troupe/core";
-import type { RolloutNode } from "./rollout.ts";
+import type { AgentId, Completion, Sample, SeedPart, StepResult, Task } from "@troupe/core";
+import {
+  type AgentRequest,
+  buildSample,
+  type EpisodeSummary,
+  generateForAgents,
+  prepareContext,
+  type RolloutContext,
+  type RolloutNode,
+  type RolloutResult,
+  requestSeed,
+  resetState,
+  type SampleDraft,
+  stepState,
+} from "./rollout.ts";
 
 /** The root of a tree: the task's initial state, reached by no action. */
 export function rootNode(): RolloutNode {
@@ -68,4 +81,63 @@ export function chainTree(
     cursor = next;
   }
   return root;
+}
+
+/**
+ * One rollout of a tree strategy (MAGRPO, AT-GRPO) over a batch of tasks: the context checked
+ * once, every agent's candidates sampled on a node's state, the policy and environment calls
+ * counted for the rollout's stats, and samples recorded under the strategy's name.
+ */
+export class TreeRollout<S> {
+  private completions = 0;
+  private envSteps = 0;
+
+  constructor(
+    private readonly ctx: RolloutContext<S, unknown>,
+    tasks: readonly Task<unknown>[],
+    /** The strategy's registered name: its samples' provenance and its request seed stream. */
+    private readonly strategy: string,
+  ) {
+    prepareContext(ctx, tasks);
+  }
+
+  /** The task's initial state (every tree of a task grows from the same one). */
+  reset(task: Task<unknown>): Promise<S> {
+    return resetState(this.ctx, task);
+  }
+
+  /** `count` candidate requests of `agent` on one state: one observation, candidate k seeded at `[...place, agent, k]`. */
+  candidates(state: S, agent: AgentId, count: number, ...place: SeedPart[]): AgentRequest[] {
+    const observation = this.ctx.env.observe(state, agent);
+    return Array.from({ length: count }, (_, k) => ({
+      agent,
+      observation,
+      seed: requestSeed(this.ctx, this.strategy, ...place, agent, k),
+    }));
+  }
+
+  /** Completions for the requests, in request order (see `generateForAgents`). */
+  async generate(requests: readonly AgentRequest[]): Promise<Completion[]> {
+    const outputs = await generateForAgents(this.ctx, requests);
+    this.completions += outputs.length;
+    return outputs;
+  }
+
+  /** One environment step from `state` (see `stepState`). */
+  async step(state: S, actions: Readonly<Record<AgentId, string>>): Promise<StepResult<S>> {
+    const result = await stepState(this.ctx, state, actions);
+    this.envSteps++;
+    return result;
+  }
+
+  /** A sample of this strategy (see `buildSample`). */
+  sample(draft: Omit<SampleDraft, "strategy">): Sample {
+    return buildSample(this.ctx, { strategy: this.strategy, ...draft });
+  }
+
+  /** The rollout's result, with the calls counted so far. */
+  result(samples: Sample[], episodes: EpisodeSummary[], trees: RolloutNode[]): RolloutResult {
+    const stats = { completions: this.completions, envSteps: this.envSteps, leaves: countLeaves(trees) };
+    return { samples, episodes, trees, stats };
+  }
 }
