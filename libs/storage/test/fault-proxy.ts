@@ -31,6 +31,17 @@ export interface FaultRates {
 
 export type FaultKind = keyof Omit<FaultRates, "slowMs" | "stallMs"> | "none";
 
+/** Every fault the proxy injects, in the order its schedule draws them. */
+export const FAULT_KINDS: readonly Exclude<FaultKind, "none">[] = [
+  "error500",
+  "error500After",
+  "slowDown",
+  "slow",
+  "stall",
+  "dropBefore",
+  "dropMidBody",
+];
+
 export interface FaultProxy {
   readonly endpoint: string;
   /** How many of each fault were injected so far. */
@@ -53,22 +64,13 @@ export async function startFaultProxy(target: string, rates: FaultRates, seed: n
     dropBefore: 0,
     dropMidBody: 0,
   };
-  const kinds: (keyof typeof counts)[] = [
-    "error500",
-    "error500After",
-    "slowDown",
-    "slow",
-    "stall",
-    "dropBefore",
-    "dropMidBody",
-  ];
   const state = { enabled: true };
 
   const pick = (): FaultKind => {
     if (!state.enabled) return "none";
     let u = rng.float();
-    for (const kind of kinds) {
-      const p = rates[kind as keyof FaultRates] as number;
+    for (const kind of FAULT_KINDS) {
+      const p = rates[kind];
       if (u < p) return kind;
       u -= p;
     }

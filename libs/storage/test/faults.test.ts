@@ -7,7 +7,7 @@ import { afterAll, beforeAll, describe, expect, inject, it } from "vitest";
 import type { Manifest } from "../src/manifest.ts";
 import { RunStore } from "../src/run-store.ts";
 import type { S3Store } from "../src/s3-store.ts";
-import { type FaultProxy, startFaultProxy } from "./fault-proxy.ts";
+import { FAULT_KINDS, type FaultProxy, startFaultProxy } from "./fault-proxy.ts";
 import { syntheticSamples } from "./samples.ts";
 import { cephStore } from "./stores.ts";
 
@@ -105,17 +105,7 @@ describe("S3Store through a fault-injecting proxy", { timeout: 300_000 }, () => 
     // And the bytes the faulty writer left on the server are right when read without faults.
     expect(await runContent(new RunStore(cephStore(`faulty-${stamp}`), "run-f"))).toEqual(expected);
     // The schedule really did hit every kind of fault.
-    for (const kind of [
-      "error500",
-      "error500After",
-      "slowDown",
-      "slow",
-      "stall",
-      "dropBefore",
-      "dropMidBody",
-    ] as const) {
-      expect(proxy.counts[kind], kind).toBeGreaterThan(0);
-    }
+    for (const kind of FAULT_KINDS) expect(proxy.counts[kind], kind).toBeGreaterThan(0);
   });
 
   it("concurrent committers of one step through faults (incl. lost 200s on the manifest): exactly one wins", async () => {
