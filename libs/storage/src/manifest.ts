@@ -114,3 +114,20 @@ export function newAttemptId(): string {
   const bytes = crypto.getRandomValues(new Uint8Array(6));
   return Array.from(bytes, (b) => b.toString(16).padStart(2, "0")).join("");
 }
+
+/** The manifest an attempt writes for its objects, stamped now with the version this code writes. */
+export function newManifest(
+  kind: Manifest["kind"],
+  attempt: string,
+  objects: ManifestEntry[],
+  meta: Record<string, unknown>,
+): Manifest {
+  return {
+    manifestVersion: MANIFEST_VERSION,
+    kind,
+    attempt,
+    committedAt: new Date().toISOString(),
+    objects,
+    meta,
+  };
+}

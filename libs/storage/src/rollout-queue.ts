@@ -25,7 +25,7 @@
  */
 import type { Sample } from "@troupe/core";
 import { checkId, MANIFEST, pad, rolloutFolder, rolloutsPrefix, STEP_DIGITS, workFolder } from "./layout.ts";
-import { IntegrityError, type Manifest, newAttemptId, parseManifest } from "./manifest.ts";
+import { IntegrityError, type Manifest, newAttemptId, newManifest, parseManifest } from "./manifest.ts";
 import { getIfPresent, type ObjectStore } from "./object-store.ts";
 import { commitManifest, prepareShard, readShardEntry, shardExtension } from "./run-store.ts";
 import { DEFAULT_SHARD_FORMAT, type ShardFormat } from "./shard-format.ts";
@@ -93,20 +93,17 @@ export class RolloutQueue {
     const relativeKey = `${attempt}.${shardExtension(this.shardFormat)}`;
     const { bytes, entry } = await prepareShard(input.samples, relativeKey, this.shardFormat);
     await this.store.put(`${ref.folder}/${relativeKey}`, bytes);
-    const result = await commitManifest(this.store, ref.folder, {
-      manifestVersion: 1,
-      kind: "rollout",
-      attempt,
-      committedAt: new Date().toISOString(),
-      objects: [entry],
-      meta: {
+    const result = await commitManifest(
+      this.store,
+      ref.folder,
+      newManifest("rollout", attempt, [entry], {
         ...input.meta,
         runId: this.runId,
         policyVersion: input.policyVersion,
         workerId: input.workerId,
         seq: input.seq,
-      },
-    });
+      }),
+    );
     return { ...result, ref };
   }
 

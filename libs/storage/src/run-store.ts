@@ -34,6 +34,7 @@ import {
   type ManifestEntry,
   manifestEntry,
   newAttemptId,
+  newManifest,
   parseManifest,
   readVerified,
 } from "./manifest.ts";
@@ -212,14 +213,7 @@ export class RunStore {
         return entry;
       }),
     );
-    const manifest: Manifest = {
-      manifestVersion: 1,
-      kind: "step",
-      attempt,
-      committedAt: new Date().toISOString(),
-      objects: entries,
-      meta: { ...meta, step, runId: this.runId },
-    };
+    const manifest = newManifest("step", attempt, entries, { ...meta, step, runId: this.runId });
     return { commit: () => commitManifest(this.store, folder, manifest) };
   }
 
@@ -426,14 +420,7 @@ export class RunStore {
           return entry;
         }),
     );
-    const manifest: Manifest = {
-      manifestVersion: 1,
-      kind: "checkpoint",
-      attempt,
-      committedAt: new Date().toISOString(),
-      objects: entries,
-      meta: { runId: this.runId, policyId, step },
-    };
+    const manifest = newManifest("checkpoint", attempt, entries, { runId: this.runId, policyId, step });
     return { commit: () => commitManifest(this.store, folder, manifest) };
   }
 
