@@ -201,13 +201,7 @@ export class FileStore implements ObjectStore {
     // Walk only the deepest folder the prefix names, then filter by the full prefix.
     const folderPart = prefix.includes("/") ? prefix.slice(0, prefix.lastIndexOf("/")) : "";
     const folder = folderPart ? this.path(folderPart) : this.root;
-    let entries: string[];
-    try {
-      entries = await readdir(folder, { recursive: true });
-    } catch (error) {
-      if (isCode(error, "ENOENT") || isCode(error, "ENOTDIR")) return [];
-      throw error;
-    }
+    const entries = await noFolderAsEmpty(readdir(folder, { recursive: true }));
     const keys = entries
       .map((entry) => relative(this.root, join(folder, entry)).split(sep).join("/"))
       .filter((key) => key.startsWith(prefix) && key !== TMP_DIR && !key.startsWith(`${TMP_DIR}/`));
@@ -228,13 +222,7 @@ export class FileStore implements ObjectStore {
   async listFolders(prefix: string): Promise<string[]> {
     checkFolderPrefix(prefix);
     const folder = prefix === "" ? this.root : this.path(prefix.slice(0, -1));
-    let entries: Dirent[];
-    try {
-      entries = await readdir(folder, { withFileTypes: true });
-    } catch (error) {
-      if (isCode(error, "ENOENT") || isCode(error, "ENOTDIR")) return [];
-      throw error;
-    }
+    const entries = await noFolderAsEmpty(readdir(folder, { withFileTypes: true }));
     const out: string[] = [];
     for (const entry of entries) {
       if (!entry.isDirectory() || (prefix === "" && entry.name === TMP_DIR)) continue;
@@ -259,6 +247,16 @@ export class FileStore implements ObjectStore {
       if (isCode(error, "ENOENT")) return undefined;
       throw error;
     }
+  }
+}
+
+/** A folder's listing, or none where the folder is missing or a file (ENOENT, ENOTDIR): no objects. */
+async function noFolderAsEmpty<T>(listing: Promise<T[]>): Promise<T[]> {
+  try {
+    return await listing;
+  } catch (error) {
+    if (isCode(error, "ENOENT") || isCode(error, "ENOTDIR")) return [];
+    throw error;
   }
 }
 
