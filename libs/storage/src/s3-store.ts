@@ -21,6 +21,7 @@ import {
   HeadBucketCommand,
   HeadObjectCommand,
   ListObjectsV2Command,
+  type ListObjectsV2CommandOutput,
   PutObjectCommand,
   S3Client,
 } from "@aws-sdk/client-s3";
@@ -313,50 +314,58 @@ export class S3Store implements ObjectStore {
     );
   }
 
-  async list(prefix: string): Promise<ObjectInfo[]> {
+  /**
+   * The pages of ListObjectsV2 below `prefix` (a key of this store, so below the store's own prefix
+   * in the bucket), following the continuation token; with `delimiter` "/", one CommonPrefix a folder.
+   */
+  private async *listPages(
+    operation: string,
+    prefix: string,
+    delimiter?: "/",
+  ): AsyncGenerator<ListObjectsV2CommandOutput> {
     await this.ensureBucket();
-    const fullPrefix = this.options.prefix ? `${this.options.prefix}/${prefix}` : prefix;
-    const strip = this.options.prefix ? this.options.prefix.length + 1 : 0;
-    const out: ObjectInfo[] = [];
+    const Prefix = this.options.prefix ? `${this.options.prefix}/${prefix}` : prefix;
     let ContinuationToken: string | undefined;
     do {
-      const page = await this.run(`LIST ${prefix}`, () =>
+      const page = await this.run(`${operation} ${prefix}`, () =>
         this.client.send(
-          new ListObjectsV2Command({ Bucket: this.options.bucket, Prefix: fullPrefix, ContinuationToken }),
+          new ListObjectsV2Command({
+            Bucket: this.options.bucket,
+            Prefix,
+            ...(delimiter === undefined ? {} : { Delimiter: delimiter }),
+            ContinuationToken,
+          }),
         ),
       );
-      for (const item of page.Contents ?? []) {
-        if (item.Key !== undefined) out.push({ key: item.Key.slice(strip), size: item.Size ?? 0 });
-      }
+      yield page;
       ContinuationToken = page.IsTruncated ? page.NextContinuationToken : undefined;
     } while (ContinuationToken);
+  }
+
+  /** A bucket key that a list returned, as a key of this store (without the store's prefix). */
+  private storeKey(bucketKey: string): string {
+    return this.options.prefix ? bucketKey.slice(this.options.prefix.length + 1) : bucketKey;
+  }
+
+  async list(prefix: string): Promise<ObjectInfo[]> {
+    const out: ObjectInfo[] = [];
+    for await (const page of this.listPages("LIST", prefix)) {
+      for (const item of page.Contents ?? []) {
+        if (item.Key !== undefined) out.push({ key: this.storeKey(item.Key), size: item.Size ?? 0 });
+      }
+    }
     return out.sort((a, b) => (a.key < b.key ? -1 : a.key > b.key ? 1 : 0));
   }
 
   /** ListObjectsV2 with Delimiter "/": the server returns one CommonPrefix per folder. */
   async listFolders(prefix: string): Promise<string[]> {
     checkFolderPrefix(prefix);
-    await this.ensureBucket();
-    const fullPrefix = this.options.prefix ? `${this.options.prefix}/${prefix}` : prefix;
-    const strip = this.options.prefix ? this.options.prefix.length + 1 : 0;
     const out: string[] = [];
-    let ContinuationToken: string | undefined;
-    do {
-      const page = await this.run(`LIST-FOLDERS ${prefix}`, () =>
-        this.client.send(
-          new ListObjectsV2Command({
-            Bucket: this.options.bucket,
-            Prefix: fullPrefix,
-            Delimiter: "/",
-            ContinuationToken,
-          }),
-        ),
-      );
+    for await (const page of this.listPages("LIST-FOLDERS", prefix, "/")) {
       for (const common of page.CommonPrefixes ?? []) {
-        if (common.Prefix !== undefined) out.push(common.Prefix.slice(strip));
+        if (common.Prefix !== undefined) out.push(this.storeKey(common.Prefix));
       }
-      ContinuationToken = page.IsTruncated ? page.NextContinuationToken : undefined;
-    } while (ContinuationToken);
+    }
     return out.sort();
   }
 
