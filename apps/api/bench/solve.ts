@@ -10,16 +10,13 @@
  * Every scenario is bounded by a request count and a wall-clock limit. The machine is shared:
  * numbers are noisy, compare runs on the same machine only.
  */
-import { type ChildProcess, spawn } from "node:child_process";
 import { readFileSync } from "node:fs";
-import { dirname, join, resolve } from "node:path";
-import { fileURLToPath } from "node:url";
 import { createTeamRegistry } from "@troupe/teams";
 import autocannon from "autocannon";
 import { sha256Hex } from "../src/auth.ts";
 import { tempStore, tinyTeam } from "../test/fixtures.ts";
+import { startApi } from "../test/processes.ts";
 
-const workspaceRoot = resolve(dirname(fileURLToPath(import.meta.url)), "../../..");
 const CONNECTIONS = Number(process.env.BENCH_CONNECTIONS ?? 10);
 const SOLVES = Number(process.env.BENCH_SOLVES ?? 300);
 /** Wall-clock bound of each scenario (seconds). */
@@ -34,39 +31,6 @@ function rssMiB(pid: number): number | null {
   } catch {
     return null; // not Linux
   }
-}
-
-function startServer(store: string, keysJson: string): Promise<{ child: ChildProcess; url: string }> {
-  const child = spawn(
-    process.execPath,
-    [
-      "--conditions=@troupe/source",
-      "--import",
-      "tsx",
-      join(workspaceRoot, "apps/api/src/node.ts"),
-      "--port",
-      "0",
-    ],
-    {
-      cwd: workspaceRoot,
-      env: {
-        ...process.env,
-        TROUPE_STORE: store,
-        TROUPE_API_KEY_HASHES: keysJson,
-        TROUPE_RATE_PER_MINUTE: "1000000",
-      },
-      stdio: ["ignore", "ignore", "pipe"],
-    },
-  );
-  return new Promise((done, fail) => {
-    let log = "";
-    child.stderr!.on("data", (chunk) => {
-      log += chunk.toString();
-      const line = log.split("\n").find((l) => l.includes('"listening"'));
-      if (line) done({ child, url: JSON.parse(line).url });
-    });
-    child.once("exit", (code) => fail(new Error(`server exited (${code}): ${log}`)));
-  });
 }
 
 async function scenario(
@@ -110,7 +74,12 @@ async function main(): Promise<void> {
     { id: "bench", sha256: await sha256Hex(KEY) },
     { id: "limited", sha256: await sha256Hex(LIMITED_KEY), ratePerMinute: 120 },
   ]);
-  const { child, url } = await startServer(`file://${tmp.root}`, keys);
+  const { child, listening } = startApi(["--port", "0"], {
+    TROUPE_STORE: `file://${tmp.root}`,
+    TROUPE_API_KEY_HASHES: keys,
+    TROUPE_RATE_PER_MINUTE: "1000000",
+  });
+  const url = await listening;
   try {
     const headers = { "content-type": "application/json", authorization: `Bearer ${KEY}` };
     const body = JSON.stringify({

@@ -8,18 +8,16 @@
  *    any generation;
  *  - a body sent slowly: 408 once the deadline (counted from the request's arrival) passes.
  */
-import { type ChildProcess, spawn } from "node:child_process";
+import type { ChildProcess } from "node:child_process";
 import { readFileSync } from "node:fs";
 import { connect } from "node:net";
-import { dirname, join, resolve } from "node:path";
-import { fileURLToPath } from "node:url";
 import { createTeamRegistry } from "@troupe/teams";
 import { createOnnxBackend } from "@troupe/teams/onnx";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { createApp } from "../src/app.ts";
 import { type Listening, listen, tempStore, tinyTeam } from "./fixtures.ts";
+import { startApi } from "./processes.ts";
 
-const workspaceRoot = resolve(dirname(fileURLToPath(import.meta.url)), "../../..");
 const tmp = tempStore();
 let server: ChildProcess | undefined;
 let url: string;
@@ -35,35 +33,11 @@ function peakMiB(pid: number): number {
   return Number(/(\d+)/.exec(line)![1]) / 1024;
 }
 
-function startServer(): Promise<string> {
-  server = spawn(
-    process.execPath,
-    [
-      "--conditions=@troupe/source",
-      "--import",
-      "tsx",
-      join(workspaceRoot, "apps/api/src/node.ts"),
-      "--port",
-      "0",
-      "--store",
-      `file://${tmp.root}`,
-    ],
-    { cwd: workspaceRoot, stdio: ["ignore", "ignore", "pipe"] },
-  );
-  return new Promise((ready, fail) => {
-    let log = "";
-    server!.stderr!.on("data", (chunk) => {
-      log += chunk.toString();
-      const line = log.split("\n").find((l) => l.includes('"listening"'));
-      if (line) ready(JSON.parse(line).url);
-    });
-    server!.once("exit", (code) => fail(new Error(`api exited with ${code}: ${log}`)));
-  });
-}
-
 beforeAll(async () => {
   await createTeamRegistry(tmp.store).publish(await tinyTeam("tiny"));
-  url = await startServer();
+  const api = startApi(["--port", "0", "--store", `file://${tmp.root}`]);
+  server = api.child;
+  url = await api.listening;
 }, 120_000);
 
 afterAll(() => {

@@ -4,20 +4,17 @@
  * asked over POST /v1/solve by an app that holds a sandbox: the answer is the team's program and
  * the hidden tests' results, run in the sandbox. Without a sandbox the same team is refused (501).
  */
-import { execFile } from "node:child_process";
 import { mkdtempSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
-import { dirname, join, resolve } from "node:path";
-import { fileURLToPath } from "node:url";
-import { promisify } from "node:util";
+import { join } from "node:path";
 import { createSandbox } from "@troupe/sandbox";
 import { FileStore } from "@troupe/storage/node";
 import { type CodeAnswer, createTeamRegistry } from "@troupe/teams";
 import { createOnnxBackend } from "@troupe/teams/onnx";
 import { afterAll, describe, expect, it } from "vitest";
 import { createApp } from "../src/app.ts";
+import { trainAndPublish } from "./processes.ts";
 
-const workspaceRoot = resolve(dirname(fileURLToPath(import.meta.url)), "../../..");
 const root = mkdtempSync(join(tmpdir(), "troupe-api-coding-"));
 const store = `file://${join(root, "store")}`;
 afterAll(() => rmSync(root, { recursive: true, force: true }));
@@ -33,36 +30,17 @@ const SHRINK = [
   "model={hidden_size: 16, intermediate_size: 32, num_hidden_layers: 1, num_attention_heads: 2, num_key_value_heads: 1, max_position_embeddings: 4096}",
 ];
 
-async function trainer(args: string[]): Promise<string> {
-  const { stdout } = await promisify(execFile)(
-    process.execPath,
-    [
-      "--conditions=@troupe/source",
-      "--import",
-      "tsx",
-      join(workspaceRoot, "apps/trainer/src/main.ts"),
-      ...args,
-    ],
-    { cwd: workspaceRoot, timeout: 400_000 },
-  );
-  return stdout;
-}
-
 describe("a published coding team", () => {
   it("is trained, published and answers /v1/solve with its program and test results", async () => {
-    const sets = SHRINK.flatMap((s) => ["--set", s]);
-    const trained = await trainer([
-      "train",
-      "--recipe",
-      "magrpo-humaneval",
-      "--run",
-      "coders",
-      "--set",
-      `store=${store}`,
-      ...sets,
-    ]);
+    const { trained, published } = await trainAndPublish({
+      recipe: "magrpo-humaneval",
+      run: "coders",
+      name: "coders",
+      store,
+      sets: SHRINK,
+      timeoutMs: 400_000,
+    });
     expect(trained).toMatch(/run coders: finished/);
-    const published = await trainer(["publish", "--run", "coders", "--name", "coders", "--store", store]);
     expect(published).toMatch(/published coders@1 \(run coders, step 1\)/);
 
     const registry = createTeamRegistry(new FileStore(join(root, "store")));

@@ -4,19 +4,16 @@
  * `trainer publish`, served by this app's Node entry (src/node.ts, port 0, an API key), asked to
  * solve over HTTP, then stopped with SIGTERM.
  */
-import { type ChildProcess, execFile, spawn } from "node:child_process";
+import type { ChildProcess } from "node:child_process";
 import { mkdtempSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
-import { dirname, join, resolve } from "node:path";
-import { fileURLToPath } from "node:url";
-import { promisify } from "node:util";
+import { join } from "node:path";
 import { afterAll, describe, expect, it } from "vitest";
 import { sha256Hex } from "../src/auth.ts";
+import { startApi, trainAndPublish } from "./processes.ts";
 
-const workspaceRoot = resolve(dirname(fileURLToPath(import.meta.url)), "../../..");
 const root = mkdtempSync(join(tmpdir(), "troupe-api-e2e-"));
 const store = `file://${join(root, "store")}`;
-const NODE_ARGS = ["--conditions=@troupe/source", "--import", "tsx"];
 let server: ChildProcess | undefined;
 afterAll(() => {
   server?.kill("SIGKILL");
@@ -39,52 +36,23 @@ const SHRINK = {
   "strategy.candidates": 2,
 };
 
-async function trainer(args: string[]): Promise<string> {
-  const { stdout } = await promisify(execFile)(
-    process.execPath,
-    [...NODE_ARGS, join(workspaceRoot, "apps/trainer/src/main.ts"), ...args],
-    { cwd: workspaceRoot, timeout: 60_000 },
-  );
-  return stdout;
-}
-
-/** Starts src/node.ts and resolves with its URL once it logs "listening". */
-function startApi(env: Record<string, string>): Promise<string> {
-  server = spawn(
-    process.execPath,
-    [...NODE_ARGS, join(workspaceRoot, "apps/api/src/node.ts"), "--port", "0", "--store", store],
-    { cwd: workspaceRoot, env: { ...process.env, ...env }, stdio: ["ignore", "ignore", "pipe"] },
-  );
-  return new Promise((resolveUrl, reject) => {
-    let log = "";
-    server!.stderr!.on("data", (chunk) => {
-      log += chunk.toString();
-      const line = log.split("\n").find((l) => l.includes('"listening"'));
-      if (line) resolveUrl(JSON.parse(line).url);
-    });
-    server!.once("exit", (code) => reject(new Error(`api exited with ${code}: ${log}`)));
-  });
-}
-
 describe("a team trained by the default run, published and served", () => {
   it("trains, publishes, and answers POST /v1/solve over HTTP (Node)", async () => {
-    const sets = Object.entries(SHRINK).flatMap(([k, v]) => ["--set", `${k}=${v}`]);
-    const trained = await trainer([
-      "train",
-      "--recipe",
-      "default",
-      "--run",
-      "e2e",
-      "--set",
-      `store=${store}`,
-      ...sets,
-    ]);
+    const { trained, published } = await trainAndPublish({
+      recipe: "default",
+      run: "e2e",
+      name: "planpath",
+      store,
+      sets: Object.entries(SHRINK).map(([k, v]) => `${k}=${v}`),
+      timeoutMs: 60_000,
+    });
     expect(trained).toMatch(/run e2e: finished/);
-    const published = await trainer(["publish", "--run", "e2e", "--name", "planpath", "--store", store]);
     expect(published).toMatch(/published planpath@1 \(run e2e, step 1\)/);
 
     const key = "e2e-key-0123456789";
-    const url = await startApi({ TROUPE_API_KEY_HASHES: await sha256Hex(key) });
+    const api = startApi(["--port", "0", "--store", store], { TROUPE_API_KEY_HASHES: await sha256Hex(key) });
+    server = api.child;
+    const url = await api.listening;
     const solve = (body: unknown, auth = `Bearer ${key}`) =>
       fetch(`${url}/v1/solve`, {
         method: "POST",

@@ -1,0 +1,85 @@
+/**
+ * The workspace's programs as separate processes, run from their TypeScript sources as a user
+ * runs them in this checkout: this app's Node entry (src/node.ts) and the trainer's CLI
+ * (apps/trainer/src/main.ts, for the end-to-end tests that train and publish a team).
+ */
+import { type ChildProcess, execFile, spawn } from "node:child_process";
+import { dirname, join, resolve } from "node:path";
+import { fileURLToPath } from "node:url";
+import { promisify } from "node:util";
+
+export const workspaceRoot = resolve(dirname(fileURLToPath(import.meta.url)), "../../..");
+/** Node runs the workspace's .ts sources through tsx, resolving packages to their sources. */
+const NODE_ARGS = ["--conditions=@troupe/source", "--import", "tsx"];
+
+/**
+ * Starts src/node.ts with `args` (e.g. `--port 0`) and `env` on top of this process's environment.
+ * `listening` resolves with its URL once it logs "listening", and rejects if it exits first; the
+ * process is there at once, for the caller to stop however the start ends.
+ */
+export function startApi(
+  args: readonly string[],
+  env: Readonly<Record<string, string>> = {},
+): { child: ChildProcess; listening: Promise<string> } {
+  const child = spawn(
+    process.execPath,
+    [...NODE_ARGS, join(workspaceRoot, "apps/api/src/node.ts"), ...args],
+    {
+      cwd: workspaceRoot,
+      env: { ...process.env, ...env },
+      stdio: ["ignore", "ignore", "pipe"],
+    },
+  );
+  const listening = new Promise<string>((ready, fail) => {
+    let log = "";
+    child.stderr!.on("data", (chunk) => {
+      log += chunk.toString();
+      const line = log.split("\n").find((l) => l.includes('"listening"'));
+      if (line) ready(JSON.parse(line).url);
+    });
+    child.once("exit", (code) => fail(new Error(`api exited with ${code}: ${log}`)));
+  });
+  return { child, listening };
+}
+
+/** Runs the trainer's CLI with `args`; resolves with its stdout. */
+async function trainer(args: readonly string[], timeoutMs: number): Promise<string> {
+  const { stdout } = await promisify(execFile)(
+    process.execPath,
+    [...NODE_ARGS, join(workspaceRoot, "apps/trainer/src/main.ts"), ...args],
+    { cwd: workspaceRoot, timeout: timeoutMs },
+  );
+  return stdout;
+}
+
+/**
+ * `trainer train --recipe <recipe> --run <run> --set store=<store> --set <each of sets>`, then
+ * `trainer publish --run <run> --name <name> --store <store>`: what each of the two printed.
+ */
+export async function trainAndPublish(options: {
+  readonly recipe: string;
+  readonly run: string;
+  readonly name: string;
+  readonly store: string;
+  /** `key=value` overrides of the recipe. */
+  readonly sets: readonly string[];
+  /** Each command's limit. */
+  readonly timeoutMs: number;
+}): Promise<{ trained: string; published: string }> {
+  const { recipe, run, name, store, sets, timeoutMs } = options;
+  const trained = await trainer(
+    [
+      "train",
+      "--recipe",
+      recipe,
+      "--run",
+      run,
+      "--set",
+      `store=${store}`,
+      ...sets.flatMap((s) => ["--set", s]),
+    ],
+    timeoutMs,
+  );
+  const published = await trainer(["publish", "--run", run, "--name", name, "--store", store], timeoutMs);
+  return { trained, published };
+}
