@@ -10,32 +10,21 @@
  * (helper: 0.4 when `aux` is defined with a return, main: 0.6 when the entry point is).
  * The episode ends when every hidden test passes or after `maxTurns` turns.
  */
-import {
-  type AgentId,
-  type Environment,
-  type JointAction,
-  type StepResult,
-  type Task,
-  userObservation,
-} from "@troupe/core";
-import type { CodeRunner } from "@troupe/sandbox";
+import type { AgentId, Environment } from "@troupe/core";
+import { checkMaxTurns, type TurnState, textEnvironment } from "../text-env.ts";
 import { AUX_MAIN_REWARD_TIERS, type AuxMainRewardBreakdown, auxMainReward } from "./aux-main-reward.ts";
 import type { CodingProblem } from "./dataset.ts";
 import { extractCode } from "./extract.ts";
-import { diagnosticsFeedback, type FeedbackTransition } from "./feedback.ts";
-import { type HarnessOptions, runTests, type TestReport, type TestSummary, testSummary } from "./harness.ts";
+import { type CodingEnvOptions, diagnosticsFeedback } from "./feedback.ts";
+import { runTests, type TestReport, type TestSummary, testSummary } from "./harness.ts";
 
 export const AUX_MAIN_AGENTS = ["helper", "main"] as const;
 
-export interface AuxMainEnvOptions {
-  /** Runs the model-written code (the sandbox). */
-  readonly runner: CodeRunner;
-  /** Turns per episode; CoMLRL's default setup is single-turn. */
-  readonly maxTurns?: number;
-  /** What agents are told between turns. Default: execution diagnostics without the hidden asserts. */
-  readonly feedback?: FeedbackTransition;
-  readonly harness?: Partial<HarnessOptions>;
-}
+/**
+ * `maxTurns`: turns per episode (default 1: CoMLRL's setup is single-turn). `feedback`: default
+ * execution diagnostics without the hidden asserts.
+ */
+export type AuxMainEnvOptions = CodingEnvOptions;
 
 export const defaultAuxMainOptions = { maxTurns: 1 } as const;
 
@@ -51,12 +40,8 @@ export interface AuxMainAttempt {
   readonly feedback: Readonly<Record<AgentId, string>>;
 }
 
-export interface AuxMainState {
-  readonly problem: CodingProblem;
-  readonly turn: number;
-  readonly maxTurns: number;
+export interface AuxMainState extends TurnState<CodingProblem> {
   readonly attempts: readonly AuxMainAttempt[];
-  readonly done: boolean;
 }
 
 const RESPONSIBILITY: Record<(typeof AUX_MAIN_AGENTS)[number], (p: CodingProblem) => string> = {
@@ -85,18 +70,14 @@ export function auxMainProgram(problem: CodingProblem, aux: string, main: string
 }
 
 export function auxMainEnv(options: AuxMainEnvOptions): Environment<AuxMainState, CodingProblem> {
-  const maxTurns = options.maxTurns ?? defaultAuxMainOptions.maxTurns;
-  if (!Number.isInteger(maxTurns) || maxTurns < 1)
-    throw new Error(`auxMainEnv: maxTurns must be >= 1, got ${maxTurns}`);
+  const maxTurns = checkMaxTurns("auxMainEnv", options.maxTurns ?? defaultAuxMainOptions.maxTurns);
   const feedback = options.feedback ?? diagnosticsFeedback();
-  return {
+  return textEnvironment<AuxMainState, CodingProblem>({
     name: "humaneval-aux-main",
     agents: AUX_MAIN_AGENTS,
     rewardBounds: { team: [0, AUX_MAIN_REWARD_TIERS.max], local: [0, AUX_MAIN_REWARD_TIERS.mainDefined] },
-    reset(task: Task<CodingProblem>): AuxMainState {
-      return { problem: task.payload, turn: 0, maxTurns, attempts: [], done: false };
-    },
-    observe(state, agent) {
+    reset: (task) => ({ problem: task.payload, turn: 0, maxTurns, attempts: [], done: false }),
+    prompt(state, agent) {
       const p = state.problem;
       let text = `${instructions(agent, p)}\n\nProblem:\n\`\`\`python\n${p.prompt}\`\`\``;
       const last = state.attempts.at(-1);
@@ -107,10 +88,9 @@ export function auxMainEnv(options: AuxMainEnvOptions): Environment<AuxMainState
           `\n\nTurn ${state.turn + 1} of ${state.maxTurns}. Your previous code:\n\`\`\`python\n${own}\n\`\`\`` +
           `\nYour teammate's previous code:\n\`\`\`python\n${other}\n\`\`\`\n${last.feedback[agent] ?? ""}`;
       }
-      return userObservation(text);
+      return text;
     },
-    async step(state, actions: JointAction): Promise<StepResult<AuxMainState>> {
-      if (state.done) throw new Error("humaneval-aux-main: step called on a finished episode");
+    async step(state, actions) {
       const p = state.problem;
       const aux = extractCode(actions.helper ?? "");
       const main = extractCode(actions.main ?? "");
@@ -166,7 +146,7 @@ export function auxMainEnv(options: AuxMainEnvOptions): Environment<AuxMainState
         info: { reward, report },
       };
     },
-  };
+  });
 }
 
 export function isAllPassed(report: TestReport): boolean {

@@ -16,27 +16,13 @@
  * The known-wrong programs are a stub returning `None`, plus the coder's current code when it
  * fails a hidden test. success = the code passes every hidden test.
  */
-import {
-  type AgentId,
-  type Environment,
-  type JointAction,
-  type StepResult,
-  type Task,
-  userObservation,
-} from "@troupe/core";
-import type { CodeRunner } from "@troupe/sandbox";
+import type { AgentId, Environment } from "@troupe/core";
+import { checkMaxTurns, type TurnState, textEnvironment } from "../text-env.ts";
 import { isAllPassed } from "./aux-main-env.ts";
 import type { CodingProblem } from "./dataset.ts";
 import { extractCode } from "./extract.ts";
-import { diagnosticsFeedback, type FeedbackTransition } from "./feedback.ts";
-import {
-  type HarnessOptions,
-  passFraction,
-  runTests,
-  type TestReport,
-  type TestSummary,
-  testSummary,
-} from "./harness.ts";
+import { type CodingEnvOptions, diagnosticsFeedback } from "./feedback.ts";
+import { passFraction, runTests, type TestReport, type TestSummary, testSummary } from "./harness.ts";
 
 export const CODER_TESTER_AGENTS = ["coder", "tester"] as const;
 
@@ -46,22 +32,16 @@ export const CODER_TESTER_REWARDS = {
   testerDiscriminationWeight: 0.5,
 } as const;
 
-export interface CoderTesterEnvOptions {
-  readonly runner: CodeRunner;
-  /** Coder attempts per episode. */
-  readonly maxTurns?: number;
-  /** What agents read about the code-vs-generated-tests run. Default: diagnostics including the (teammate-written) asserts. */
-  readonly feedback?: FeedbackTransition;
-  readonly harness?: Partial<HarnessOptions>;
-}
+/**
+ * `maxTurns`: the coder's attempts per episode (default 3). `feedback`: what agents read about the
+ * code-vs-generated-tests run; default diagnostics including the (teammate-written) asserts.
+ */
+export type CoderTesterEnvOptions = CodingEnvOptions;
 
 export const defaultCoderTesterOptions = { maxTurns: 3 } as const;
 
-export interface CoderTesterState {
-  readonly problem: CodingProblem;
-  /** Coder attempts so far. */
-  readonly turn: number;
-  readonly maxTurns: number;
+/** `turn` counts the coder's attempts. */
+export interface CoderTesterState extends TurnState<CodingProblem> {
   readonly code: string | null;
   readonly tests: string | null;
   /** Hidden-test result of `code`. */
@@ -69,7 +49,6 @@ export interface CoderTesterState {
   /** Result of `code` against `tests`. */
   readonly generated: TestSummary | null;
   readonly feedback: Readonly<Record<AgentId, string>>;
-  readonly done: boolean;
 }
 
 /** A program that defines the entry point as a function returning None: wrong for every HumanEval problem. */
@@ -100,9 +79,7 @@ function instructions(agent: AgentId, p: CodingProblem): string {
 }
 
 export function coderTesterEnv(options: CoderTesterEnvOptions): Environment<CoderTesterState, CodingProblem> {
-  const maxTurns = options.maxTurns ?? defaultCoderTesterOptions.maxTurns;
-  if (!Number.isInteger(maxTurns) || maxTurns < 1)
-    throw new Error(`coderTesterEnv: maxTurns must be >= 1, got ${maxTurns}`);
+  const maxTurns = checkMaxTurns("coderTesterEnv", options.maxTurns ?? defaultCoderTesterOptions.maxTurns);
   const feedback = options.feedback ?? diagnosticsFeedback({ revealTests: true });
   // The prompt is trusted: its helpers run in the checker, whatever the coder redefines.
   const run = (program: string, tests: string, style: "check" | "asserts", problem: CodingProblem) =>
@@ -111,24 +88,22 @@ export function coderTesterEnv(options: CoderTesterEnvOptions): Environment<Code
       { program, tests, style, entryPoint: problem.entryPoint, trusted: problem.prompt },
       options.harness,
     );
-  return {
+  return textEnvironment<CoderTesterState, CodingProblem>({
     name: "humaneval-coder-tester",
     agents: CODER_TESTER_AGENTS,
     rewardBounds: { team: [0, CODER_TESTER_REWARDS.success], local: [0, 1] },
-    reset(task: Task<CodingProblem>): CoderTesterState {
-      return {
-        problem: task.payload,
-        turn: 0,
-        maxTurns,
-        code: null,
-        tests: null,
-        hidden: null,
-        generated: null,
-        feedback: {},
-        done: false,
-      };
-    },
-    observe(state, agent) {
+    reset: (task) => ({
+      problem: task.payload,
+      turn: 0,
+      maxTurns,
+      code: null,
+      tests: null,
+      hidden: null,
+      generated: null,
+      feedback: {},
+      done: false,
+    }),
+    prompt(state, agent) {
       const p = state.problem;
       let text = `${instructions(agent, p)}\n\nProblem:\n\`\`\`python\n${p.prompt}\`\`\``;
       const own = agent === "coder" ? state.code : state.tests;
@@ -138,10 +113,9 @@ export function coderTesterEnv(options: CoderTesterEnvOptions): Environment<Code
       if (own !== null)
         text += `\n\nYour previous ${agent === "coder" ? "code" : "tests"}:\n\`\`\`python\n${own}\n\`\`\``;
       if (state.feedback[agent]) text += `\n\n${state.feedback[agent]}`;
-      return userObservation(text);
+      return text;
     },
-    async step(state, actions: JointAction): Promise<StepResult<CoderTesterState>> {
-      if (state.done) throw new Error("humaneval-coder-tester: step called on a finished episode");
+    async step(state, actions) {
       const p = state.problem;
       const coderActed = actions.coder !== undefined;
       const testerActed = actions.tester !== undefined;
@@ -199,7 +173,7 @@ export function coderTesterEnv(options: CoderTesterEnvOptions): Environment<Code
         info: { hidden, generated, tester: testerParts, generatedReport, hiddenReport },
       };
     },
-  };
+  });
 }
 
 /** Tests reject a program when at least one assert fails on it (or it cannot even load). */

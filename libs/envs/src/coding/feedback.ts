@@ -10,9 +10,10 @@
  * Revealing hidden tests makes evaluation optimistic: keep `revealTests` off when measuring.
  */
 import type { AgentId } from "@troupe/core";
+import type { CodeRunner } from "@troupe/sandbox";
 import type { CodingProblem } from "./dataset.ts";
 import { type ChatClientOptions, chatClientOptions, chatCompletion } from "./expert-client.ts";
-import type { TestReport } from "./harness.ts";
+import type { HarnessOptions, TestReport } from "./harness.ts";
 
 export interface FeedbackContext {
   readonly problem: CodingProblem;
@@ -31,6 +32,17 @@ export interface FeedbackContext {
 export interface FeedbackTransition {
   readonly name: string;
   feedback(context: FeedbackContext): Promise<string>;
+}
+
+/** Options of the multi-turn coding environments (helper + main, coder + tester); defaults per environment. */
+export interface CodingEnvOptions {
+  /** Runs the model-written code (the sandbox). */
+  readonly runner: CodeRunner;
+  /** Turns per episode. */
+  readonly maxTurns?: number;
+  /** What agents are told between turns. */
+  readonly feedback?: FeedbackTransition;
+  readonly harness?: Partial<HarnessOptions>;
 }
 
 /** Lines of diagnostics about a test run, shared by `diagnostics` and `expert`. */

@@ -14,16 +14,10 @@
  * The team's answer is the agreed one; when the agents never agree, it is `fallbackAnswer`'s
  * (default: the reasoner's). success = the team's answer equals the reference.
  */
-import {
-  type AgentId,
-  type Environment,
-  type JointAction,
-  type StepResult,
-  type Task,
-  userObservation,
-} from "@troupe/core";
+import type { AgentId, Environment } from "@troupe/core";
 import type { CodeRunner, RunStatus } from "@troupe/sandbox";
 import { extractCode } from "../coding/extract.ts";
+import { checkMaxTurns, type TurnState, textEnvironment } from "../text-env.ts";
 import { answersMatch, extractAnswer } from "./answer.ts";
 import type { MathProblem } from "./dataset.ts";
 
@@ -60,15 +54,11 @@ export interface AgentAnswer {
   readonly output?: string;
 }
 
-export interface ReasonerToolState {
-  readonly problem: MathProblem;
-  readonly turn: number;
-  readonly maxTurns: number;
+export interface ReasonerToolState extends TurnState<MathProblem> {
   readonly last: Readonly<Partial<Record<AgentId, AgentAnswer>>>;
   /** The team's answer after the last step (the agreed one, else the fallback's). */
   readonly teamAnswer: number | null;
   readonly agree: boolean;
-  readonly done: boolean;
 }
 
 /** The reasoner's answer: extracted from its text; format is ok for `\boxed{}` or `####`. */
@@ -119,27 +109,24 @@ export function reasonerToolEnv(
   options: ReasonerToolEnvOptions,
 ): Environment<ReasonerToolState, MathProblem> {
   const o = { ...defaultReasonerToolOptions, ...options };
-  if (!Number.isInteger(o.maxTurns) || o.maxTurns < 1)
-    throw new Error(`reasonerToolEnv: maxTurns must be >= 1, got ${o.maxTurns}`);
-  return {
+  checkMaxTurns("reasonerToolEnv", o.maxTurns);
+  return textEnvironment<ReasonerToolState, MathProblem>({
     name: "gsm8k-reasoner-tool",
     agents: MATH_AGENTS,
     rewardBounds: {
       team: [0, MATH_REWARDS.teamSuccess],
       local: [0, MATH_REWARDS.format + MATH_REWARDS.correct],
     },
-    reset(task: Task<MathProblem>): ReasonerToolState {
-      return {
-        problem: task.payload,
-        turn: 0,
-        maxTurns: o.maxTurns,
-        last: {},
-        teamAnswer: null,
-        agree: false,
-        done: false,
-      };
-    },
-    observe(state, agent) {
+    reset: (task) => ({
+      problem: task.payload,
+      turn: 0,
+      maxTurns: o.maxTurns,
+      last: {},
+      teamAnswer: null,
+      agree: false,
+      done: false,
+    }),
+    prompt(state, agent) {
       const intro =
         agent === "reasoner"
           ? "Solve the math problem step by step. Your teammate solves it with a Python program. " +
@@ -155,10 +142,9 @@ export function reasonerToolEnv(
         const err = state.last[agent]?.error;
         if (agent === "tool" && err) text += `\nYour program's error output:\n${err}`;
       }
-      return userObservation(text);
+      return text;
     },
-    async step(state, actions: JointAction): Promise<StepResult<ReasonerToolState>> {
-      if (state.done) throw new Error("gsm8k-reasoner-tool: step called on a finished episode");
+    async step(state, actions) {
       const reference = state.problem.answer;
       const last: Partial<Record<AgentId, AgentAnswer>> = { ...state.last };
       const localRewards: Record<AgentId, number> = {};
@@ -194,5 +180,5 @@ export function reasonerToolEnv(
         info: { reasoner: last.reasoner, tool: last.tool, agree, teamAnswer, reference },
       };
     },
-  };
+  });
 }

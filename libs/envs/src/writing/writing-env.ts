@@ -7,14 +7,8 @@
  * agent's own text is within the token bounds, else 0. Always done after one step; success =
  * all four tiers were reached (no tier stopped the count).
  */
-import {
-  type AgentId,
-  type Environment,
-  type JointAction,
-  type StepResult,
-  type Task,
-  userObservation,
-} from "@troupe/core";
+import type { AgentId, Environment } from "@troupe/core";
+import { textEnvironment } from "../text-env.ts";
 import type { WritingKind, WritingProblem } from "./dataset.ts";
 import {
   WRITING_REWARD_TIERS,
@@ -58,20 +52,17 @@ export function writingEnv(
   const [first, second] = agents;
   const maxTotal =
     config.structureReward + config.coordinationReward + config.vocabularyReward + config.styleReward;
-  return {
+  return textEnvironment<WritingState, WritingProblem>({
     name: `writing-${kind}`,
     agents,
     rewardBounds: { team: [0, maxTotal], local: [0, config.structureReward] },
-    reset(task: Task<WritingProblem>): WritingState {
+    reset(task) {
       if (task.payload.kind !== kind)
         throw new Error(`writing-${kind}: task ${task.id} is a ${task.payload.kind} task`);
       return { problem: task.payload, texts: null, reward: null, done: false };
     },
-    observe(state, agent) {
-      return userObservation(prompt(agent, state.problem, config));
-    },
-    step(state, actions: JointAction): StepResult<WritingState> {
-      if (state.done) throw new Error(`writing-${kind}: step called on a finished episode`);
+    prompt: (state, agent) => prompt(agent, state.problem, config),
+    step(state, actions) {
       const a = (actions[first] ?? "").trim();
       const b = (actions[second] ?? "").trim();
       const reward = writingReward(a, b, config);
@@ -88,5 +79,5 @@ export function writingEnv(
         info: { reward },
       };
     },
-  };
+  });
 }
