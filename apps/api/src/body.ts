@@ -5,9 +5,10 @@
  * body that trickles in slower than the deadline is a 408, not a connection held open for ever).
  * Web-standard streams only, so it runs on Node and on Workers alike.
  */
+import { abortable } from "@troupe/teams";
 import type { MiddlewareHandler } from "hono";
 import type { AppEnv } from "./context.ts";
-import { abortable, DeadlineExceededError } from "./deadline.ts";
+import { DeadlineExceededError } from "./deadline.ts";
 import { ApiError } from "./errors.ts";
 
 export const tooLarge = (maxBytes: number) =>

@@ -2,8 +2,8 @@
  * One AbortSignal per request that fires on whichever comes first: the request's deadline, or the
  * client going away (the runtime aborts `request.signal` when the connection closes early; an SSE
  * stream also reports it through `stream.onAbort`). The solve receives the signal and stops
- * generating; `abortable` makes the handler stop waiting at once even when the work underneath
- * notices the abort only at its next step.
+ * generating; `abortable` (@troupe/teams) makes the handler stop waiting at once even when the
+ * work underneath notices the abort only at its next step.
  */
 import type { MiddlewareHandler } from "hono";
 import type { AppEnv } from "./context.ts";
@@ -46,29 +46,6 @@ export function requestDeadline(deadlineMs: number, clientSignal?: AbortSignal):
       clientSignal?.removeEventListener("abort", onClientAbort);
     },
   };
-}
-
-/**
- * Settles like `work`, or rejects with the signal's reason as soon as it aborts. A rejection of
- * `work` after that is consumed (never an unhandled rejection).
- */
-export function abortable<T>(work: Promise<T>, signal: AbortSignal): Promise<T> {
-  work.catch(() => {});
-  if (signal.aborted) return Promise.reject(signal.reason);
-  return new Promise<T>((resolve, reject) => {
-    const onAbort = () => reject(signal.reason);
-    signal.addEventListener("abort", onAbort, { once: true });
-    work.then(
-      (value) => {
-        signal.removeEventListener("abort", onAbort);
-        resolve(value);
-      },
-      (error) => {
-        signal.removeEventListener("abort", onAbort);
-        reject(error);
-      },
-    );
-  });
 }
 
 /**

@@ -77,21 +77,30 @@ export class SolveAbortedError extends Error {
   }
 }
 
-/** `promise`, or a SolveAbortedError as soon as the signal fires (the work itself is not stopped). */
-function raceAbort<T>(promise: Promise<T>, signal: AbortSignal | undefined): Promise<T> {
-  if (signal === undefined) return promise;
-  if (signal.aborted) return Promise.reject(new SolveAbortedError(signal.reason));
+/**
+ * Settles like `work`, or rejects as soon as `signal` aborts, with `reasonOf(signal.reason)` (the
+ * signal's reason itself by default). The work is not stopped, only no longer waited for; a
+ * rejection of it after that is consumed (never an unhandled rejection). solve() waits on each
+ * generation this way; a server waits on its own steps so (a body read, a team load).
+ */
+export function abortable<T>(
+  work: Promise<T>,
+  signal: AbortSignal,
+  reasonOf: (reason: unknown) => unknown = (reason) => reason,
+): Promise<T> {
+  work.catch(() => {});
+  if (signal.aborted) return Promise.reject(reasonOf(signal.reason));
   return new Promise<T>((resolve, reject) => {
-    const onAbort = () => reject(new SolveAbortedError(signal.reason));
+    const onAbort = () => reject(reasonOf(signal.reason));
     signal.addEventListener("abort", onAbort, { once: true });
-    promise.then(
-      (v) => {
+    work.then(
+      (value) => {
         signal.removeEventListener("abort", onAbort);
-        resolve(v);
+        resolve(value);
       },
-      (e) => {
+      (error) => {
         signal.removeEventListener("abort", onAbort);
-        reject(e);
+        reject(error);
       },
     );
   });
@@ -169,7 +178,9 @@ export async function solve(
       if (signal?.aborted) throw new SolveAbortedError(signal.reason);
       checkPrompts(requests);
     },
-    guard: (work) => raceAbort(work, signal),
+    // The work itself is not stopped: the backend got the signal and stops at its next token.
+    guard: (work) =>
+      signal === undefined ? work : abortable(work, signal, (reason) => new SolveAbortedError(reason)),
     onStep: (_, { turn, acted, result, generationMs }) => {
       for (const { agent, observation, completion } of acted) {
         const role = roleOf(team, agent);

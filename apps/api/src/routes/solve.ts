@@ -7,6 +7,7 @@
  */
 import { createRoute, z } from "@hono/zod-openapi";
 import {
+  abortable,
   needsSandbox,
   SolveAbortedError,
   type SolveInput,
@@ -18,7 +19,7 @@ import {
 } from "@troupe/teams";
 import { streamSSE } from "hono/streaming";
 import type { ApiStats } from "../context.ts";
-import { abortable, ClientGoneError } from "../deadline.ts";
+import { ClientGoneError } from "../deadline.ts";
 import { ApiError, type ErrorMapping, toApiError } from "../errors.ts";
 import {
   type SolveRequest,
