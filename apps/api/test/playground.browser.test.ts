@@ -72,6 +72,15 @@ async function openPlayground(): Promise<{ page: Page; errors: string[] }> {
   return { page, errors };
 }
 
+/** The page connected with the right key, once the API's team is listed. */
+async function connectedPlayground(): Promise<{ page: Page; errors: string[] }> {
+  const opened = await openPlayground();
+  await opened.page.fill("#api-key", API_KEY);
+  await opened.page.click("#connect");
+  await opened.page.waitForSelector(`#team option[value="${TEAM}"]`, { state: "attached" });
+  return opened;
+}
+
 interface ApiAnswer {
   task: { id: string; payload: { grid: string[]; start: [number, number]; goal: [number, number] } };
   answer: { kind: string; path: [number, number][]; moves: string };
@@ -105,10 +114,7 @@ describe("the playground page in Chromium", { timeout: 90_000 }, () => {
   });
 
   it("generates a random task, streams the turns and draws the grid with the path the API returned", async () => {
-    const { page, errors } = await openPlayground();
-    await page.fill("#api-key", API_KEY);
-    await page.click("#connect");
-    await page.waitForSelector(`#team option[value="${TEAM}"]`, { state: "attached" });
+    const { page, errors } = await connectedPlayground();
     await page.selectOption("#team", TEAM);
     await page.click("#random-task");
     const taskSeed = Number(await page.inputValue("#seed"));
@@ -183,10 +189,7 @@ describe("the playground page in Chromium", { timeout: 90_000 }, () => {
   });
 
   it("runs a pasted task and shows the API's field path for a bad one", async () => {
-    const { page, errors } = await openPlayground();
-    await page.fill("#api-key", API_KEY);
-    await page.click("#connect");
-    await page.waitForSelector(`#team option[value="${TEAM}"]`, { state: "attached" });
+    const { page, errors } = await connectedPlayground();
     const puzzle = { rows: 2, cols: 3, grid: ["...", "#.."], start: [0, 0], goal: [1, 2], optimal: 3 };
     await page.fill("#task-json", JSON.stringify({ task: { payload: puzzle } }));
     await page.click("#run");
@@ -208,10 +211,7 @@ describe("the playground page in Chromium", { timeout: 90_000 }, () => {
   });
 
   it("renders each documented answer shape (results stubbed at the network: the page is under test)", async () => {
-    const { page, errors } = await openPlayground();
-    await page.fill("#api-key", API_KEY);
-    await page.click("#connect");
-    await page.waitForSelector(`#team option[value="${TEAM}"]`, { state: "attached" });
+    const { page, errors } = await connectedPlayground();
     let next = "";
     // The wire format of POST /v1/solve with stream: true, here with \r\n line ends and a comment
     // line (both allowed by the SSE grammar), answered by Chromium's network layer.
