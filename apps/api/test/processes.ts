@@ -7,6 +7,7 @@ import { type ChildProcess, execFile, spawn } from "node:child_process";
 import { dirname, join, resolve } from "node:path";
 import { fileURLToPath } from "node:url";
 import { promisify } from "node:util";
+import { expect } from "vitest";
 
 export const workspaceRoot = resolve(dirname(fileURLToPath(import.meta.url)), "../../..");
 /** Node runs the workspace's .ts sources through tsx, resolving packages to their sources. */
@@ -54,7 +55,8 @@ async function trainer(args: readonly string[], timeoutMs: number): Promise<stri
 
 /**
  * `trainer train --recipe <recipe> --run <run> --set store=<store> --set <each of sets>`, then
- * `trainer publish --run <run> --name <name> --store <store>`: what each of the two printed.
+ * `trainer publish --run <run> --name <name> --store <store>`; expects the first to report the run
+ * finished and the second to have published version 1 of the team from the run's step 1.
  */
 export async function trainAndPublish(options: {
   readonly recipe: string;
@@ -65,7 +67,7 @@ export async function trainAndPublish(options: {
   readonly sets: readonly string[];
   /** Each command's limit. */
   readonly timeoutMs: number;
-}): Promise<{ trained: string; published: string }> {
+}): Promise<void> {
   const { recipe, run, name, store, sets, timeoutMs } = options;
   const trained = await trainer(
     [
@@ -80,6 +82,7 @@ export async function trainAndPublish(options: {
     ],
     timeoutMs,
   );
+  expect(trained).toContain(`run ${run}: finished`);
   const published = await trainer(["publish", "--run", run, "--name", name, "--store", store], timeoutMs);
-  return { trained, published };
+  expect(published).toContain(`published ${name}@1 (run ${run}, step 1)`);
 }

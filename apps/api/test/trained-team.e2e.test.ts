@@ -38,16 +38,15 @@ const SHRINK = {
 
 describe("a team trained by the default run, published and served", () => {
   it("trains, publishes, and answers POST /v1/solve over HTTP (Node)", async () => {
-    const { trained, published } = await trainAndPublish({
+    const sets = Object.entries(SHRINK).map(([k, v]) => `${k}=${v}`);
+    await trainAndPublish({
       recipe: "default",
       run: "e2e",
       name: "planpath",
       store,
-      sets: Object.entries(SHRINK).map(([k, v]) => `${k}=${v}`),
+      sets,
       timeoutMs: 60_000,
     });
-    expect(trained).toMatch(/run e2e: finished/);
-    expect(published).toMatch(/published planpath@1 \(run e2e, step 1\)/);
 
     const key = "e2e-key-0123456789";
     const api = startApi(["--port", "0", "--store", store], { TROUPE_API_KEY_HASHES: await sha256Hex(key) });
