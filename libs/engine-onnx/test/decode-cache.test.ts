@@ -5,6 +5,7 @@
  */
 import { samplingParams, userObservation } from "@troupe/core";
 import { ByteTokenizer, defaultOptimizerConfig, tinyQwenConfig } from "@troupe/engine";
+import { SMALL_QWEN_SHAPE } from "@troupe/engine/testing";
 import { defaultPolicyLossConfig } from "@troupe/rl";
 import { describe, expect, it } from "vitest";
 import { createOnnxEngine } from "../src/engine.ts";
@@ -100,14 +101,7 @@ describe("pre-allocated KV cache", () => {
   });
 
   it("engine sampling follows the weights across a training step (baked session vs weights as inputs)", async () => {
-    const config = tinyQwenConfig({
-      hidden_size: 32,
-      intermediate_size: 64,
-      num_hidden_layers: 2,
-      num_attention_heads: 4,
-      num_key_value_heads: 2,
-      head_dim: 8,
-    });
+    const config = tinyQwenConfig(SMALL_QWEN_SHAPE);
     const e = await createOnnxEngine({ policies: [{ id: "p", config, seed: 1 }] });
     const obs = userObservation("hi there");
     const sampling = samplingParams({ maxTokens: 10 });

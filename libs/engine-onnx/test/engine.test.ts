@@ -5,19 +5,13 @@ import {
   type TrainStepConfig,
   tinyQwenConfig,
 } from "@troupe/engine";
+import { SMALL_QWEN_SHAPE } from "@troupe/engine/testing";
 import { defaultPolicyLossConfig, policyLoss } from "@troupe/rl";
 import { afterAll, describe, expect, it } from "vitest";
 import { createOnnxEngine, firstNonFinite, type OnnxEngine } from "../src/engine.ts";
 
 /** A small model over the byte tokenizer's 512-id vocabulary (fast enough for many steps in a test). */
-const config = tinyQwenConfig({
-  hidden_size: 32,
-  intermediate_size: 64,
-  num_hidden_layers: 2,
-  num_attention_heads: 4,
-  num_key_value_heads: 2,
-  head_dim: 8,
-});
+const config = tinyQwenConfig(SMALL_QWEN_SHAPE);
 
 const trainConfig = (overrides: Partial<TrainStepConfig> = {}): TrainStepConfig => ({
   loss: { ...defaultPolicyLossConfig, clipLow: 0.2, clipHigh: 0.28, aggregation: "token-mean" },

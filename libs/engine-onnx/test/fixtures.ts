@@ -1,16 +1,12 @@
 /** Tiny model configs and weights shared by the model tests. */
 import { initQwenWeights, type QwenConfig, tinyQwenConfig, type Weights } from "@troupe/engine";
+import { MICRO_QWEN_SHAPE } from "@troupe/engine/testing";
 import type { HostWeights } from "../src/model/runner.ts";
 import { uniformStream } from "./gradcheck.ts";
 
 const small = {
   vocab_size: 32,
-  hidden_size: 16,
-  intermediate_size: 24,
-  num_hidden_layers: 2,
-  num_attention_heads: 4,
-  num_key_value_heads: 2,
-  head_dim: 4,
+  ...MICRO_QWEN_SHAPE,
   initializer_range: 0.3,
   bos_token_id: 0,
   eos_token_id: 1,

@@ -1,4 +1,5 @@
 import { initQwenWeights, qwenWeightNames, tinyQwenConfig } from "@troupe/engine";
+import { MICRO_QWEN_SHAPE } from "@troupe/engine/testing";
 import { describe, expect, it } from "vitest";
 import { fusedData, fusedGroups, graphWeightSpecs, packWeights } from "../src/model/fused-weights.ts";
 import { toFloat64 } from "./fixtures.ts";
@@ -6,11 +7,7 @@ import { toFloat64 } from "./fixtures.ts";
 const config = tinyQwenConfig({
   model_type: "qwen2",
   vocab_size: 32,
-  hidden_size: 16,
-  intermediate_size: 24,
-  num_hidden_layers: 2,
-  num_attention_heads: 4,
-  num_key_value_heads: 2,
+  ...MICRO_QWEN_SHAPE,
   bos_token_id: 0,
   eos_token_id: 1,
   pad_token_id: 0,

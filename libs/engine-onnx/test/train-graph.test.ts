@@ -1,17 +1,9 @@
-import { aggregationWeights, type PolicyLossConfig, policyLoss } from "@troupe/rl";
+import { FULL_POLICY_LOSS } from "@troupe/engine/testing";
+import { aggregationWeights, policyLoss } from "@troupe/rl";
 import { describe, expect, it } from "vitest";
 import { type HostWeights, type LossSequenceInput, ModelRunner } from "../src/model/runner.ts";
 import { randomTokens, TINY_CONFIGS, tinyWeights, toFloat64 } from "./fixtures.ts";
 import { uniformStream } from "./gradcheck.ts";
-
-const LOSS: PolicyLossConfig = {
-  clipLow: 0.2,
-  clipHigh: 0.28,
-  dualClip: 3,
-  klCoef: 0.1,
-  entropyCoef: 0.01,
-  aggregation: "sequence-mean",
-};
 
 /** A batch whose old log-probs are the model's own, perturbed so some ratios clip. */
 async function lossBatch(
@@ -28,7 +20,7 @@ async function lossBatch(
   ];
   const scored = await runner.score(weights, seqs);
   const masks = seqs.map((s, b) => s.completionTokenIds.map((_, j) => (b === 2 && j === 1 ? 0 : 1)));
-  const tokenWeights = aggregationWeights(masks, LOSS.aggregation);
+  const tokenWeights = aggregationWeights(masks, FULL_POLICY_LOSS.aggregation);
   return seqs.map((s, b) => ({
     ...s,
     oldLogprobs: scored.logprobs[b]!.map((lp) => lp + 0.6 * (rand() - 0.5)),
@@ -45,7 +37,7 @@ describe.each(Object.entries(TINY_CONFIGS).slice(0, 3))("training graph, %s (flo
 
   it("loss and metrics equal policyLoss of @troupe/rl on the same numbers", async () => {
     const batch = await lossBatch(runner, weights, 9);
-    const result = await runner.trainMicroBatch(weights, batch, LOSS);
+    const result = await runner.trainMicroBatch(weights, batch, FULL_POLICY_LOSS);
     const reference = policyLoss(
       batch.map((s, b) => ({
         logprobs: result.logprobs[b]!,
@@ -55,7 +47,7 @@ describe.each(Object.entries(TINY_CONFIGS).slice(0, 3))("training graph, %s (flo
         mask: s.mask,
         entropies: result.entropies[b]!,
       })),
-      LOSS,
+      FULL_POLICY_LOSS,
     );
     expect(reference.clipFraction).toBeGreaterThan(0); // the batch exercises clipping
     expect(result.loss).toBeCloseTo(reference.loss, 10);
@@ -68,7 +60,7 @@ describe.each(Object.entries(TINY_CONFIGS).slice(0, 3))("training graph, %s (flo
 
   it("every weight's gradient matches central finite differences", async () => {
     const batch = await lossBatch(runner, weights, 21);
-    const base = await runner.trainMicroBatch(weights, batch, LOSS);
+    const base = await runner.trainMicroBatch(weights, batch, FULL_POLICY_LOSS);
     const rand = uniformStream(99);
     const h = 1e-5;
     let maxRelError = 0;
@@ -79,9 +71,9 @@ describe.each(Object.entries(TINY_CONFIGS).slice(0, 3))("training graph, %s (flo
         const i = Math.floor(rand() * t.data.length);
         const x0 = t.data[i]!;
         t.data[i] = x0 + h;
-        const plus = (await runner.trainMicroBatch(weights, batch, LOSS)).loss;
+        const plus = (await runner.trainMicroBatch(weights, batch, FULL_POLICY_LOSS)).loss;
         t.data[i] = x0 - h;
-        const minus = (await runner.trainMicroBatch(weights, batch, LOSS)).loss;
+        const minus = (await runner.trainMicroBatch(weights, batch, FULL_POLICY_LOSS)).loss;
         t.data[i] = x0;
         const numeric = (plus - minus) / (2 * h);
         const analytic = base.grads.get(name)![i]!;

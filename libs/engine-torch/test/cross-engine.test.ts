@@ -16,6 +16,7 @@ import {
   type TrainStepConfig,
   tinyQwenConfig,
 } from "@troupe/engine";
+import { FULL_POLICY_LOSS, SMALL_QWEN_SHAPE } from "@troupe/engine/testing";
 import { createOnnxEngine, type OnnxEngine } from "@troupe/engine-onnx";
 import { policyLoss } from "@troupe/rl";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
@@ -24,12 +25,8 @@ import { PYTHON, TEST_WORKER_ARGS, torchAvailable } from "./torch-available.ts";
 
 const config = tinyQwenConfig({
   vocab_size: 264,
-  hidden_size: 32,
+  ...SMALL_QWEN_SHAPE,
   intermediate_size: 48,
-  num_hidden_layers: 2,
-  num_attention_heads: 4,
-  num_key_value_heads: 2,
-  head_dim: 8,
   initializer_range: 0.08,
 });
 const weights = initQwenWeights(config, 11);
@@ -39,14 +36,7 @@ const files = encodeCheckpoint({ config, weights, tokenizer });
 /** Every term of the loss on, the clip and the norm clip active, AdamW ε large enough that the
  * first step depends on the gradient's magnitude, not only its sign (m̂/(√v̂+ε) = g/(|g|+ε)). */
 const stepConfig: TrainStepConfig = {
-  loss: {
-    clipLow: 0.2,
-    clipHigh: 0.28,
-    dualClip: 3,
-    klCoef: 0.1,
-    entropyCoef: 0.01,
-    aggregation: "sequence-mean",
-  },
+  loss: FULL_POLICY_LOSS,
   optimizer: {
     lr: 1e-2,
     beta1: 0.9,

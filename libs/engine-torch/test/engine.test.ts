@@ -11,6 +11,7 @@ import {
   qwenReferenceLogits,
   tinyQwenConfig,
 } from "@troupe/engine";
+import { SMALL_QWEN_SHAPE } from "@troupe/engine/testing";
 import { createOnnxEngine } from "@troupe/engine-onnx";
 import { defaultPolicyLossConfig } from "@troupe/rl";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
@@ -18,16 +19,7 @@ import { createTorchEngine, type TorchEngine } from "../src/engine.ts";
 import { TorchWorkerError, TorchWorkerExited } from "../src/worker-process.ts";
 import { PYTHON, TEST_WORKER_ARGS, torchAvailable } from "./torch-available.ts";
 
-const config = tinyQwenConfig({
-  vocab_size: 260,
-  hidden_size: 32,
-  intermediate_size: 64,
-  num_hidden_layers: 2,
-  num_attention_heads: 4,
-  num_key_value_heads: 2,
-  head_dim: 8,
-  initializer_range: 0.1,
-});
+const config = tinyQwenConfig({ vocab_size: 260, ...SMALL_QWEN_SHAPE, initializer_range: 0.1 });
 
 const trainConfig = {
   loss: defaultPolicyLossConfig,

@@ -12,38 +12,16 @@ import {
   HfTokenizer,
   tinyQwenConfig,
 } from "@troupe/engine";
+import { jsonFile, SMALL_QWEN_SHAPE, wordLevelTokenizerJson } from "@troupe/engine/testing";
 import { defaultPolicyLossConfig } from "@troupe/rl";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { createTorchEngine, type TorchEngine } from "../src/engine.ts";
 import { PYTHON, TEST_WORKER_ARGS, torchAvailable } from "./torch-available.ts";
 
-const json = (value: unknown) => new TextEncoder().encode(JSON.stringify(value));
-const special = (content: string, id: number) => ({
-  id,
-  content,
-  single_word: false,
-  lstrip: false,
-  rstrip: false,
-  normalized: false,
-  special: true,
-});
-
 /** Whole words: 0 [UNK], 1 hello, 2 world, 3 !, 4 user, 5 assistant, then ChatML specials 6–8. */
 const wordFiles = {
-  "tokenizer.json": json({
-    version: "1.0",
-    added_tokens: [special("<|endoftext|>", 6), special("<|im_start|>", 7), special("<|im_end|>", 8)],
-    normalizer: null,
-    pre_tokenizer: { type: "Whitespace" },
-    post_processor: null,
-    decoder: { type: "WordPiece", prefix: "##", cleanup: true },
-    model: {
-      type: "WordLevel",
-      vocab: { "[UNK]": 0, hello: 1, world: 2, "!": 3, user: 4, assistant: 5 },
-      unk_token: "[UNK]",
-    },
-  }),
-  "tokenizer_config.json": json({
+  "tokenizer.json": wordLevelTokenizerJson({ type: "WordPiece", prefix: "##", cleanup: true }),
+  "tokenizer_config.json": jsonFile({
     eos_token: "<|im_end|>",
     pad_token: "<|endoftext|>",
     chat_template:
@@ -51,15 +29,7 @@ const wordFiles = {
   }),
 };
 
-const byteModel = tinyQwenConfig({
-  vocab_size: 260,
-  hidden_size: 32,
-  intermediate_size: 64,
-  num_hidden_layers: 1,
-  num_attention_heads: 4,
-  num_key_value_heads: 2,
-  head_dim: 8,
-});
+const byteModel = tinyQwenConfig({ vocab_size: 260, ...SMALL_QWEN_SHAPE, num_hidden_layers: 1 });
 // 16 embedding rows for a 9-id tokenizer: ids 9–15 must never be sampled.
 const wordModel = tinyQwenConfig({
   model_type: "qwen2",

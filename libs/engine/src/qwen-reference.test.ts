@@ -11,6 +11,7 @@ import {
 } from "./qwen-reference.ts";
 import { logSoftmax } from "./sampler.ts";
 import type { Weights } from "./tensor.ts";
+import { MICRO_QWEN_SHAPE } from "./testing.ts";
 import { initQwenWeights, qwenWeightNames } from "./weights.ts";
 
 const close = (actual: ArrayLike<number>, expected: number[], digits = 9) => {
@@ -235,12 +236,7 @@ describe("qwenReferenceLogits on a hand-checkable model", () => {
 describe("qwenReferenceLogits invariants", () => {
   const config = tinyQwenConfig({
     vocab_size: 11,
-    hidden_size: 16,
-    intermediate_size: 24,
-    num_hidden_layers: 2,
-    num_attention_heads: 4,
-    num_key_value_heads: 2,
-    head_dim: 4,
+    ...MICRO_QWEN_SHAPE,
     initializer_range: 0.5,
     bos_token_id: null,
     eos_token_id: null,

@@ -1,53 +1,27 @@
 import fc from "fast-check";
 import { describe, expect, it } from "vitest";
+import { jsonFile, wordLevelTokenizerJson } from "./testing.ts";
 import {
   ByteTokenizer,
   bytesToUnicode,
   CHATML_TEMPLATE,
   encodeSequence,
   HfTokenizer,
+  hfSpecialToken,
   loadTokenizer,
 } from "./tokenizer.ts";
 
-const json = (value: unknown) => new TextEncoder().encode(JSON.stringify(value));
-const specials = (entries: [string, number][]) =>
-  entries.map(([content, id]) => ({
-    id,
-    content,
-    single_word: false,
-    lstrip: false,
-    rstrip: false,
-    normalized: false,
-    special: true,
-  }));
-
-/** A tiny word-level tokenizer.json: whole words, whitespace pre-tokenizer, ChatML specials. */
+/** The word-level tokenizer of the fixtures with a tokenizer_config.json. */
 const wordLevelFiles = (config: Record<string, unknown>) => ({
-  "tokenizer.json": json({
-    version: "1.0",
-    added_tokens: specials([
-      ["<|endoftext|>", 6],
-      ["<|im_start|>", 7],
-      ["<|im_end|>", 8],
-    ]),
-    normalizer: null,
-    pre_tokenizer: { type: "Whitespace" },
-    post_processor: null,
-    decoder: null,
-    model: {
-      type: "WordLevel",
-      vocab: { "[UNK]": 0, hello: 1, world: 2, "!": 3, user: 4, assistant: 5 },
-      unk_token: "[UNK]",
-    },
-  }),
-  "tokenizer_config.json": json(config),
+  "tokenizer.json": wordLevelTokenizerJson(),
+  "tokenizer_config.json": jsonFile(config),
 });
 
 /** A tiny BPE tokenizer.json with two merges: a+b → ab, ab+ab → abab. */
 const bpeFiles = {
-  "tokenizer.json": json({
+  "tokenizer.json": jsonFile({
     version: "1.0",
-    added_tokens: specials([["<|endoftext|>", 5]]),
+    added_tokens: [hfSpecialToken("<|endoftext|>", 5)],
     normalizer: null,
     pre_tokenizer: { type: "Whitespace" },
     post_processor: null,
@@ -200,7 +174,7 @@ describe("loadTokenizer", () => {
   it("names what is missing or wrong", () => {
     expect(() => loadTokenizer({})).toThrow("tokenizer.json is missing");
     expect(() =>
-      loadTokenizer({ "tokenizer_config.json": json({ troupe_tokenizer: "sentencepiece" }) }),
+      loadTokenizer({ "tokenizer_config.json": jsonFile({ troupe_tokenizer: "sentencepiece" }) }),
     ).toThrow('unknown troupe_tokenizer "sentencepiece"');
     expect(() => loadTokenizer({ "tokenizer.json": new TextEncoder().encode("{") })).toThrow(
       "tokenizer.json: not valid JSON",

@@ -82,6 +82,11 @@ function splitOnSpecials(text: string, specials: ReadonlyMap<string, number>): (
   return parts;
 }
 
+/** A special token as tokenizer.json lists it in `added_tokens`: matched whole, never split or normalized. */
+export function hfSpecialToken(content: string, id: number) {
+  return { id, content, single_word: false, lstrip: false, rstrip: false, normalized: false, special: true };
+}
+
 /**
  * GPT-2's reversible byte → printable-character map used by byte-level BPE: printable Latin-1
  * bytes map to themselves, the others to U+0100 upwards, in byte order.
@@ -151,15 +156,7 @@ export class ByteTokenizer implements Tokenizer {
     chars.forEach((c, b) => {
       vocab[c] = b;
     });
-    const addedTokens = ByteTokenizer.SPECIALS.map((content, i) => ({
-      id: 256 + i,
-      content,
-      single_word: false,
-      lstrip: false,
-      rstrip: false,
-      normalized: false,
-      special: true,
-    }));
+    const addedTokens = ByteTokenizer.SPECIALS.map((content, i) => hfSpecialToken(content, 256 + i));
     const byteLevel = { type: "ByteLevel", add_prefix_space: false, trim_offsets: false, use_regex: false };
     const tokenizerJson = {
       version: "1.0",
