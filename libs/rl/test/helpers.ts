@@ -38,6 +38,11 @@ export class ListPolicy implements Policy {
   }
 }
 
+/** Agents a and b on list policies of their own: candidate g of a says a[g], of b says b[g]. */
+export function listPolicies(a: readonly string[], b: readonly string[]): Record<string, Policy> {
+  return { a: new ListPolicy("a", a), b: new ListPolicy("b", b) };
+}
+
 export function context<S, P>(
   env: Environment<S, P>,
   policies: Record<string, Policy>,

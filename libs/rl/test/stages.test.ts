@@ -9,11 +9,11 @@ import { runEpisodes } from "../src/episode.ts";
 import { estimateAdvantages } from "../src/estimators.ts";
 import { defaultMagrpoConfig } from "../src/magrpo.ts";
 import { runStrategy, StrategyConfigSchema } from "../src/strategies.ts";
-import { context, ListPolicy, twoAgentTeam } from "./helpers.ts";
+import { context, listPolicies, twoAgentTeam } from "./helpers.ts";
 
 const env = sumToTargetEnv(["a", "b"]);
 const task = (target: number) => ({ id: `t${target}`, split: "train" as const, payload: { target } });
-const policies = () => ({ a: new ListPolicy("a", ["1", "2"]), b: new ListPolicy("b", ["1", "3"]) });
+const policies = () => listPolicies(["1", "2"], ["1", "3"]);
 
 describe("strategy registry", () => {
   it("parses a strategy section with its defaults and reads AT-GRPO's alpha as teamWeight", () => {

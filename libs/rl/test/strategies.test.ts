@@ -5,7 +5,7 @@ import { rolloutAtgrpo, selectCandidate } from "../src/atgrpo.ts";
 import { groupSamples } from "../src/grouping.ts";
 import { jointActions, rolloutMagrpo } from "../src/magrpo.ts";
 import { rolloutParallel } from "../src/parallel.ts";
-import { context, estimated, ListPolicy, twoAgentTeam } from "./helpers.ts";
+import { context, estimated, ListPolicy, listPolicies, twoAgentTeam } from "./helpers.ts";
 
 const env = sumToTargetEnv(["a", "b"]);
 const task = (target: number, id = `t${target}`): Task<{ target: number }> => ({
@@ -36,11 +36,7 @@ describe("MAGRPO", () => {
     // Root (total 0): joint 0 = (1,1) → total 2, r = 0;  joint 1 = (2,3) → total 5, r = +1, done.
     // Node [0] (total 2): joint 0 → 4, r = 0;  joint 1 → 7, r = −1 (overshoot), done. Turn budget spent.
     // R at [0] = [0, −1]; R at root = [0 + 0.5·mean(0, −1), 1] = [−0.25, 1].
-    const ctx = context(
-      env,
-      { a: new ListPolicy("a", ["1", "2"]), b: new ListPolicy("b", ["1", "3"]) },
-      twoAgentTeam("parallel", 2),
-    );
+    const ctx = context(env, listPolicies(["1", "2"], ["1", "3"]), twoAgentTeam("parallel", 2));
     const config = {
       groupSize: 2,
       jointMode: "aligned" as const,
@@ -70,7 +66,7 @@ describe("MAGRPO", () => {
   it("cross mode: each completion is credited the sum (or mean) of the joint returns it took part in", async () => {
     // Target 4, G = 2, one turn. Joint (g_a, g_b): (0,0) 1+1=2 → 0; (0,1) 1+3=4 → +1; (1,0) 2+1=3 → 0; (1,1) 2+3=5 → −1.
     // a: g=0 → 0 + 1 = 1, g=1 → 0 − 1 = −1.   b: g=0 → 0 + 0 = 0, g=1 → 1 − 1 = 0.
-    const policies = { a: new ListPolicy("a", ["1", "2"]), b: new ListPolicy("b", ["1", "3"]) };
+    const policies = listPolicies(["1", "2"], ["1", "3"]);
     const base = {
       groupSize: 2,
       jointMode: "cross" as const,
@@ -122,11 +118,7 @@ describe("MAGRPO", () => {
 
   it("early termination: a node whose mean reward exceeds the threshold is not expanded", async () => {
     // As the hand-worked tree: root mean reward = mean(0, 1) = 0.5 > 0.4, so node [0] stays a leaf.
-    const ctx = context(
-      env,
-      { a: new ListPolicy("a", ["1", "2"]), b: new ListPolicy("b", ["1", "3"]) },
-      twoAgentTeam("parallel", 2),
-    );
+    const ctx = context(env, listPolicies(["1", "2"], ["1", "3"]), twoAgentTeam("parallel", 2));
     const out = await rolloutMagrpo(ctx, [task(5)], {
       ...defaultsFor("aligned"),
       groupSize: 2,
@@ -144,7 +136,7 @@ describe("MAGRPO", () => {
   });
 
   it("refuses sequential teams and groups of one", async () => {
-    const policies = { a: new ListPolicy("a", ["1"]), b: new ListPolicy("b", ["1"]) };
+    const policies = listPolicies(["1"], ["1"]);
     await expect(
       rolloutMagrpo(context(env, policies, twoAgentTeam("sequential", 1)), [task(3)]),
     ).rejects.toThrow(/sequentially.*parallel/);
@@ -158,24 +150,23 @@ describe("MAGRPO", () => {
 });
 
 describe("AT-GRPO", () => {
+  /** K = 2, α = 1, local weight 1, argmax selection, std-normalised advantages. */
+  const handAtgrpo = (filters: { dropZeroVariance: boolean; dropLowestMeanFraction: number }) => ({
+    candidates: 2,
+    teamWeight: 1,
+    localWeight: 1,
+    selection: "argmax" as const,
+    selectionTemperature: 1,
+    advantage: { baseline: "mean", normalizeStd: true, eps: 1e-6 },
+    filters,
+  });
+
   it("hand-worked turn: K candidates from one state, α·team + local, argmax continues, later agents see it", async () => {
     // Target 3, K = 2, α = 1. a says ["1","x"]: "1" → total 1, r = 0; "x" is not a digit → local −0.5, r = −0.5.
     // A_a = (r − mean)/std = (±0.25)/0.25 = [1, −1]; argmax → "1" continues (total 1).
     // b at total 1 says ["2","5"]: "2" → 3 = target, team +1, r = 1; "5" → 6 > 3, team −1, r = −1. A_b = [1, −1].
-    const ctx = context(
-      env,
-      { a: new ListPolicy("a", ["1", "x"]), b: new ListPolicy("b", ["2", "5"]) },
-      twoAgentTeam("sequential", 3),
-    );
-    const config = {
-      candidates: 2,
-      teamWeight: 1,
-      localWeight: 1,
-      selection: "argmax" as const,
-      selectionTemperature: 1,
-      advantage: { baseline: "mean", normalizeStd: true, eps: 1e-6 },
-      filters: { dropZeroVariance: false, dropLowestMeanFraction: 0 },
-    };
+    const ctx = context(env, listPolicies(["1", "x"], ["2", "5"]), twoAgentTeam("sequential", 3));
+    const config = handAtgrpo({ dropZeroVariance: false, dropLowestMeanFraction: 0 });
     const out = estimated(await rolloutAtgrpo(ctx, [task(3)], config), config);
     expect(out.samples).toHaveLength(4); // the episode ends after b's turn-0 action
     const [a0, a1, b0, b1] = out.samples;
@@ -203,20 +194,8 @@ describe("AT-GRPO", () => {
   });
 
   it("group filters drop zero-variance groups", async () => {
-    const ctx = context(
-      env,
-      { a: new ListPolicy("a", ["1", "1"]), b: new ListPolicy("b", ["2", "5"]) },
-      twoAgentTeam("sequential", 1),
-    );
-    const config = {
-      candidates: 2,
-      teamWeight: 1,
-      localWeight: 1,
-      selection: "argmax" as const,
-      selectionTemperature: 1,
-      advantage: { baseline: "mean", normalizeStd: true, eps: 1e-6 },
-      filters: { dropZeroVariance: true, dropLowestMeanFraction: 0 },
-    };
+    const ctx = context(env, listPolicies(["1", "1"], ["2", "5"]), twoAgentTeam("sequential", 1));
+    const config = handAtgrpo({ dropZeroVariance: true, dropLowestMeanFraction: 0 });
     const out = estimated(await rolloutAtgrpo(ctx, [task(3)], config), config);
     expect(out.samples.map((s) => s.provenance.agent)).toEqual(["b", "b"]);
   });
@@ -253,11 +232,7 @@ describe("parallel rollouts (GRPO / MAS without tree)", () => {
   });
 
   it("a sequential team: the second agent sees the first agent's action of the same turn", async () => {
-    const ctx = context(
-      env,
-      { a: new ListPolicy("a", ["4"]), b: new ListPolicy("b", ["1"]) },
-      twoAgentTeam("sequential", 1),
-    );
+    const ctx = context(env, listPolicies(["4"], ["1"]), twoAgentTeam("sequential", 1));
     const out = await rolloutParallel(ctx, [task(9)], {
       groupSize: 1,
       gamma: 1,
