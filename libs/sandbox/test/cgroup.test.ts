@@ -11,7 +11,7 @@ import { afterAll, beforeAll, describe, expect, test } from "vitest";
 import { bubblewrapCommand } from "../src/bubblewrap.ts";
 import { cgroupParentProblem } from "../src/cgroup.ts";
 import { createSandbox, defaultLimits, type Sandbox, SandboxUnavailableError } from "../src/index.ts";
-import { markedPython, marker, processesWith } from "./helpers.ts";
+import { forkUntilRefused, markedPython, marker, processesAfter } from "./helpers.ts";
 
 describe("cgroup configuration", () => {
   const dir = mkdtempSync(join(tmpdir(), "troupe-not-a-cgroup-"));
@@ -82,19 +82,7 @@ describe.runIf(parent !== undefined && parent !== "")("runs in their own cgroup 
   });
 
   test("processes and threads of the whole run stop at the limit", async () => {
-    const code = [
-      "import os, time",
-      "children = 0",
-      "try:",
-      "    for _ in range(1000):",
-      "        if os.fork() == 0:",
-      "            time.sleep(5)",
-      "            os._exit(0)",
-      "        children += 1",
-      "except OSError:",
-      "    print('stopped', children)",
-    ].join("\n");
-    const result = await sandbox.run({ language: "python", code, limits: { processes: 10, wallMs: 3000 } });
+    const result = await sandbox.run(forkUntilRefused(10));
     expect(result.status).toBe("ok");
     expect(Number(result.stdout.split(" ")[1])).toBeLessThanOrEqual(9);
   });
@@ -105,8 +93,7 @@ describe.runIf(parent !== undefined && parent !== "")("runs in their own cgroup 
       "import os, time\nfor _ in range(5):\n    if os.fork() == 0:\n        os.setsid()\n        break\ntime.sleep(60)";
     const result = await sandbox.run(markedPython(mark, code, { wallMs: 1500 }));
     expect(result.status).toBe("timeout");
-    await new Promise((resolve) => setTimeout(resolve, 1000));
-    expect(processesWith(mark)).toEqual([]);
+    expect(await processesAfter(mark, 1000)).toEqual([]);
     expect(runCgroups()).toEqual([]);
   });
 });

@@ -8,7 +8,7 @@
 import { arch } from "node:os";
 import { beforeAll, describe, expect, test } from "vitest";
 import { createSandbox, type Sandbox } from "../src/index.ts";
-import { markedPython, marker, processesWith } from "./helpers.ts";
+import { markedPython, marker, processesAfter, processesWith } from "./helpers.ts";
 
 let sandbox: Sandbox;
 /** The same sandbox without the seccomp filter: the PID-namespace teardown alone. */
@@ -17,8 +17,6 @@ beforeAll(async () => {
   sandbox = await createSandbox({ limits: { wallMs: 30_000, cpuSeconds: 3 } });
   teardownOnly = await createSandbox({ limits: { wallMs: 30_000, cpuSeconds: 3 } }, { seccomp: false });
 });
-
-const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
 
 /** Python: `call(name, *args)` makes a raw syscall and returns "ok" or the errno's name. */
 const SYSCALLS = `
@@ -89,8 +87,7 @@ describe("a program that outlives its run", () => {
     expect(result.stdout).toBe("attach EPERM\n");
     if (x86) expect(result.status).toBe("timeout");
     // bwrap's processes carry the program's argv, hence the marker, in their command line.
-    await sleep(1_000);
-    expect(processesWith(mark)).toEqual([]);
+    expect(await processesAfter(mark, 1_000)).toEqual([]);
   });
 
   test.runIf(x86)(
@@ -100,8 +97,7 @@ describe("a program that outlives its run", () => {
       const result = await teardownOnly.run(markedPython(mark, PTRACE_INIT, { wallMs: 3_000 }));
       expect(result.status).toBe("timeout");
       expect(result.stdout).toBe("init's parent-death signal cleared: True\n"); // the attack itself worked
-      await sleep(1_000);
-      expect(processesWith(mark)).toEqual([]);
+      expect(await processesAfter(mark, 1_000)).toEqual([]);
     },
   );
 
@@ -157,8 +153,7 @@ os.kill(pid, 9)
     // The run ended on its own, so bwrap's monitor was reaped before the run returned, and the
     // result waited for the namespace to be empty: nothing is left even right now.
     expect(processesWith(mark)).toEqual([]);
-    await sleep(1_000);
-    expect(processesWith(mark)).toEqual([]);
+    expect(await processesAfter(mark, 1_000)).toEqual([]);
   });
 
   test("the same, ended by the wall clock while everything sleeps: none left 1 s after the run", async () => {
@@ -176,8 +171,7 @@ os.kill(pid, 9)
     ].join("\n");
     const result = await sandbox.run(markedPython(mark, code, { wallMs: 1_500 }));
     expect(result.status).toBe("timeout");
-    await sleep(1_000);
-    expect(processesWith(mark)).toEqual([]);
+    expect(await processesAfter(mark, 1_000)).toEqual([]);
   });
 });
 

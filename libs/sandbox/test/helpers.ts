@@ -1,4 +1,7 @@
-/** Test helpers: unique markers, and a /proc scan for processes that outlived a run. */
+/**
+ * Test helpers: unique markers, a /proc scan for processes that outlived a run, and programs more
+ * than one test runs.
+ */
 import { randomBytes } from "node:crypto";
 import { readdirSync, readFileSync } from "node:fs";
 import type { RunRequest } from "../src/types.ts";
@@ -30,6 +33,15 @@ export function processesWith(mark: string): number[] {
   return found;
 }
 
+/**
+ * Host pids carrying `mark` once `ms` have passed: what is still there a fixed time after a run
+ * (where `survivorsAfter` polls until they are gone).
+ */
+export async function processesAfter(mark: string, ms: number): Promise<number[]> {
+  await new Promise((resolve) => setTimeout(resolve, ms));
+  return processesWith(mark);
+}
+
 /** Polls until no process carries `mark`, for at most `ms`. */
 // The kernel tears a killed PID namespace down asynchronously: on a loaded 2-core machine (the full
 // suite next to a training job) 16 forked processes took longer than 500 ms to go. The property is
@@ -41,4 +53,24 @@ export async function survivorsAfter(mark: string, ms = 15_000): Promise<number[
     if (left.length === 0 || Date.now() >= until) return left;
     await new Promise((r) => setTimeout(r, 25));
   }
+}
+
+/**
+ * Python that forks children (each sleeps 5 s) until fork fails, then prints `stopped <children>
+ * <errno>`: how many processes a limit of `processes` lets a program start (3 s of wall clock).
+ */
+export function forkUntilRefused(processes: number): RunRequest {
+  const code = [
+    "import os, time",
+    "children = 0",
+    "try:",
+    "    for _ in range(1000):",
+    "        if os.fork() == 0:",
+    "            time.sleep(5)",
+    "            os._exit(0)",
+    "        children += 1",
+    "except OSError as e:",
+    "    print('stopped', children, e.errno)",
+  ].join("\n");
+  return { language: "python", code, limits: { processes, wallMs: 3000 } };
 }

@@ -9,7 +9,7 @@ import { tmpdir } from "node:os";
 import { join, resolve } from "node:path";
 import { afterAll, beforeAll, describe, expect, test } from "vitest";
 import { createSandbox, type Sandbox } from "../src/index.ts";
-import { markedPython, marker, survivorsAfter } from "./helpers.ts";
+import { forkUntilRefused, markedPython, marker, survivorsAfter } from "./helpers.ts";
 
 let sandbox: Sandbox;
 beforeAll(async () => {
@@ -40,19 +40,7 @@ describe("hostile programs under bubblewrap", () => {
   });
 
   test("fork bomb: fork fails with EAGAIN once the process limit is reached", async () => {
-    const code = [
-      "import os, time",
-      "children = 0",
-      "try:",
-      "    for _ in range(1000):",
-      "        if os.fork() == 0:",
-      "            time.sleep(5)",
-      "            os._exit(0)",
-      "        children += 1",
-      "except OSError as e:",
-      "    print('stopped', children, e.errno)",
-    ].join("\n");
-    const result = await sandbox.run({ language: "python", code, limits: { processes: 10, wallMs: 3000 } });
+    const result = await sandbox.run(forkUntilRefused(10));
     expect(result.status).toBe("ok");
     // 10 processes in all: the program and 9 children; the 10th fork fails with EAGAIN (11).
     expect(result.stdout.trim()).toBe("stopped 9 11");
