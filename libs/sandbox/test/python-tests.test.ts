@@ -113,54 +113,51 @@ describe("runPythonWithTests", () => {
 });
 
 describe("program and checker in separate sandboxes", () => {
-  test("every plain-data type crosses exactly, with its own type", async () => {
-    const code = [
-      "def f():",
-      "    return (None, True, 3, -2**100, 1.5, -0.0, float('inf'), 'é\\ud800', b'\\x00\\xff', bytearray(b'ab'),",
-      "            [1, [2]], (2,), {1: 'a', (1, 2): frozenset({3})}, {3}, frozenset())",
-      "def nan():",
-      "    return float('nan')",
-    ].join("\n");
-    const report = await runPythonWithTests(sandbox, {
-      code,
+  const plain =
+    "(only None, bool, int, float, complex, str, bytes, list, tuple, dict and set cross from the program)";
+  // Each case: the program, the statements run against it, and the reason each one gives ("": passed).
+  test.each([
+    {
+      title: "every plain-data type crosses exactly, with its own type",
+      code: [
+        "def f():",
+        "    return (None, True, 3, -2**100, 1.5, -0.0, float('inf'), 'é\\ud800', b'\\x00\\xff', bytearray(b'ab'),",
+        "            [1, [2]], (2,), {1: 'a', (1, 2): frozenset({3})}, {3}, frozenset())",
+        "def nan():",
+        "    return float('nan')",
+      ].join("\n"),
       tests: [
         "v = f()",
         "assert v == (None, True, 3, -2**100, 1.5, -0.0, float('inf'), 'é\\ud800', b'\\x00\\xff', b'ab', [1, [2]], (2,), {1: 'a', (1, 2): frozenset({3})}, {3}, frozenset())",
         "assert [type(x).__name__ for x in v] == ['NoneType', 'bool', 'int', 'int', 'float', 'float', 'float', 'str', 'bytes', 'bytes', 'list', 'tuple', 'dict', 'set', 'frozenset']",
         "import math; assert math.copysign(1, v[5]) == -1 and math.isnan(nan())",
       ],
-    });
-    expect(report.tests.map((t) => t.reason)).toEqual(["", "", "", ""]);
-  });
-
-  test("complex numbers cross; a stdlib module the program imported is the checker's own, under its own name only", async () => {
-    const code =
-      "import sys, os.path, unittest.mock as math\ndef c(z):\n    return z * 1j\ndef pair():\n    return (1, 2)\n";
-    const report = await runPythonWithTests(sandbox, {
-      code,
+      reasons: ["", "", "", ""],
+    },
+    {
+      title:
+        "complex numbers cross; a stdlib module the program imported is the checker's own, under its own name only",
+      code: "import sys, os.path, unittest.mock as math\ndef c(z):\n    return z * 1j\ndef pair():\n    return (1, 2)\n",
       tests: [
         "assert c(1 - 2j) == 2 + 1j",
         "assert sys.getsizeof(pair()) == sys.getsizeof((1, 2))",
         "assert os.path.__name__ == 'posixpath'",
         "assert math.sqrt(4) == 2",
       ],
-    });
-    expect(report.tests.map((t) => t.reason)).toEqual(["", "", "", "NameError name 'math' is not defined"]);
-  });
-
-  test("subclasses cross as their base type; anything else fails with the type named", async () => {
-    const code = [
-      "import collections",
-      "class Anything:",
-      "    def __eq__(self, other): return True",
-      "def counter(): return collections.Counter('aab')",
-      "def point(): return collections.namedtuple('P', 'x y')(1, 2)",
-      "def anything(): return Anything()",
-      "def gen(): return (x for x in [1])",
-      "def ident(x): return x",
-    ].join("\n");
-    const report = await runPythonWithTests(sandbox, {
-      code,
+      reasons: ["", "", "", "NameError name 'math' is not defined"],
+    },
+    {
+      title: "subclasses cross as their base type; anything else fails with the type named",
+      code: [
+        "import collections",
+        "class Anything:",
+        "    def __eq__(self, other): return True",
+        "def counter(): return collections.Counter('aab')",
+        "def point(): return collections.namedtuple('P', 'x y')(1, 2)",
+        "def anything(): return Anything()",
+        "def gen(): return (x for x in [1])",
+        "def ident(x): return x",
+      ].join("\n"),
       tests: [
         "assert counter() == {'a': 2, 'b': 1} and type(counter()) is dict",
         "assert point() == (1, 2) and type(point()) is tuple",
@@ -168,37 +165,31 @@ describe("program and checker in separate sandboxes", () => {
         "assert list(gen()) == [1]",
         "assert ident(lambda: 1) == 1",
       ],
-    });
-    const plain =
-      "(only None, bool, int, float, complex, str, bytes, list, tuple, dict and set cross from the program)";
-    expect(report.tests.map((t) => t.reason)).toEqual([
-      "",
-      "",
-      `TypeError anything returned a value of type Anything, which is not plain data ${plain}`,
-      `TypeError gen returned a value of type generator, which is not plain data ${plain}`,
-      "TypeError cannot pass a value of type function, which is not plain data to the program's ident",
-    ]);
-  });
-
-  test("builtin exceptions are re-raised as themselves, others (StopIteration, SystemExit) are not", async () => {
-    const code = [
-      "def bad(): raise ValueError('bad input')",
-      "def stop(): raise StopIteration",
-      "def leave(): raise SystemExit(0)",
-    ].join("\n");
-    const report = await runPythonWithTests(sandbox, {
-      code,
+      reasons: [
+        "",
+        "",
+        `TypeError anything returned a value of type Anything, which is not plain data ${plain}`,
+        `TypeError gen returned a value of type generator, which is not plain data ${plain}`,
+        "TypeError cannot pass a value of type function, which is not plain data to the program's ident",
+      ],
+    },
+    {
+      title: "builtin exceptions are re-raised as themselves, others (StopIteration, SystemExit) are not",
+      code: [
+        "def bad(): raise ValueError('bad input')",
+        "def stop(): raise StopIteration",
+        "def leave(): raise SystemExit(0)",
+      ].join("\n"),
       tests: [
         "try:\n    bad()\n    assert False\nexcept ValueError as e:\n    assert str(e) == 'bad input'",
         "assert list(map(lambda x: stop(), [1])) == []",
         "leave()",
       ],
-    });
-    expect(report.tests.map((t) => t.reason)).toEqual([
-      "",
-      "CandidateError StopIteration:",
-      "CandidateError SystemExit: 0",
-    ]);
+      reasons: ["", "CandidateError StopIteration:", "CandidateError SystemExit: 0"],
+    },
+  ])("$title", async ({ code, tests, reasons }) => {
+    const report = await runPythonWithTests(sandbox, { code, tests });
+    expect(report.tests.map((t) => t.reason)).toEqual(reasons);
   });
 
   test("the program sees only its own files and a minimal environment, never the tests", async () => {
