@@ -25,6 +25,7 @@ import type {
   TokenSequence,
   TrainMetrics,
 } from "@troupe/engine";
+import type { z } from "zod";
 import {
   type OpenAIEngineConfig,
   type OpenAIEngineConfigInput,
@@ -34,7 +35,7 @@ import {
 import { OpenAIRequestError, ResponseFormatError, UnsupportedOperationError } from "./errors.ts";
 import { PolicyGate } from "./gate.ts";
 import { HttpClient, type HttpResult } from "./http.ts";
-import { chatCompletionsBody, completionsBody, echoScoringBody } from "./requests.ts";
+import { chatCompletionsBody, completionsBody, echoScoringBody, type JsonBody } from "./requests.ts";
 import {
   ChatCompletionsResponseSchema,
   CompletionsResponseSchema,
@@ -170,19 +171,14 @@ class OpenAIEngineImpl implements OpenAIEngine {
     return this.gate.shared(request.policyId, () =>
       this.metered(request.policyId, (onResult) =>
         policy.tokenizer === undefined
-          ? this.generateChat(request, policy, sampling, signal, onResult)
-          : this.generateFromTokens(request, policy, sampling, signal, onResult),
+          ? this.generateChat({ request, policy, sampling, signal, onResult })
+          : this.generateFromTokens({ request, policy, sampling, signal, onResult }),
       ),
     );
   }
 
-  private async generateFromTokens(
-    request: EngineGenerateRequest,
-    policy: PolicyModel,
-    sampling: SamplingParams,
-    signal: AbortSignal,
-    onResult: (result: HttpResult, usage?: TokenUsage | null) => void,
-  ): Promise<Completion> {
+  private async generateFromTokens(call: GenerateCall): Promise<Completion> {
+    const { request, policy } = call;
     const tokenizer = policy.tokenizer!;
     const promptText = tokenizer.renderChat(request.observation.messages, true);
     const localPromptIds = tokenizer.encode(promptText);
@@ -190,15 +186,12 @@ class OpenAIEngineImpl implements OpenAIEngine {
     const body = completionsBody(
       this.modelOf(request.policyId, policy),
       asIds ? localPromptIds : promptText,
-      sampling,
+      call.sampling,
       request.seed,
       this.config.dialect,
       policy.extraBody,
     );
-    const result = await this.http.post(COMPLETIONS, body, signal);
-    const url = this.url(COMPLETIONS);
-    const response = parseResponse(CompletionsResponseSchema, result.text, url);
-    onResult(result, response.usage);
+    const { url, response } = await this.postParsed(call, COMPLETIONS, body, CompletionsResponseSchema);
     const choice = response.choices[0]!;
     const logprobs = choice.logprobs.token_logprobs.map((lp, i) => {
       if (lp === null)
@@ -224,25 +217,22 @@ class OpenAIEngineImpl implements OpenAIEngine {
     return { text: choice.text, promptTokenIds, tokenIds, logprobs, finishReason: choice.finish_reason };
   }
 
-  private async generateChat(
-    request: EngineGenerateRequest,
-    policy: PolicyModel,
-    sampling: SamplingParams,
-    signal: AbortSignal,
-    onResult: (result: HttpResult, usage?: TokenUsage | null) => void,
-  ): Promise<Completion> {
+  private async generateChat(call: GenerateCall): Promise<Completion> {
+    const { request, policy } = call;
     const body = chatCompletionsBody(
       this.modelOf(request.policyId, policy),
       request.observation.messages,
-      sampling,
+      call.sampling,
       request.seed,
       this.config.dialect,
       policy.extraBody,
     );
-    const result = await this.http.post(CHAT_COMPLETIONS, body, signal);
-    const url = this.url(CHAT_COMPLETIONS);
-    const response = parseResponse(ChatCompletionsResponseSchema, result.text, url);
-    onResult(result, response.usage);
+    const { url, response } = await this.postParsed(
+      call,
+      CHAT_COMPLETIONS,
+      body,
+      ChatCompletionsResponseSchema,
+    );
     const choice = response.choices[0]!;
     const text = choice.message.content ?? "";
     const content = choice.logprobs.content;
@@ -528,11 +518,22 @@ class OpenAIEngineImpl implements OpenAIEngine {
     return `${this.config.baseUrl}${path}`;
   }
 
+  /** POSTs a generate call's `body` to `path` and parses the answer with `schema`, reporting attempts and usage. */
+  private async postParsed<S extends z.ZodType<{ readonly usage?: TokenUsage | null }>>(
+    call: GenerateCall,
+    path: string,
+    body: JsonBody,
+    schema: S,
+  ): Promise<{ url: string; response: z.output<S> }> {
+    const result = await this.http.post(path, body, call.signal);
+    const url = this.url(path);
+    const response = parseResponse(schema, result.text, url);
+    call.onResult(result, response.usage);
+    return { url, response };
+  }
+
   /** Runs one logical request and records it in the usage meter, success or failure. */
-  private async metered<T>(
-    policyId: PolicyId,
-    fn: (onResult: (result: HttpResult, usage?: TokenUsage | null) => void) => Promise<T>,
-  ): Promise<T> {
+  private async metered<T>(policyId: PolicyId, fn: (onResult: OnResult) => Promise<T>): Promise<T> {
     let attempts = 0;
     let usage: TokenUsage | null | undefined;
     try {
@@ -558,6 +559,18 @@ class OpenAIEngineImpl implements OpenAIEngine {
 interface TokenUsage {
   readonly prompt_tokens: number;
   readonly completion_tokens: number;
+}
+
+/** Takes a request's HTTP result (its attempts) and the token usage its answer reports. */
+type OnResult = (result: HttpResult, usage?: TokenUsage | null) => void;
+
+/** One generate request on its way to the server. */
+interface GenerateCall {
+  readonly request: EngineGenerateRequest;
+  readonly policy: PolicyModel;
+  readonly sampling: SamplingParams;
+  readonly signal: AbortSignal;
+  readonly onResult: OnResult;
 }
 
 /** A 404/405 from the adapter routes means runtime LoRA updating is off: say how to turn it on. */

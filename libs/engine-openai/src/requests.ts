@@ -68,14 +68,8 @@ export function completionsBody(
   dialect: Dialect,
   extraBody: JsonBody = {},
 ): JsonBody {
-  return {
-    model,
-    prompt: typeof prompt === "string" ? prompt : [...prompt],
-    ...samplingFields(sampling, seed, dialect),
-    logprobs: 1,
-    ...tokenIdFields(dialect),
-    ...extraBody,
-  };
+  const input = { prompt: typeof prompt === "string" ? prompt : [...prompt] };
+  return generationBody(model, input, 1, sampling, seed, dialect, extraBody);
 }
 
 /** POST /v1/chat/completions: the server applies its chat template. */
@@ -87,11 +81,25 @@ export function chatCompletionsBody(
   dialect: Dialect,
   extraBody: JsonBody = {},
 ): JsonBody {
+  const input = { messages: messages.map((m) => ({ role: m.role, content: m.content })) };
+  return generationBody(model, input, true, sampling, seed, dialect, extraBody);
+}
+
+/** A generation request's body: the model, its input, sampling, log-probs, token ids, then the policy's extras. */
+function generationBody(
+  model: string,
+  input: JsonBody,
+  logprobs: 1 | true,
+  sampling: SamplingParams,
+  seed: number,
+  dialect: Dialect,
+  extraBody: JsonBody,
+): JsonBody {
   return {
     model,
-    messages: messages.map((m) => ({ role: m.role, content: m.content })),
+    ...input,
     ...samplingFields(sampling, seed, dialect),
-    logprobs: true,
+    logprobs,
     ...tokenIdFields(dialect),
     ...extraBody,
   };
