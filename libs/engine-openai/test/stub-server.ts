@@ -183,6 +183,12 @@ export class StubOpenAIServer {
     }
     const asIds = body.return_tokens_as_token_ids === true;
     const spell = (id: number) => (asIds ? `token_id:${id}` : tokenizer.decode([id]));
+    const textLogprobs = (ids: readonly number[], lps: readonly (number | null)[]) => ({
+      tokens: ids.map(spell),
+      token_logprobs: lps,
+      top_logprobs: null,
+      text_offset: [],
+    });
     const withIds = this.options.returnTokenIds === true && body.return_token_ids === true;
 
     if (request.path === "/v1/chat/completions") {
@@ -205,11 +211,7 @@ export class StubOpenAIServer {
           },
         ],
         ...(withIds ? { prompt_token_ids: promptIds } : {}),
-        usage: {
-          prompt_tokens: promptIds.length,
-          completion_tokens: ids.length,
-          total_tokens: promptIds.length + ids.length,
-        },
+        usage: usage(promptIds.length, ids.length),
       });
       return;
     }
@@ -220,43 +222,23 @@ export class StubOpenAIServer {
       const generated = IM_END_ID;
       const all = [...promptIds, generated];
       const lps: (number | null)[] = all.map((id, i) => (i === 0 ? null : stubLogprob(all[i - 1]!, id)));
-      send(res, 200, {
-        id: "cmpl-stub",
-        object: "text_completion",
-        model: body.model,
-        choices: [
-          {
-            index: 0,
-            text: tokenizer.decode(all),
-            finish_reason: "length",
-            logprobs: { tokens: all.map(spell), token_logprobs: lps, top_logprobs: null, text_offset: [] },
-          },
-        ],
-        usage: { prompt_tokens: promptIds.length, completion_tokens: 1, total_tokens: promptIds.length + 1 },
-      });
+      const choice = {
+        text: tokenizer.decode(all),
+        finish_reason: "length",
+        logprobs: textLogprobs(all, lps),
+      };
+      send(res, 200, textCompletion(body.model, choice, usage(promptIds.length, 1)));
       return;
     }
     const { ids, finish } = stubReply(body.seed ?? 0, body.max_tokens ?? 16);
     const lps = chainLogprobs(promptIds.at(-1)!, ids);
-    send(res, 200, {
-      id: "cmpl-stub",
-      object: "text_completion",
-      model: body.model,
-      choices: [
-        {
-          index: 0,
-          text: tokenizer.decode(ids, { skipSpecialTokens: true }),
-          finish_reason: finish,
-          logprobs: { tokens: ids.map(spell), token_logprobs: lps, top_logprobs: null, text_offset: [] },
-          ...(withIds ? { token_ids: ids, prompt_token_ids: promptIds } : {}),
-        },
-      ],
-      usage: {
-        prompt_tokens: promptIds.length,
-        completion_tokens: ids.length,
-        total_tokens: promptIds.length + ids.length,
-      },
-    });
+    const choice = {
+      text: tokenizer.decode(ids, { skipSpecialTokens: true }),
+      finish_reason: finish,
+      logprobs: textLogprobs(ids, lps),
+      ...(withIds ? { token_ids: ids, prompt_token_ids: promptIds } : {}),
+    };
+    send(res, 200, textCompletion(body.model, choice, usage(promptIds.length, ids.length)));
     return;
   }
 }
@@ -264,6 +246,20 @@ export class StubOpenAIServer {
 /** Log-probs of `ids` generated after `prev`, each conditioned on the token before it. */
 export function chainLogprobs(prev: number, ids: readonly number[]): number[] {
   return ids.map((id, i) => stubLogprob(i === 0 ? prev : ids[i - 1]!, id));
+}
+
+/** An answer's `usage` block. */
+function usage(promptTokens: number, completionTokens: number) {
+  return {
+    prompt_tokens: promptTokens,
+    completion_tokens: completionTokens,
+    total_tokens: promptTokens + completionTokens,
+  };
+}
+
+/** A /v1/completions answer with one choice. */
+function textCompletion(model: string, choice: object, usage: object) {
+  return { id: "cmpl-stub", object: "text_completion", model, choices: [{ index: 0, ...choice }], usage };
 }
 
 function errorJson(message: string, code: number): string {
