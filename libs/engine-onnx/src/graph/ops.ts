@@ -152,21 +152,19 @@ export function div(a: Value, b: Value): Value {
 
 /** Elementwise max; ties send the gradient to `a`. */
 export function max(a: Value, b: Value): Value {
-  return binary("Max", a, b, () => ([g], [na, nb]) => {
-    if (!g) return [undefined, undefined];
-    const takeA = cast(greaterOrEqual(a, b), g.dtype);
-    return [
-      na ? unbroadcast(mul(g, takeA), a.shape) : undefined,
-      nb ? unbroadcast(mul(g, sub(scalarLike(g, 1), takeA)), b.shape) : undefined,
-    ];
-  });
+  return pick("Max", a, b, greaterOrEqual);
 }
 
 /** Elementwise min; ties send the gradient to `a`. */
 export function min(a: Value, b: Value): Value {
-  return binary("Min", a, b, () => ([g], [na, nb]) => {
+  return pick("Min", a, b, lessOrEqual);
+}
+
+/** The elementwise winner of `a` and `b`: the gradient goes to `a` where `aWins(a, b)`, else to `b`. */
+function pick(opType: string, a: Value, b: Value, aWins: (a: Value, b: Value) => Value): Value {
+  return binary(opType, a, b, () => ([g], [na, nb]) => {
     if (!g) return [undefined, undefined];
-    const takeA = cast(lessOrEqual(a, b), g.dtype);
+    const takeA = cast(aWins(a, b), g.dtype);
     return [
       na ? unbroadcast(mul(g, takeA), a.shape) : undefined,
       nb ? unbroadcast(mul(g, sub(scalarLike(g, 1), takeA)), b.shape) : undefined,
