@@ -41,7 +41,7 @@ import {
   tinyQwenConfig,
   type Weights,
 } from "@troupe/engine";
-import { aggregationWeights } from "@troupe/rl";
+import { addLossSums, aggregationWeights, emptyLossSums, lossMetrics } from "@troupe/rl";
 import { type GenerateOptions, generateBatch } from "./generate.ts";
 import { packWeights } from "./model/fused-weights.ts";
 import { type LossSequenceInput, ModelRunner } from "./model/runner.ts";
@@ -281,12 +281,7 @@ export class OnnxEngine implements Engine {
       tokenWeights: tokenWeights[b]!,
     }));
 
-    let lossSum = 0;
-    let pgLoss = 0;
-    let kl = 0;
-    let entropy = 0;
-    let clipped = 0;
-    let oldMinusNew = 0;
+    const sums = emptyLossSums();
     const grads = new Map<string, Float32Array>();
     // The runner writes each micro-batch's gradients into the same reused buffers; with several
     // micro-batches the first is copied into a sum that the later ones are added to.
@@ -295,19 +290,15 @@ export class OnnxEngine implements Engine {
       const part = inputs.slice(start, start + micro);
       if (part.every((p) => p.completionTokenIds.length === 0)) continue;
       const r = await s.runner.trainMicroBatch(s.weights, part, loss, { reuseGradientBuffers: true });
-      lossSum += r.loss;
-      pgLoss += r.pgLoss;
-      kl += r.kl;
-      entropy += r.entropy;
-      clipped += r.clipped;
-      oldMinusNew += r.oldMinusNew;
+      addLossSums(sums, r);
       for (const [name, g] of r.grads) {
         const acc = grads.get(name);
         if (acc === undefined) grads.set(name, several ? Float32Array.from(g) : (g as Float32Array));
         else for (let i = 0; i < acc.length; i++) acc[i] = acc[i]! + g[i]!;
       }
     }
-    if (!Number.isFinite(lossSum)) throw new Error(`${label}: the loss is ${lossSum}; no update was applied`);
+    if (!Number.isFinite(sums.loss))
+      throw new Error(`${label}: the loss is ${sums.loss}; no update was applied`);
     const optimizer = this.optimizerFor(s, config.optimizer);
     // AdamW skips the update when the gradient norm is not finite; only then is it worth a scan
     // for the first bad entry (a finite norm means every entry is finite).
@@ -322,18 +313,7 @@ export class OnnxEngine implements Engine {
       );
     }
     s.optimizerStep = step.step;
-    return {
-      loss: lossSum,
-      pgLoss,
-      kl,
-      entropy,
-      clipFraction: clipped / tokens,
-      approxKl: oldMinusNew / tokens,
-      gradNorm: step.gradNorm,
-      lr: step.lr,
-      tokens,
-      optimizerStep: step.step,
-    };
+    return { ...lossMetrics(sums, tokens), gradNorm: step.gradNorm, lr: step.lr, optimizerStep: step.step };
   }
 
   /** The policy's AdamW for this config; a changed config keeps the moments and step count. */

@@ -6,7 +6,7 @@
  * split): token ids, numbers, bytes.
  */
 import type { Completion, Observation, PolicyId, SamplingParams } from "@troupe/core";
-import type { PolicyLossConfig } from "@troupe/rl";
+import type { LossMetrics, PolicyLossConfig } from "@troupe/rl";
 
 export interface EngineGenerateRequest {
   readonly policyId: PolicyId;
@@ -68,17 +68,10 @@ export interface TrainStepConfig {
   readonly microBatchSize: number;
 }
 
-export interface TrainMetrics {
-  readonly loss: number;
-  readonly pgLoss: number;
-  readonly kl: number;
-  readonly entropy: number;
-  readonly clipFraction: number;
-  readonly approxKl: number;
+export interface TrainMetrics extends LossMetrics {
   /** Global gradient norm before clipping. */
   readonly gradNorm: number;
   readonly lr: number;
-  readonly tokens: number;
   /** Optimizer steps taken by this policy so far (after this one). */
   readonly optimizerStep: number;
 }

@@ -57,7 +57,8 @@ export interface LossSequence {
   readonly entropies?: readonly number[];
 }
 
-export interface PolicyLossResult {
+/** What a loss over a batch reports: the reference's result and every engine's train step. */
+export interface LossMetrics {
   /** The aggregated loss that is minimised. */
   readonly loss: number;
   /** Aggregated PPO term alone. */
@@ -72,6 +73,54 @@ export interface PolicyLossResult {
   readonly approxKl: number;
   /** Masked token count. */
   readonly tokens: number;
+}
+
+/**
+ * The sums `LossMetrics` are read from, over a batch's masked-in tokens (or its micro-batches):
+ * the aggregated terms, the clipped tokens and Σ ℓ_old − ℓ.
+ */
+export interface LossSums {
+  loss: number;
+  pgLoss: number;
+  kl: number;
+  entropy: number;
+  clipped: number;
+  oldMinusNew: number;
+}
+
+export const emptyLossSums = (): LossSums => ({
+  loss: 0,
+  pgLoss: 0,
+  kl: 0,
+  entropy: 0,
+  clipped: 0,
+  oldMinusNew: 0,
+});
+
+/** Adds a part's sums (a micro-batch's) into `total`. */
+export function addLossSums(total: LossSums, part: Readonly<LossSums>): void {
+  total.loss += part.loss;
+  total.pgLoss += part.pgLoss;
+  total.kl += part.kl;
+  total.entropy += part.entropy;
+  total.clipped += part.clipped;
+  total.oldMinusNew += part.oldMinusNew;
+}
+
+/** The metrics of sums over `tokens` masked-in tokens. */
+export function lossMetrics(sums: Readonly<LossSums>, tokens: number): LossMetrics {
+  return {
+    loss: sums.loss,
+    pgLoss: sums.pgLoss,
+    kl: sums.kl,
+    entropy: sums.entropy,
+    clipFraction: sums.clipped / tokens,
+    approxKl: sums.oldMinusNew / tokens,
+    tokens,
+  };
+}
+
+export interface PolicyLossResult extends LossMetrics {
   /** ∂loss/∂ℓ for every token (0 where masked out): what an engine's backward pass must reproduce. */
   readonly gradLogprobs: number[][];
 }
@@ -156,12 +205,7 @@ export function policyLoss(
     batch.map((s) => s.mask),
     config.aggregation,
   );
-  let loss = 0;
-  let pgLoss = 0;
-  let kl = 0;
-  let entropy = 0;
-  let clippedTokens = 0;
-  let oldMinusNew = 0;
+  const sums = emptyLossSums();
   let tokens = 0;
   const gradLogprobs = batch.map((seq, b) =>
     seq.logprobs.map((logprob, t) => {
@@ -176,27 +220,18 @@ export function policyLoss(
         seq.refLogprobs?.[t],
         seq.entropies?.[t],
       );
-      loss += w * terms.loss;
-      pgLoss += w * terms.pg;
-      kl += w * terms.kl;
-      entropy += w * (seq.entropies?.[t] ?? 0);
+      sums.loss += w * terms.loss;
+      sums.pgLoss += w * terms.pg;
+      sums.kl += w * terms.kl;
+      sums.entropy += w * (seq.entropies?.[t] ?? 0);
       tokens += 1;
-      if (terms.clipped) clippedTokens += 1;
-      oldMinusNew += seq.oldLogprobs[t]! - logprob;
+      if (terms.clipped) sums.clipped += 1;
+      sums.oldMinusNew += seq.oldLogprobs[t]! - logprob;
       return w * terms.grad;
     }),
   );
   if (tokens === 0) throw new Error("policyLoss: the batch has no masked-in token");
-  return {
-    loss,
-    pgLoss,
-    kl,
-    entropy,
-    clipFraction: clippedTokens / tokens,
-    approxKl: oldMinusNew / tokens,
-    tokens,
-    gradLogprobs,
-  };
+  return { ...lossMetrics(sums, tokens), gradLogprobs };
 }
 
 function checkSequence(seq: LossSequence, b: number): void {
