@@ -278,16 +278,7 @@ function expandReduced(g: Value, x: Value, axes: readonly number[], keepdims: bo
 
 export function reduceSum(x: Value, axes: readonly number[], keepdims = true): Value {
   const ax = axes.map((a) => normAxis(a, x.shape.length));
-  const rule: GradRule = ([g]) => [g ? expandReduced(g, x, ax, keepdims) : undefined];
-  return one(
-    x.graph.op(
-      "ReduceSum",
-      [x, x.graph.ints(ax)],
-      [{ dtype: x.dtype, shape: reducedShape(x.shape, ax, keepdims) }],
-      { keepdims: keepdims ? 1 : 0 },
-      rule,
-    ),
-  );
+  return reduce("ReduceSum", x, ax, keepdims, ([g]) => [g ? expandReduced(g, x, ax, keepdims) : undefined]);
 }
 
 /** Mean over `axes`; their sizes must be static (the gradient divides by the count). */
@@ -299,18 +290,15 @@ export function reduceMean(x: Value, axes: readonly number[], keepdims = true): 
     if (typeof d !== "number") throw new Error(`ReduceMean over symbolic axis ${a} (${d}) of ${x.name}`);
     count *= d;
   }
-  const rule: GradRule = ([g]) => [
+  return reduce("ReduceMean", x, ax, keepdims, ([g]) => [
     g ? expandReduced(mul(g, scalarLike(g, 1 / count)), x, ax, keepdims) : undefined,
-  ];
-  return one(
-    x.graph.op(
-      "ReduceMean",
-      [x, x.graph.ints(ax)],
-      [{ dtype: x.dtype, shape: reducedShape(x.shape, ax, keepdims) }],
-      { keepdims: keepdims ? 1 : 0 },
-      rule,
-    ),
-  );
+  ]);
+}
+
+/** A reduction node over the (normalised) axes `ax`, with its gradient rule. */
+function reduce(opType: string, x: Value, ax: readonly number[], keepdims: boolean, rule: GradRule): Value {
+  const out = { dtype: x.dtype, shape: reducedShape(x.shape, ax, keepdims) };
+  return one(x.graph.op(opType, [x, x.graph.ints(ax)], [out], { keepdims: keepdims ? 1 : 0 }, rule));
 }
 
 export function sumAll(x: Value): Value {
