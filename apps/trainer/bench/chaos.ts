@@ -30,6 +30,7 @@ import { parseArgs } from "node:util";
 import { canonicalJson, Rng, sha256Hex } from "@troupe/core";
 import { FileStore, type ObjectStore, parseManifest, RunStore, S3Store } from "@troupe/storage/node";
 import { type FaultProxy, startFaultProxy } from "../../../libs/storage/test/fault-proxy.ts";
+import { TINY_PLAN_PATH } from "../test/tiny.ts";
 
 const appRoot = resolve(dirname(fileURLToPath(import.meta.url)), "..");
 const workspaceRoot = resolve(appRoot, "../..");
@@ -74,10 +75,7 @@ function writeRecipe(store: string): string {
 name: chaos
 seed: 3
 store: ${store}
-environment:
-  name: plan-path
-  options: { roles: compact, maxTurns: 2, rows: 4, cols: 4, blockedFraction: 0.1, minPathLength: 2 }
-model: { hidden_size: 32, intermediate_size: 64, num_hidden_layers: 1, num_attention_heads: 2, num_key_value_heads: 1 }
+${TINY_PLAN_PATH}
 strategy: { name: atgrpo, candidates: 2 }
 sampling: { temperature: 1, maxTokens: 8 }
 sft: { steps: 4, batchSize: 8, lr: 0.003, mistakeRate: 0.3 }

@@ -3,6 +3,7 @@ import type { Engine, TrainSequence, TrainStepConfig } from "@troupe/engine";
 import type { OnnxEngine } from "@troupe/engine-onnx";
 import { aggregationWeights, policyLoss, runStrategy } from "@troupe/rl";
 import { describe, expect, it } from "vitest";
+import { tinyPlanPath } from "../test/tiny.ts";
 import { createEngine } from "./engines.ts";
 import { recipeEnvironment } from "./envs.ts";
 import { batchesByPolicy, learnerStep } from "./learner.ts";
@@ -12,22 +13,18 @@ import { optimizerConfig, policySet, trainTasks } from "./train.ts";
 const recipe = loadRecipeText(`
 name: learner
 seed: 3
-environment:
-  name: plan-path
-  options: { roles: compact, maxTurns: 1, rows: 4, cols: 4, blockedFraction: 0.1, minPathLength: 2 }
+${tinyPlanPath({ maxTurns: 1 })}
 team: { specialisation: shared }
-model: { hidden_size: 32, intermediate_size: 64, num_hidden_layers: 1, num_attention_heads: 2, num_key_value_heads: 1 }
 strategy: { name: atgrpo, candidates: 4 }
 sampling: { temperature: 1, maxTokens: 6 }
 optimizer: { lr: 0.01 }
 train: { steps: 2, tasksPerStep: 3, epochs: 3 }
 `);
 
-/** One rollout step of the recipe on `engine`, with advantages ±1 in turn: an untrained model's
- * plans all fail alike (zero advantages), so this gives the update a gradient. */
-async function signedSamples(engine: Awaited<ReturnType<typeof createEngine>>) {
+/** The samples of one rollout step of the recipe on `engine`, its sampling settings overridden. */
+async function rollout(engine: Engine, overrides: Partial<SamplingParams> = {}) {
   const { trainerEnv, team } = recipeEnvironment(recipe);
-  const rollout = await runStrategy(
+  const out = await runStrategy(
     {
       runId: "learner",
       step: 0,
@@ -35,12 +32,18 @@ async function signedSamples(engine: Awaited<ReturnType<typeof createEngine>>) {
       env: trainerEnv.env,
       team,
       policies: policySet(engine, team, 0),
-      sampling: samplingParams(recipe.sampling),
+      sampling: samplingParams({ ...recipe.sampling, ...overrides }),
     },
     trainTasks(trainerEnv, recipe, 0),
     recipe.strategy,
   );
-  return rollout.samples.map((s, i) => ({ ...s, advantage: i % 2 === 0 ? 1 : -1 }));
+  return out.samples;
+}
+
+/** One rollout step of the recipe on `engine`, with advantages ±1 in turn: an untrained model's
+ * plans all fail alike (zero advantages), so this gives the update a gradient. */
+async function signedSamples(engine: Engine, overrides: Partial<SamplingParams> = {}) {
+  return (await rollout(engine, overrides)).map((s, i) => ({ ...s, advantage: i % 2 === 0 ? 1 : -1 }));
 }
 
 describe("learnerStep epochs", () => {
@@ -99,10 +102,7 @@ describe("learnerStep on-policy ratio", () => {
           { loss: recipe.loss, optimizer: optimizerConfig(recipe), microBatchSize: 16 },
         );
       }
-      const samples = (await rollout(engine, overrides)).map((s, i) => ({
-        ...s,
-        advantage: i % 2 === 0 ? 1 : -1,
-      }));
+      const samples = await signedSamples(engine, overrides);
       // Spy on the one trainStep: the ℓ_old it gets, and the training graph's own ℓ at the same
       // weights (the number the loss differentiates) computed just before the update.
       let seen: { old: number[][]; trained: number[][] } | undefined;
@@ -152,24 +152,6 @@ describe("learnerStep on-policy ratio", () => {
     },
     60_000,
   );
-
-  async function rollout(engine: Engine, overrides: Partial<SamplingParams>) {
-    const { trainerEnv, team } = recipeEnvironment(recipe);
-    const out = await runStrategy(
-      {
-        runId: "learner",
-        step: 0,
-        seed: recipe.seed,
-        env: trainerEnv.env,
-        team,
-        policies: policySet(engine, team, 0),
-        sampling: samplingParams({ ...recipe.sampling, ...overrides }),
-      },
-      trainTasks(trainerEnv, recipe, 0),
-      recipe.strategy,
-    );
-    return out.samples;
-  }
 });
 
 describe("learnerStep KL to a reference policy", () => {

@@ -3,12 +3,12 @@
  * recipe end to end into a file:// store: stopped inside a run and continued, its table,
  * sweep.json and plots, finished runs read back instead of retrained, and the command line.
  */
-import { mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs";
-import { tmpdir } from "node:os";
+import { readFileSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { FileStore, RunStore } from "@troupe/storage/node";
 import { DOMParser, type Element } from "@xmldom/xmldom";
-import { afterAll, describe, expect, it, vi } from "vitest";
+import { describe, expect, it, vi } from "vitest";
+import { TINY_ONE_TURN, tempRoot } from "../test/tiny.ts";
 import { evalTasksOverride, parseSeeds } from "./compare-command.ts";
 import { main } from "./main.ts";
 import { RecipeError } from "./recipe.ts";
@@ -36,13 +36,7 @@ const recipeText = (store: string) => `
 name: tiny
 seed: 0
 store: file://${store}
-environment:
-  name: plan-path
-  options: { roles: compact, maxTurns: 1, rows: 4, cols: 4, blockedFraction: 0.1, minPathLength: 2 }
-model: { hidden_size: 16, intermediate_size: 32, num_hidden_layers: 1, num_attention_heads: 2, num_key_value_heads: 1 }
-strategy: { name: atgrpo, candidates: 2 }
-sampling: { temperature: 1, maxTokens: 6 }
-sft: { steps: 1, batchSize: 4 }
+${TINY_ONE_TURN}
 train: { steps: 2, tasksPerStep: 2, evalEvery: 1, evalTasks: 64 }
 `;
 
@@ -212,8 +206,7 @@ grid: { optimizer.lr: [0.001, 0.003], strategy.candidates: [3] }
 
 // ------------------------------------------------------------------ end to end
 
-const root = mkdtempSync(join(tmpdir(), "troupe-sweep-"));
-afterAll(() => rmSync(root, { recursive: true, force: true }));
+const root = tempRoot("sweep");
 const storeDir = join(root, "store");
 const gridPath = join(root, "grid.yaml");
 writeFileSync(join(root, "tiny.yaml"), recipeText(storeDir));

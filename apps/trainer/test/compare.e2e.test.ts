@@ -3,28 +3,20 @@
  * table and the plots land in the store, and a second call reads the finished arms back instead
  * of rerunning.
  */
-import { mkdtempSync, rmSync } from "node:fs";
-import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { FileStore, RunStore } from "@troupe/storage/node";
 import { DOMParser } from "@xmldom/xmldom";
-import { afterAll, describe, expect, it } from "vitest";
+import { describe, expect, it } from "vitest";
 import { DEFAULT_ARMS as ARMS, compare, writeComparison } from "../src/compare.ts";
 import { loadRecipeText } from "../src/recipe.ts";
 import type { TrainReporter } from "../src/train.ts";
+import { TINY_ONE_TURN, tempRoot } from "./tiny.ts";
 
-const root = mkdtempSync(join(tmpdir(), "troupe-compare-"));
-afterAll(() => rmSync(root, { recursive: true, force: true }));
+const root = tempRoot("compare");
 
 const base = loadRecipeText(`
 name: tiny
-environment:
-  name: plan-path
-  options: { roles: compact, maxTurns: 1, rows: 4, cols: 4, blockedFraction: 0.1, minPathLength: 2 }
-model: { hidden_size: 16, intermediate_size: 32, num_hidden_layers: 1, num_attention_heads: 2, num_key_value_heads: 1 }
-strategy: { name: atgrpo, candidates: 2 }
-sampling: { temperature: 1, maxTokens: 6 }
-sft: { steps: 1, batchSize: 4 }
+${TINY_ONE_TURN}
 train: { steps: 1, tasksPerStep: 2, evalEvery: 0, evalTasks: 4 }
 `);
 

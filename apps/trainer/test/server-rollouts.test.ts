@@ -17,7 +17,6 @@
  */
 import { spawnSync } from "node:child_process";
 import { existsSync, mkdtempSync, rmSync } from "node:fs";
-import { tmpdir } from "node:os";
 import { join } from "node:path";
 import {
   type Completion,
@@ -42,16 +41,16 @@ import {
 } from "@troupe/engine-openai";
 import { defaultPolicyLossConfig } from "@troupe/rl";
 import { FileStore, RunStore } from "@troupe/storage/node";
-import { afterAll, afterEach, describe, expect, it } from "vitest";
+import { afterEach, describe, expect, it } from "vitest";
 import { checkEngineRecipe, createEngine } from "../src/engines.ts";
 import { createEnvironment, recipeTeam } from "../src/envs.ts";
 import { loadRecipeText } from "../src/recipe.ts";
 import { folderWeights } from "../src/server-rollouts.ts";
-import { type TrainReporter, train } from "../src/train.ts";
+import { train } from "../src/train.ts";
 import { OnnxOpenAIServer } from "./onnx-openai-server.ts";
+import { quiet, tempRoot, tinyPlanPath } from "./tiny.ts";
 
-const root = mkdtempSync(join(tmpdir(), "troupe-server-rollouts-"));
-afterAll(() => rmSync(root, { recursive: true, force: true }));
+const root = tempRoot("server-rollouts");
 
 const config = tinyQwenConfig({
   hidden_size: 16,
@@ -293,11 +292,8 @@ describe("recipes with engine.rollout", () => {
   const base = `
 name: server-rollouts
 seed: 3
-environment:
-  name: plan-path
-  options: { roles: compact, maxTurns: 2, rows: 4, cols: 4, blockedFraction: 0.1, minPathLength: 2 }
+${tinyPlanPath({ hidden: 16 })}
 team: { specialisation: shared }
-model: { hidden_size: 16, intermediate_size: 32, num_hidden_layers: 1, num_attention_heads: 2, num_key_value_heads: 1 }
 strategy: { name: atgrpo, candidates: 2, advantage: { baseline: raw, normalizeStd: false, eps: 0.000001 } }
 sampling: { temperature: 1, topP: 1, topK: 0, maxTokens: 4 }
 train: { steps: 2, tasksPerStep: 1, evalEvery: 0, evalTasks: 1, checkpointEvery: 1 }
@@ -396,7 +392,6 @@ engine:
       expect(engine.kind).toBe("torch+openai");
       const runStore = new RunStore(new FileStore(join(root, "store")), "server-run");
       await runStore.writeConfig(recipe);
-      const quiet: TrainReporter = { step() {}, eval() {}, note() {} };
       await train({ recipe, trainerEnv: env, team, engine, runStore, reporter: quiet });
 
       const reloads = server.requests("/update_weights_from_disk").map((r) => r.body.model_path);

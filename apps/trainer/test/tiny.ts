@@ -41,16 +41,33 @@ export function tempRoot(prefix: string): string {
 
 export const quiet: TrainReporter = { step() {}, eval() {}, note() {} };
 
-/** The environment and model sections of the tiny recipe (YAML lines). */
-export const TINY_PLAN_PATH = `environment:
+/**
+ * The environment and model sections of a tiny recipe (YAML lines): Plan-Path on 4×4 mazes with
+ * compact roles and `maxTurns` turns, played by a 1-layer model `hidden` wide (its MLP twice that).
+ */
+export function tinyPlanPath({ maxTurns = 2, hidden = 32 } = {}): string {
+  return `environment:
   name: plan-path
-  options: { roles: compact, maxTurns: 2, rows: 4, cols: 4, blockedFraction: 0.1, minPathLength: 2 }
-model: { hidden_size: 32, intermediate_size: 64, num_hidden_layers: 1, num_attention_heads: 2, num_key_value_heads: 1 }`;
+  options: { roles: compact, maxTurns: ${maxTurns}, rows: 4, cols: 4, blockedFraction: 0.1, minPathLength: 2 }
+model: { hidden_size: ${hidden}, intermediate_size: ${2 * hidden}, num_hidden_layers: 1, num_attention_heads: 2, num_key_value_heads: 1 }`;
+}
+
+/** The environment and model sections of the tiny recipe (YAML lines). */
+export const TINY_PLAN_PATH = tinyPlanPath();
 
 /** AT-GRPO with two candidates after a two-step warm start (YAML lines). */
 export const TINY_ATGRPO = `strategy: { name: atgrpo, candidates: 2 }
 sampling: { temperature: 1, maxTokens: 8 }
 sft: { steps: 2, batchSize: 8, lr: 0.003, mistakeRate: 0.3 }`;
+
+/**
+ * The smallest recipe body (YAML lines) for tests that train many runs: one turn, a 16-wide model,
+ * AT-GRPO after a one-step warm start.
+ */
+export const TINY_ONE_TURN = `${tinyPlanPath({ maxTurns: 1, hidden: 16 })}
+strategy: { name: atgrpo, candidates: 2 }
+sampling: { temperature: 1, maxTokens: 6 }
+sft: { steps: 1, batchSize: 4 }`;
 
 /**
  * A run as main.ts does it, in this process: a fresh engine, the (cached) warm start on a new run

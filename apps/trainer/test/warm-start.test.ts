@@ -2,33 +2,26 @@
  * The warm start runs at its own constant learning rate: the recipe's optimizer schedule belongs to
  * the RL phase and is not part of the warm start's cache key, so it must not change the weights.
  */
-import { mkdtempSync, rmSync } from "node:fs";
-import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { sha256Hex, teamPolicies } from "@troupe/core";
 import { FileStore } from "@troupe/storage/node";
-import { afterAll, describe, expect, it } from "vitest";
+import { describe, expect, it } from "vitest";
 import { createEngine } from "../src/engines.ts";
 import { createEnvironment, recipeTeam } from "../src/envs.ts";
 import { loadRecipeText } from "../src/recipe.ts";
-import type { TrainReporter } from "../src/train.ts";
 import { warmStart, warmStartId } from "../src/warm-start.ts";
+import { quiet, TINY_PLAN_PATH, tempRoot } from "./tiny.ts";
 
-const root = mkdtempSync(join(tmpdir(), "troupe-warm-start-"));
-afterAll(() => rmSync(root, { recursive: true, force: true }));
+const root = tempRoot("warm-start");
 
 const recipeText = (optimizer: string) => `
 name: ws
 seed: 3
-environment:
-  name: plan-path
-  options: { roles: compact, maxTurns: 2, rows: 4, cols: 4, blockedFraction: 0.1, minPathLength: 2 }
-model: { hidden_size: 32, intermediate_size: 64, num_hidden_layers: 1, num_attention_heads: 2, num_key_value_heads: 1 }
+${TINY_PLAN_PATH}
 strategy: { name: atgrpo, candidates: 2 }
 optimizer: ${optimizer}
 sft: { steps: 3, batchSize: 8, lr: 0.01, mistakeRate: 0.3 }
 `;
-const quiet: TrainReporter = { step() {}, eval() {}, note() {} };
 
 async function warmStartWeights(optimizer: string, folder: string, cached = false): Promise<string> {
   const recipe = loadRecipeText(recipeText(optimizer));

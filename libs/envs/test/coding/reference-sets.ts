@@ -4,9 +4,15 @@
  * ships none; the 16 that reuse a HumanEval entry point borrow HumanEval's canonical solution).
  * Each becomes a `HarnessJob` exactly as an environment would build it.
  */
-import { join } from "node:path";
 import { z } from "zod";
-import { DATA_DIR, type HarnessJob, loadHumanEval, loadJsonl } from "../../src/coding/index.ts";
+import {
+  COOP_HUMANEVAL_PATH,
+  type HarnessJob,
+  loadHumanEval,
+  loadJsonl,
+  MBPP_PATH,
+  mbppEntryPoint,
+} from "../../src/coding/index.ts";
 
 export interface ReferenceJob {
   readonly id: string;
@@ -20,19 +26,9 @@ const MbppRowSchema = z.object({
   test_list: z.array(z.string().min(1)).min(1),
 });
 
-/** The function under test: the first function the code defines that the first assert calls. */
-export function mbppEntryPoint(code: string, firstAssert: string): string {
-  const defined = [...code.matchAll(/^def\s+([A-Za-z_]\w*)\s*\(/gm)].map((m) => m[1]!);
-  const called = defined.find((name) => new RegExp(`\\b${name}\\s*\\(`).test(firstAssert));
-  const name = called ?? defined[0];
-  if (name === undefined)
-    throw new Error(`mbpp: no function defined in ${JSON.stringify(code.slice(0, 80))}`);
-  return name;
-}
-
 /** MBPP tasks `from`..`to` (task_id, inclusive): the reference code against its `test_list`, in asserts style. */
 export async function mbppJobs(from = 1, to = 974): Promise<ReferenceJob[]> {
-  const rows = await loadJsonl(join(DATA_DIR, "mbpp", "mbpp.jsonl.gz"), MbppRowSchema, "task_id");
+  const rows = await loadJsonl(MBPP_PATH, MbppRowSchema, "task_id");
   return rows
     .filter((r) => r.task_id >= from && r.task_id <= to)
     .map((r) => ({
@@ -55,7 +51,7 @@ const CoopRowSchema = z.object({
 
 /** CoopHumanEval problems whose entry point is a HumanEval one, with HumanEval's canonical solution. */
 export async function coopHumanEvalJobs(): Promise<{ jobs: ReferenceJob[]; withoutReference: number }> {
-  const rows = await loadJsonl(join(DATA_DIR, "coophumaneval", "test.jsonl.gz"), CoopRowSchema, "task_id");
+  const rows = await loadJsonl(COOP_HUMANEVAL_PATH, CoopRowSchema, "task_id");
   const humaneval = new Map((await loadHumanEval()).map((p) => [p.entryPoint, p]));
   const jobs = rows.flatMap((r): ReferenceJob[] => {
     const reference = humaneval.get(r.entry_point);
