@@ -12,6 +12,9 @@ beforeAll(async () => {
 });
 
 const canonical = (p: CodingProblem) => `${p.prompt}${p.canonicalSolution}`;
+/** A job running the double_sum checks against `program`. */
+const doubleSumJob = (program: string, entryPoint = "double_sum") =>
+  ({ program, tests: doubleSum.test, style: "check", entryPoint }) as const;
 
 describe("test harness", () => {
   it("splits HumanEval checks into asserts (loops count once) and the canonical solutions pass", async () => {
@@ -42,12 +45,7 @@ describe("test harness", () => {
 
   it("counts partial passes, skips `assert True`, and reports errors per assert", async () => {
     const program = `${doubleSum.prompt}\ndef double_sum(xs):\n    print("hello")\n    return 2 * sum(xs) if xs else 1\n`;
-    const r = await runTests(runner, {
-      program,
-      tests: doubleSum.test,
-      style: "check",
-      entryPoint: "double_sum",
-    });
+    const r = await runTests(runner, doubleSumJob(program));
     expect([r.passed, r.total]).toEqual([2, 3]);
     expect(r.tests[0]).toMatchObject({
       source: "assert candidate(zero) == 0",
@@ -58,29 +56,19 @@ describe("test harness", () => {
   });
 
   it("reports syntax errors, a missing entry point and per-test timeouts", async () => {
-    const bad = await runTests(runner, {
-      program: "def f(:\n",
-      tests: doubleSum.test,
-      style: "check",
-      entryPoint: "f",
-    });
+    const bad = await runTests(runner, doubleSumJob("def f(:\n", "f"));
     expect(bad.syntaxOk).toBe(false);
     expect(bad.syntaxError).toMatch(/^line 1:/);
     // Tests are still listed (not run), so feedback can say "0 of 3".
     expect([bad.passed, bad.total]).toEqual([0, 3]);
 
-    const missing = await runTests(runner, {
-      program: "x = 1\n",
-      tests: doubleSum.test,
-      style: "check",
-      entryPoint: "double_sum",
-    });
+    const missing = await runTests(runner, doubleSumJob("x = 1\n"));
     expect(missing.syntaxOk).toBe(true);
     expect(missing.loadError).toMatch(/entry point 'double_sum' is not defined/);
     expect([missing.passed, missing.total]).toEqual([0, 3]);
 
     const loop = "def double_sum(xs):\n    while True:\n        pass\n";
-    const job = { program: loop, tests: doubleSum.test, style: "check", entryPoint: "double_sum" } as const;
+    const job = doubleSumJob(loop);
     const slow = await runTests(runner, job, { perTestTimeoutMs: 200, wallMs: 5000 });
     expect(slow.tests.map((t) => [t.passed, t.timedOut, t.error])).toEqual([
       [false, true, "timeout"],
@@ -94,20 +82,18 @@ describe("test harness", () => {
   });
 
   it("is not fooled by a program that exits, prints fake lines, or raises while loading", async () => {
-    const exits = await runTests(runner, {
-      program: `${doubleSum.prompt}${doubleSum.canonicalSolution}\nimport os\nprint("troupe-" + "0" * 32 + " 0 PASS")\nos._exit(0)\n`,
-      tests: doubleSum.test,
-      style: "check",
-      entryPoint: "double_sum",
-    });
+    const exits = await runTests(
+      runner,
+      doubleSumJob(
+        `${doubleSum.prompt}${doubleSum.canonicalSolution}\nimport os\nprint("troupe-" + "0" * 32 + " 0 PASS")\nos._exit(0)\n`,
+      ),
+    );
     expect(exits.passed).toBe(0);
     expect(exits.harnessError).toMatch(/no result/);
-    const raises = await runTests(runner, {
-      program: 'raise RuntimeError("boom")\ndef double_sum(xs):\n    return 2 * sum(xs)\n',
-      tests: doubleSum.test,
-      style: "check",
-      entryPoint: "double_sum",
-    });
+    const raises = await runTests(
+      runner,
+      doubleSumJob('raise RuntimeError("boom")\ndef double_sum(xs):\n    return 2 * sum(xs)\n'),
+    );
     expect(raises.loadError).toMatch(/not defined/);
     expect(raises.passed).toBe(0);
   });
