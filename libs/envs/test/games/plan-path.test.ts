@@ -3,7 +3,6 @@ import { describe, expect, it } from "vitest";
 import {
   generatePlanPathTasks,
   type PlanPathPuzzle,
-  type PlanPathState,
   parseDirections,
   planPathDemo,
   planPathEnv,
@@ -12,16 +11,7 @@ import {
 } from "../../src/games/index.ts";
 
 import { puzzle, task } from "./hand-4x4.ts";
-
-const stepSync = (
-  env: ReturnType<typeof planPathEnv>,
-  state: PlanPathState,
-  actions: Record<string, string>,
-) => {
-  const result = env.step(state, actions);
-  if (result instanceof Promise) throw new Error("compact Plan-Path steps are synchronous");
-  return result;
-};
+import { stepSync } from "./step-sync.ts";
 
 describe("plan-path rewards on a hand-made instance", () => {
   const env = planPathEnv();
@@ -202,8 +192,7 @@ describe("plan-path generation", () => {
       expect(p.grid.join("").split("#").length - 1).toBe(22);
       expect(referenceDistance(p)).toBe(p.optimal);
       expect(p.optimal).toBeGreaterThanOrEqual(4);
-      const r = env.step(env.reset(t, 0), { planner: planPathDemo(t, env.reset(t, 0), "planner") });
-      if (r instanceof Promise) throw new Error("sync expected");
+      const r = stepSync(env, env.reset(t, 0), { planner: planPathDemo(t, env.reset(t, 0), "planner") });
       expect(r.success).toBe(true);
       expect(r.state.movesTaken).toBe(p.optimal);
     }
@@ -243,8 +232,7 @@ describe("plan-path generation", () => {
     const env = planPathEnv();
     const s0 = deepFreeze(env.reset(task, 0));
     const before = stableHash(s0);
-    const r = env.step(s0, { planner: "DDR" });
-    if (r instanceof Promise) throw new Error("sync expected");
+    const r = stepSync(env, s0, { planner: "DDR" });
     expect(stableHash(s0)).toBe(before);
     expect(r.state.board.pos).toEqual([2, 1]);
   });

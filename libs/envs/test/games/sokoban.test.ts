@@ -4,12 +4,12 @@ import {
   generateSokobanTasks,
   type SokobanPuzzle,
   SokobanRewardsSchema,
-  type SokobanState,
   sokobanDemo,
   sokobanEnv,
   sokobanGame,
   solveSokoban,
 } from "../../src/games/index.ts";
+import { stepSync } from "./step-sync.ts";
 
 /**
  * One box, 6×6 room (the generator's default size):
@@ -56,12 +56,6 @@ const twoBoxes: SokobanPuzzle = {
 };
 
 const taskOf = (payload: SokobanPuzzle): Task<SokobanPuzzle> => ({ id: "hand", split: "test", payload });
-
-function stepSync(env: ReturnType<typeof sokobanEnv>, state: SokobanState, actions: Record<string, string>) {
-  const result = env.step(state, actions);
-  if (result instanceof Promise) throw new Error("compact Sokoban steps are synchronous");
-  return result;
-}
 
 describe("sokoban rewards on hand-made levels", () => {
   const env = sokobanEnv();

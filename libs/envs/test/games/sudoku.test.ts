@@ -6,11 +6,11 @@ import {
   parseSudokuPlan,
   randomSudokuGrid,
   type SudokuPuzzle,
-  type SudokuState,
   sudokuDemo,
   sudokuEnv,
   sudokuShape,
 } from "../../src/games/index.ts";
+import { stepSync } from "./step-sync.ts";
 
 /**
  * Solution      Givens (8 blanks → each fill earns 0.5 / 8 = 0.0625)
@@ -28,12 +28,6 @@ const puzzle: SudokuPuzzle = {
   solution,
 };
 const task: Task<SudokuPuzzle> = { id: "hand-4x4", split: "test", payload: puzzle };
-
-function stepSync(env: ReturnType<typeof sudokuEnv>, state: SudokuState, actions: Record<string, string>) {
-  const result = env.step(state, actions);
-  if (result instanceof Promise) throw new Error("compact Sudoku steps are synchronous");
-  return result;
-}
 
 /** Independent brute force: completions of a 4×4 grid, trying every value in every empty cell. */
 function bruteForceCount(cells: readonly number[]): number {
