@@ -24,15 +24,13 @@
 import { execFileSync, spawn } from "node:child_process";
 import { existsSync, mkdtempSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
-import { dirname, join, resolve } from "node:path";
-import { fileURLToPath } from "node:url";
+import { join, resolve } from "node:path";
 import { parseArgs } from "node:util";
 import { canonicalJson, Rng, sha256Hex } from "@troupe/core";
-import { FileStore, type ObjectStore, parseManifest, RunStore, S3Store } from "@troupe/storage/node";
+import { FileStore, type ObjectStore, RunStore, S3Store } from "@troupe/storage/node";
 import { type FaultProxy, startFaultProxy } from "../../../libs/storage/test/fault-proxy.ts";
-import { TINY_PLAN_PATH } from "../test/tiny.ts";
+import { appRoot, orphans, TINY_PLAN_PATH, trainerProcess } from "../test/tiny.ts";
 
-const appRoot = resolve(dirname(fileURLToPath(import.meta.url)), "..");
 const workspaceRoot = resolve(appRoot, "../..");
 
 const { values } = parseArgs({
@@ -100,13 +98,8 @@ interface Launch {
  */
 function cli(args: string[], env: NodeJS.ProcessEnv = {}, killAfterMs?: number): Promise<Launch> {
   const started = performance.now();
-  const childEnv: NodeJS.ProcessEnv = { ...process.env, ...env };
-  delete childEnv.TROUPE_KILL_AT;
-  const child = spawn(
-    process.execPath,
-    ["--conditions=@troupe/source", "--import", "tsx", "src/main.ts", ...args],
-    { cwd: appRoot, env: childEnv, stdio: ["ignore", "ignore", "pipe"] },
-  );
+  const [command, argv, options] = trainerProcess(args, env);
+  const child = spawn(command, argv, { ...options, stdio: ["ignore", "ignore", "pipe"] });
   let stderr = "";
   let firstOutput: number | undefined;
   let timer: NodeJS.Timeout | undefined;
@@ -173,21 +166,6 @@ async function differences(ref: RunStore, run: RunStore): Promise<string[]> {
     );
   if ((await metrics(run)) !== (await metrics(ref))) out.push("metrics");
   return out;
-}
-
-/** Data objects of the run under steps/ and checkpoints/ that no manifest lists. */
-async function orphans(store: ObjectStore, runId: string): Promise<string[]> {
-  const keys = (await store.list(`runs/${runId}/`))
-    .map((o) => o.key)
-    .filter((k) => /^runs\/[^/]+\/(steps|checkpoints)\//.test(k));
-  const listed = new Set<string>();
-  for (const key of keys.filter((k) => k.endsWith("/manifest.json"))) {
-    const folder = key.slice(0, -"/manifest.json".length);
-    listed.add(key);
-    for (const entry of parseManifest(await store.get(key), key).objects)
-      listed.add(`${folder}/${entry.key}`);
-  }
-  return keys.filter((k) => !listed.has(k));
 }
 
 interface ChainResult {

@@ -11,9 +11,9 @@
 import { type SpawnSyncReturns, spawnSync } from "node:child_process";
 import { existsSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
-import { FileStore, parseManifest } from "@troupe/storage/node";
+import { FileStore } from "@troupe/storage/node";
 import { describe, expect, it } from "vitest";
-import { TINY_ATGRPO, TINY_PLAN_PATH, tempRoot, trainerProcess } from "./tiny.ts";
+import { orphans, TINY_ATGRPO, TINY_PLAN_PATH, tempRoot, trainerProcess } from "./tiny.ts";
 
 const root = tempRoot("integrity");
 
@@ -44,21 +44,6 @@ async function flip(key: string, at: number): Promise<() => Promise<void>> {
   bad[at] = bad[at]! ^ 0x01;
   await store.put(key, bad);
   return () => store.put(key, good);
-}
-
-/** The run's data objects under steps/ and checkpoints/ that no manifest lists. */
-async function orphans(runId: string): Promise<string[]> {
-  const keys = (await store.list(`runs/${runId}/`))
-    .map((o) => o.key)
-    .filter((k) => /^runs\/[^/]+\/(steps|checkpoints)\//.test(k));
-  const listed = new Set<string>();
-  for (const key of keys.filter((k) => k.endsWith("/manifest.json"))) {
-    const folder = key.slice(0, -"/manifest.json".length);
-    listed.add(key);
-    for (const entry of parseManifest(await store.get(key), key).objects)
-      listed.add(`${folder}/${entry.key}`);
-  }
-  return keys.filter((k) => !listed.has(k));
 }
 
 describe("damaged runs", () => {
@@ -103,7 +88,7 @@ describe("damaged runs", () => {
     });
     expect(killed.signal).toBe("SIGKILL");
     // Step 1's shard and checkpoints are in the store, its step manifest is not.
-    expect(await orphans("killed")).toEqual([
+    expect(await orphans(store, "killed")).toEqual([
       expect.stringMatching(/^runs\/killed\/steps\/00000001\/shards\/rollouts\.[0-9a-f]{12}\.parquet$/),
     ]);
     expect((await store.list("runs/killed/checkpoints/")).some((o) => o.key.includes("/00000001/"))).toBe(
@@ -114,7 +99,7 @@ describe("damaged runs", () => {
     expect(resumed.stderr).toMatch(
       /resuming run killed after committed step 0 \(verified \d+ objects against their manifests; removed [1-9]\d* left by uncommitted attempts\)/,
     );
-    expect(await orphans("killed")).toEqual([]);
+    expect(await orphans(store, "killed")).toEqual([]);
   }, 600_000);
 });
 

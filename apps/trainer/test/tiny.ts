@@ -9,7 +9,7 @@ import { tmpdir } from "node:os";
 import { dirname, join, resolve } from "node:path";
 import { fileURLToPath } from "node:url";
 import { teamPolicies } from "@troupe/core";
-import { type ObjectStore, RunStore } from "@troupe/storage";
+import { type ObjectStore, parseManifest, RunStore } from "@troupe/storage";
 import { afterAll } from "vitest";
 import { createEngine } from "../src/engines.ts";
 import { createEnvironment, recipeTeam } from "../src/envs.ts";
@@ -95,4 +95,19 @@ export async function trainRun(recipe: Recipe, store: ObjectStore, runId: string
   } finally {
     await engine.close();
   }
+}
+
+/** The run's data objects under steps/ and checkpoints/ that no manifest lists. */
+export async function orphans(store: ObjectStore, runId: string): Promise<string[]> {
+  const keys = (await store.list(`runs/${runId}/`))
+    .map((o) => o.key)
+    .filter((k) => /^runs\/[^/]+\/(steps|checkpoints)\//.test(k));
+  const listed = new Set<string>();
+  for (const key of keys.filter((k) => k.endsWith("/manifest.json"))) {
+    const folder = key.slice(0, -"/manifest.json".length);
+    listed.add(key);
+    for (const entry of parseManifest(await store.get(key), key).objects)
+      listed.add(`${folder}/${entry.key}`);
+  }
+  return keys.filter((k) => !listed.has(k));
 }
