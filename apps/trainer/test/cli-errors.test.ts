@@ -70,13 +70,16 @@ async function pooled<T>(calls: readonly (() => Promise<T>)[], width = 3): Promi
 
 const runs = () => (existsSync(join(storeRoot, "runs")) ? readdirSync(join(storeRoot, "runs")) : []);
 
+/** `train` of the tiny recipe, and that again continuing its finished run tiny-done. */
+const train = ["train", "--recipe", recipe];
+const resumeDone = [...train, "--run", "tiny-done", "--resume"];
+
 beforeAll(async () => {
-  const trained = await cli(["train", "--recipe", recipe, "--run", "tiny-done"]);
+  const trained = await cli([...train, "--run", "tiny-done"]);
   expect(trained.status, trained.stderr).toBe(0);
 }, 300_000);
 
 describe("bad input: one error line naming the field, no stack", () => {
-  const train = ["train", "--recipe", recipe];
   const cases: [string, string[], RegExp, NodeJS.ProcessEnv?][] = [
     [
       "a --set typo",
@@ -169,15 +172,7 @@ describe("the command line", () => {
 
   it("a launch that fails before its first step leaves nothing; eval and --resume take the newest run", async () => {
     // A torch worker that cannot start: the run folder was made, and is gone again.
-    const failed = await cli([
-      "train",
-      "--recipe",
-      recipe,
-      "--set",
-      "engine.kind=torch",
-      "--set",
-      "engine.python=/bin/false",
-    ]);
+    const failed = await cli([...train, "--set", "engine.kind=torch", "--set", "engine.python=/bin/false"]);
     expect(failed.status).not.toBe(0);
     expect(failed.stderr.split("\n").filter((l) => l.startsWith("error:"))).toHaveLength(1);
     expect(runs()).toEqual(["tiny-done"]);
@@ -187,16 +182,7 @@ describe("the command line", () => {
   }, 120_000);
 
   it("--resume --set train.steps=n extends a finished run, steps numbered from 0 throughout", async () => {
-    const extended = await cli([
-      "train",
-      "--recipe",
-      recipe,
-      "--run",
-      "tiny-done",
-      "--resume",
-      "--set",
-      "train.steps=3",
-    ]);
+    const extended = await cli([...resumeDone, "--set", "train.steps=3"]);
     expect(extended.status, extended.stderr).toBe(0);
     expect(extended.stderr).toMatch(/resuming run tiny-done after committed step 1/);
     expect(extended.stderr).toMatch(/step 2\/2 .*\neval @ step 2: /);
@@ -204,27 +190,13 @@ describe("the command line", () => {
     expect(extended.stdout).toContain(`artifacts: ${join(storeRoot, "runs", "tiny-done")}/ `);
 
     // the store may be named on the command line (where the run is); how it trains may not
-    const refused = await cli([
-      "train",
-      "--recipe",
-      recipe,
-      "--run",
-      "tiny-done",
-      "--resume",
-      "--set",
-      "seed=2",
-    ]);
+    const refused = await cli([...resumeDone, "--set", "seed=2"]);
     expect(refused.status).toBe(2);
     expect(refused.stderr).toBe(
       "error: --set seed=2: --resume continues a run with its own recipe; it takes only --set train.steps=<n> (to extend it) and --set store=<uri> (where the run is)\n",
     );
     const elsewhere = await cli([
-      "train",
-      "--recipe",
-      recipe,
-      "--run",
-      "tiny-done",
-      "--resume",
+      ...resumeDone,
       "--set",
       `store=file://${storeRoot}/`,
       "--set",
