@@ -40,7 +40,7 @@ import { writeRunReport } from "./report.ts";
 import { commandReport } from "./report-command.ts";
 import { consoleReporter, evalStepLabel, stopOnSignal, table } from "./reporter.ts";
 import { commandSweep } from "./sweep-command.ts";
-import { evalTasks, policySet, restoreStep, train } from "./train.ts";
+import { checkpointedStep, evalTasks, policySet, restoreStep, train } from "./train.ts";
 import { warmStart } from "./warm-start.ts";
 
 const appRoot = resolve(dirname(fileURLToPath(import.meta.url)), "..");
@@ -255,21 +255,7 @@ async function commandEval(argv: string[]): Promise<number> {
   const runId = runStore.runId;
   const recipe = parseRecipe(await runStore.readConfig(), `run ${runId} config`);
   const { trainerEnv, team } = recipeEnvironment(recipe);
-  // Steps with every policy's checkpoint (train keeps every train.checkpointEvery-th and the newest).
-  let evaluable = await runStore.committedSteps();
-  for (const policyId of teamPolicies(team)) {
-    const kept = new Set(await runStore.checkpointSteps(policyId));
-    evaluable = evaluable.filter((s) => kept.has(s));
-  }
-  const step = requestedStep ?? evaluable.at(-1);
-  if (step === undefined || !evaluable.includes(step)) {
-    throw new RecipeError(
-      `--step: run ${runId} has no committed step with checkpoints${step !== undefined ? ` at ${step}` : ""}` +
-        (evaluable.length ? ` (steps with checkpoints: ${evaluable.join(", ")})` : ""),
-    );
-  }
-  // Every object of the run up to the step, shards included, against its manifest (errors name the key).
-  await runStore.verify({ upToStep: step });
+  const step = await checkpointedStep(runStore, team, requestedStep, "--step");
   const engine = await createEngine(recipe, teamPolicies(team));
   await restoreStep(engine, runStore, team, step);
   const result = await evaluate(

@@ -29,7 +29,7 @@ import { createEngine } from "./engines.ts";
 import { recipeEnvironment } from "./envs.ts";
 import { evalSampling, evaluate } from "./evaluate.ts";
 import { loadRecipeText, parseRecipe, type Recipe, RecipeError } from "./recipe.ts";
-import { evalTasks, policySet, restoreStep } from "./train.ts";
+import { checkpointedStep, evalTasks, policySet, restoreStep } from "./train.ts";
 
 export interface PublishRunOptions {
   readonly store: ObjectStore;
@@ -87,23 +87,7 @@ export async function publishRun(options: PublishRunOptions): Promise<PublishRun
   const runStore = new RunStore(store, runId);
   const recipe = parseRecipe(await runStore.readConfig(), `run ${runId} config`);
   const { trainerEnv, team } = recipeEnvironment(recipe);
-  // Publishable steps: committed, with a checkpoint of every policy (train keeps only every
-  // train.checkpointEvery-th step's checkpoints, and the newest).
-  let publishable = await runStore.committedSteps();
-  for (const policyId of teamPolicies(team)) {
-    const kept = new Set(await runStore.checkpointSteps(policyId));
-    publishable = publishable.filter((s) => kept.has(s));
-  }
-  const step = options.step ?? publishable.at(-1);
-  if (step === undefined || !publishable.includes(step)) {
-    throw new RecipeError(
-      `publish: run ${runId} has no committed step with checkpoints${options.step !== undefined ? ` at ${options.step}` : ""}` +
-        (publishable.length ? ` (steps with checkpoints: ${publishable.join(", ")})` : ""),
-    );
-  }
-
-  // Every object of the run up to the step, shards included, against its manifest (errors name the key).
-  await runStore.verify({ upToStep: step });
+  const step = await checkpointedStep(runStore, team, options.step, "publish");
   const sampling = servedSampling(recipe);
   const policies: Record<string, PublishInput["policies"][string]> = {};
   for (const policyId of teamPolicies(team)) {

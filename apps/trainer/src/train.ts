@@ -27,7 +27,7 @@ import type { TrainerEnvironment } from "./envs.ts";
 import { type EvalResult, evalSampling, evaluate } from "./evaluate.ts";
 import { faultPoint } from "./faults.ts";
 import { learnerStep, type ReferenceScorer } from "./learner.ts";
-import type { Recipe } from "./recipe.ts";
+import { type Recipe, RecipeError } from "./recipe.ts";
 import { createReferenceEngine } from "./reference.ts";
 import { EventFileWriter } from "./tensorboard.ts";
 
@@ -112,6 +112,35 @@ export async function restoreStep(
   for (const policyId of teamPolicies(team)) {
     await engine.load(policyId, await runStore.readCheckpoint(policyId, step));
   }
+}
+
+/**
+ * The step of a run whose checkpoints to read, checked against its manifests up to that step
+ * (errors name the key): `requested`, or by default the newest committed step with a checkpoint
+ * of every policy (train keeps only every train.checkpointEvery-th step's checkpoints, and the
+ * newest). A step without them is refused, naming the steps that have them; `what` begins the
+ * message.
+ */
+export async function checkpointedStep(
+  runStore: RunStore,
+  team: Team,
+  requested: number | undefined,
+  what: string,
+): Promise<number> {
+  let steps = await runStore.committedSteps();
+  for (const policyId of teamPolicies(team)) {
+    const kept = new Set(await runStore.checkpointSteps(policyId));
+    steps = steps.filter((s) => kept.has(s));
+  }
+  const step = requested ?? steps.at(-1);
+  if (step === undefined || !steps.includes(step)) {
+    throw new RecipeError(
+      `${what}: run ${runStore.runId} has no committed step with checkpoints${step !== undefined ? ` at ${step}` : ""}` +
+        (steps.length ? ` (steps with checkpoints: ${steps.join(", ")})` : ""),
+    );
+  }
+  await runStore.verify({ upToStep: step });
+  return step;
 }
 
 /**
