@@ -7,6 +7,7 @@ import type { AgentId, Task } from "@troupe/core";
 import type { z } from "zod";
 import {
   type EpisodeOptions,
+  EpisodeOptionsSchema,
   type GameEnvironment,
   type GameState,
   gameDemo,
@@ -83,4 +84,16 @@ export function gameModule<
     demo: (task, state, agent, roles = "compact") =>
       gameDemo(defaultGame, task, state, agent, Number.POSITIVE_INFINITY, roles),
   };
+}
+
+/** A game's options: the episode options, its generation fields, and its rewards (defaults filled in). */
+export function gameOptionsSchema<G extends z.ZodRawShape, R extends z.ZodObject>(
+  generation: z.ZodObject<G>,
+  rewards: R,
+) {
+  return EpisodeOptionsSchema.extend({
+    ...generation.shape,
+    // A parsed object is never undefined, which zod cannot see through the generic `R`.
+    rewards: rewards.default(rewards.parse({}) as z.util.NoUndefined<z.output<R>>),
+  }).strict();
 }

@@ -21,15 +21,9 @@
  */
 import type { Rng, Task } from "@troupe/core";
 import { z } from "zod";
-import {
-  EpisodeOptionsSchema,
-  type GameEnvironment,
-  type GameState,
-  type RolesVariant,
-  RolesVariantSchema,
-} from "./episode.ts";
+import { type GameEnvironment, type GameState, type RolesVariant, RolesVariantSchema } from "./episode.ts";
 import type { CompactHint, Game, GameRewards } from "./game.ts";
-import { gameModule } from "./game-env.ts";
+import { gameModule, gameOptionsSchema } from "./game-env.ts";
 import {
   bfsDistances,
   DIRECTIONS,
@@ -91,12 +85,13 @@ export const PlanPathRewardsSchema = z.object({
 });
 export type PlanPathRewards = z.output<typeof PlanPathRewardsSchema>;
 
-export const PlanPathOptionsSchema = EpisodeOptionsSchema.extend({
+export const PlanPathOptionsSchema = gameOptionsSchema(
+  PlanPathGenerationSchema,
+  PlanPathRewardsSchema,
+).extend({
   /** Every protocol, `tool-call` (tool, plan: the tool answers `path R C`) included. */
   roles: RolesVariantSchema.default("compact"),
-  ...PlanPathGenerationSchema.shape,
-  rewards: PlanPathRewardsSchema.default(PlanPathRewardsSchema.parse({})),
-}).strict();
+});
 export type PlanPathOptions = z.input<typeof PlanPathOptionsSchema>;
 
 // ---------------------------------------------------------------------------------------------

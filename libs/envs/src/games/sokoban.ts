@@ -20,9 +20,9 @@
  */
 import type { Rng, Task } from "@troupe/core";
 import { z } from "zod";
-import { EpisodeOptionsSchema, type GameEnvironment, type GameState } from "./episode.ts";
+import type { GameEnvironment, GameState } from "./episode.ts";
 import type { Game } from "./game.ts";
-import { gameModule } from "./game-env.ts";
+import { gameModule, gameOptionsSchema } from "./game-env.ts";
 import { DELTA, DIRECTIONS, type Direction, formatPos, type Pos, parseDirections } from "./grid.ts";
 import { SplitFractionsSchema, splitTaskGenerator } from "./splits.ts";
 
@@ -83,10 +83,7 @@ export const SokobanRewardsSchema = z.object({
 });
 export type SokobanRewards = z.output<typeof SokobanRewardsSchema>;
 
-export const SokobanOptionsSchema = EpisodeOptionsSchema.extend({
-  ...SokobanGenerationSchema.shape,
-  rewards: SokobanRewardsSchema.default(SokobanRewardsSchema.parse({})),
-}).strict();
+export const SokobanOptionsSchema = gameOptionsSchema(SokobanGenerationSchema, SokobanRewardsSchema);
 export type SokobanOptions = z.input<typeof SokobanOptionsSchema>;
 
 // ---------------------------------------------------------------------------------------------

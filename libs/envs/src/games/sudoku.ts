@@ -21,9 +21,9 @@
  */
 import type { Rng, Task } from "@troupe/core";
 import { z } from "zod";
-import { EpisodeOptionsSchema, type GameEnvironment, type GameState } from "./episode.ts";
+import type { GameEnvironment, GameState } from "./episode.ts";
 import type { Game } from "./game.ts";
-import { gameModule } from "./game-env.ts";
+import { gameModule, gameOptionsSchema } from "./game-env.ts";
 import { answerText } from "./grid.ts";
 import { SplitFractionsSchema, splitTaskGenerator } from "./splits.ts";
 
@@ -81,10 +81,7 @@ export const SudokuRewardsSchema = z.object({
 });
 export type SudokuRewards = z.output<typeof SudokuRewardsSchema>;
 
-export const SudokuOptionsSchema = EpisodeOptionsSchema.extend({
-  ...SudokuGenerationSchema.shape,
-  rewards: SudokuRewardsSchema.default(SudokuRewardsSchema.parse({})),
-}).strict();
+export const SudokuOptionsSchema = gameOptionsSchema(SudokuGenerationSchema, SudokuRewardsSchema);
 export type SudokuOptions = z.input<typeof SudokuOptionsSchema>;
 
 // ---------------------------------------------------------------------------------------------
