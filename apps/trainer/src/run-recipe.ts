@@ -12,8 +12,8 @@ import { z } from "zod";
 import { checkEngineRecipe, createEngine } from "./engines.ts";
 import { checkRecipeSandbox, recipeEnvironment, type TrainerEnvironment } from "./envs.ts";
 import { type Recipe, RecipeError } from "./recipe.ts";
-import { type TrainReporter, train } from "./train.ts";
-import { warmStart } from "./warm-start.ts";
+import type { TrainReporter } from "./train.ts";
+import { warmStartAndTrain } from "./warm-start.ts";
 
 /** One held-out evaluation of a run: after `step` RL steps (0 = the warm start). */
 export const EvalPointSchema = z.strictObject({
@@ -85,10 +85,7 @@ export async function runRecipe(options: RunRecipeOptions): Promise<RunResult | 
   const engine = await createEngine(recipe, teamPolicies(team));
   const started = performance.now();
   try {
-    if ((await runStore.latestCommittedStep()) === undefined) {
-      await warmStart(recipe, trainerEnv, team, engine, store, reporter);
-    }
-    const summary = await train({
+    const summary = await warmStartAndTrain({
       recipe,
       trainerEnv,
       team,

@@ -12,7 +12,7 @@ import type { TrainerEnvironment } from "./envs.ts";
 import { faultPoint } from "./faults.ts";
 import type { Recipe } from "./recipe.ts";
 import { collectDemonstrations, sftStep } from "./sft.ts";
-import { restoreStep, type TrainReporter } from "./train.ts";
+import { restoreStep, type TrainOptions, type TrainReporter, type TrainSummary, train } from "./train.ts";
 
 /** Everything that determines a warm start's result; its hash names the cached run. */
 export function warmStartKey(recipe: Recipe, team: Team) {
@@ -122,6 +122,18 @@ export async function warmStart(
   }
   await freshOptimizer(engine, team);
   return { runId: runStore.runId, cached: false, finalNll };
+}
+
+/**
+ * A run from where it stands: the recipe's warm start (cached in the store) when the run has no
+ * committed step yet, then train(), which continues after the newest committed step.
+ */
+export async function warmStartAndTrain(options: TrainOptions): Promise<TrainSummary> {
+  const { recipe, trainerEnv, team, engine, runStore, reporter } = options;
+  if ((await runStore.latestCommittedStep()) === undefined) {
+    await warmStart(recipe, trainerEnv, team, engine, runStore.store, reporter);
+  }
+  return train(options);
 }
 
 /**

@@ -14,8 +14,8 @@ import { afterAll } from "vitest";
 import { createEngine } from "../src/engines.ts";
 import { createEnvironment, recipeTeam } from "../src/envs.ts";
 import type { Recipe } from "../src/recipe.ts";
-import { type TrainReporter, train } from "../src/train.ts";
-import { warmStart } from "../src/warm-start.ts";
+import type { TrainReporter } from "../src/train.ts";
+import { warmStartAndTrain } from "../src/warm-start.ts";
 
 /** The trainer app's folder: its CLI runs from here, as under `nx run trainer:…`. */
 export const appRoot = resolve(dirname(fileURLToPath(import.meta.url)), "..");
@@ -80,9 +80,7 @@ export async function trainRun(recipe: Recipe, store: ObjectStore, runId: string
   const runStore = new RunStore(store, runId);
   try {
     await runStore.writeConfig(recipe);
-    if ((await runStore.latestCommittedStep()) === undefined)
-      await warmStart(recipe, trainerEnv, team, engine, store, quiet);
-    const summary = await train({
+    const summary = await warmStartAndTrain({
       recipe,
       trainerEnv,
       team,
