@@ -21,7 +21,7 @@ import { createOnnxEngine, type OnnxEngine } from "@troupe/engine-onnx";
 import { policyLoss } from "@troupe/rl";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { createTorchEngine, type TorchEngine } from "../src/engine.ts";
-import { PYTHON, TEST_WORKER_ARGS, torchAvailable } from "./torch-available.ts";
+import { TEST_WORKER, torchAvailable } from "./torch-available.ts";
 
 const config = tinyQwenConfig({
   vocab_size: 264,
@@ -79,8 +79,7 @@ describe.skipIf(!torchAvailable)("embedded engine ↔ torch worker", () => {
   beforeAll(async () => {
     [torch, onnx] = await Promise.all([
       createTorchEngine({
-        python: PYTHON,
-        workerArgs: TEST_WORKER_ARGS,
+        ...TEST_WORKER,
         models: { m: { kind: "files", files } },
         policies: [{ id: "p", model: "m" }],
       }),

@@ -17,7 +17,7 @@ import { defaultPolicyLossConfig } from "@troupe/rl";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { createTorchEngine, type TorchEngine } from "../src/engine.ts";
 import { TorchWorkerError, TorchWorkerExited } from "../src/worker-process.ts";
-import { PYTHON, TEST_WORKER_ARGS, torchAvailable } from "./torch-available.ts";
+import { TEST_WORKER, torchAvailable } from "./torch-available.ts";
 
 const config = tinyQwenConfig({ vocab_size: 260, ...SMALL_QWEN_SHAPE, initializer_range: 0.1 });
 
@@ -32,8 +32,7 @@ describe.skipIf(!torchAvailable)("TorchEngine with a worker process", () => {
 
   beforeAll(async () => {
     engine = await createTorchEngine({
-      python: PYTHON,
-      workerArgs: TEST_WORKER_ARGS,
+      ...TEST_WORKER,
       models: { tiny: { kind: "init", config, seed: 1 } },
       policies: [
         { id: "solo", model: "tiny" },
@@ -261,8 +260,7 @@ describe.skipIf(!torchAvailable)("TorchEngine with a worker process", () => {
 describe.skipIf(!torchAvailable)("worker failures", () => {
   it("reports a crashed worker with its exit code and stderr, and fails later calls", async () => {
     const engine = await createTorchEngine({
-      python: PYTHON,
-      workerArgs: TEST_WORKER_ARGS,
+      ...TEST_WORKER,
       models: { tiny: { kind: "init", config, seed: 0 } },
       policies: [{ id: "p", model: "tiny" }],
     });
@@ -278,7 +276,7 @@ describe.skipIf(!torchAvailable)("worker failures", () => {
 
   it("refuses a worker that speaks another protocol version, naming both", async () => {
     const { WorkerProcess } = await import("../src/worker-process.ts");
-    const worker = await WorkerProcess.start({ python: PYTHON, workerArgs: TEST_WORKER_ARGS });
+    const worker = await WorkerProcess.start(TEST_WORKER);
     await expect(worker.request("hello", { protocol: 99 })).rejects.toThrow(
       /protocol version mismatch: the controller speaks v99, this worker v1/,
     );

@@ -16,7 +16,7 @@ import { jsonFile, SMALL_QWEN_SHAPE, wordLevelTokenizerJson } from "@troupe/engi
 import { defaultPolicyLossConfig } from "@troupe/rl";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { createTorchEngine, type TorchEngine } from "../src/engine.ts";
-import { PYTHON, TEST_WORKER_ARGS, torchAvailable } from "./torch-available.ts";
+import { TEST_WORKER, torchAvailable } from "./torch-available.ts";
 
 /** Whole words: 0 [UNK], 1 hello, 2 world, 3 !, 4 user, 5 assistant, then ChatML specials 6–8. */
 const wordFiles = {
@@ -50,8 +50,7 @@ describe.skipIf(!torchAvailable)("heterogeneous models, each with its own tokeni
 
   beforeAll(async () => {
     engine = await createTorchEngine({
-      python: PYTHON,
-      workerArgs: TEST_WORKER_ARGS,
+      ...TEST_WORKER,
       models: {
         bytes: { kind: "init", config: byteModel, seed: 1 },
         words: { kind: "init", config: wordModel, seed: 2, tokenizerFiles: wordFiles },

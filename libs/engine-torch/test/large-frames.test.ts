@@ -8,7 +8,7 @@
 import { describe, expect, it } from "vitest";
 import { encodeFrame, FrameReader } from "../src/protocol.ts";
 import { WorkerProcess } from "../src/worker-process.ts";
-import { PYTHON, TEST_WORKER_ARGS, torchAvailable } from "./torch-available.ts";
+import { TEST_WORKER, torchAvailable } from "./torch-available.ts";
 
 const MB = 1_000_000;
 
@@ -50,7 +50,7 @@ describe("FrameReader on large frames", () => {
 
 describe.skipIf(!torchAvailable)("large frames from the worker", () => {
   it("a 100 MB reply crosses the pipe intact", async () => {
-    const worker = await WorkerProcess.start({ python: PYTHON, workerArgs: TEST_WORKER_ARGS });
+    const worker = await WorkerProcess.start(TEST_WORKER);
     try {
       const time = async (size: number) => {
         const started = performance.now();

@@ -26,3 +26,6 @@ export const TEST_WORKER_ARGS = [
   "--generator",
   "torch",
 ];
+
+/** How the tests start the worker: `python` and `workerArgs` of `createTorchEngine` and `WorkerProcess.start`. */
+export const TEST_WORKER = { python: PYTHON, workerArgs: TEST_WORKER_ARGS } as const;
