@@ -7,10 +7,9 @@ import { readFileSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { FileStore, RunStore } from "@troupe/storage/node";
 import { DOMParser, type Element } from "@xmldom/xmldom";
-import { describe, expect, it, vi } from "vitest";
-import { TINY_ONE_TURN, tempRoot } from "../test/tiny.ts";
+import { describe, expect, it } from "vitest";
+import { TINY_ONE_TURN, tempRoot, trainerInProcess } from "../test/tiny.ts";
 import { evalTasksOverride, parseSeeds } from "./compare-command.ts";
-import { main } from "./main.ts";
 import { RecipeError } from "./recipe.ts";
 import { runRecipe } from "./run-recipe.ts";
 import {
@@ -373,33 +372,27 @@ describe("trainer sweep end to end", () => {
   }, 120_000);
 
   it("the command: reads the finished sweep back and prints the table; a changed point under the same id is refused", async () => {
-    const out = vi.spyOn(process.stdout, "write").mockImplementation(() => true);
-    const err = vi.spyOn(process.stderr, "write").mockImplementation(() => true);
-    try {
-      const args = ["sweep", "--grid", gridPath, "--seeds", "1,2", "--id", "sw", "--eval-tasks", "8"];
-      expect(await main(args)).toBe(0);
-      const printed = out.mock.calls.map((c) => String(c[0])).join("");
-      expect(printed).toContain("optimizer.lr=0.01");
-      expect(printed).toContain(`written to file://${storeDir}/runs/sw/`);
-      expect(printed).toContain("reproduce or continue: npx nx run trainer:sweep -- --grid");
+    const args = ["sweep", "--grid", gridPath, "--seeds", "1,2", "--id", "sw", "--eval-tasks", "8"];
+    const finished = await trainerInProcess(args);
+    expect(finished.code).toBe(0);
+    const printed = finished.stdout;
+    expect(printed).toContain("optimizer.lr=0.01");
+    expect(printed).toContain(`written to file://${storeDir}/runs/sw/`);
+    expect(printed).toContain("reproduce or continue: npx nx run trainer:sweep -- --grid");
 
-      err.mockClear();
-      expect(await main([...args, "--set", "train.tasksPerStep=3"])).toBe(2);
-      const lines = err.mock.calls.map((c) => String(c[0])).join("");
-      expect(lines.split("\n").filter((l) => l.startsWith("error") || l.trim().startsWith("at "))).toEqual([
-        'error: sweep sw: point "optimizer.lr=0.001" seed 1 was run with another recipe (the grid, the base recipe or --set changed): pass a new --id',
-      ]);
+    const changed = await trainerInProcess([...args, "--set", "train.tasksPerStep=3"]);
+    expect(changed.code).toBe(2);
+    const lines = changed.stderr;
+    expect(lines.split("\n").filter((l) => l.startsWith("error") || l.trim().startsWith("at "))).toEqual([
+      'error: sweep sw: point "optimizer.lr=0.001" seed 1 was run with another recipe (the grid, the base recipe or --set changed): pass a new --id',
+    ]);
 
-      err.mockClear();
-      const badGrid = join(root, "bad.yaml");
-      writeFileSync(badGrid, "grid:\n  optimizer.lr: 0.001\n");
-      expect(await main(["sweep", "--grid", badGrid])).toBe(2);
-      expect(err.mock.calls.map((c) => String(c[0])).join("")).toBe(
-        `error: sweep grid ${badGrid}: grid.optimizer.lr: expected a list of values, e.g. [0.0001, 0.0003], got 0.001\n`,
-      );
-    } finally {
-      out.mockRestore();
-      err.mockRestore();
-    }
+    const badGrid = join(root, "bad.yaml");
+    writeFileSync(badGrid, "grid:\n  optimizer.lr: 0.001\n");
+    const bad = await trainerInProcess(["sweep", "--grid", badGrid]);
+    expect(bad.code).toBe(2);
+    expect(bad.stderr).toBe(
+      `error: sweep grid ${badGrid}: grid.optimizer.lr: expected a list of values, e.g. [0.0001, 0.0003], got 0.001\n`,
+    );
   });
 });

@@ -12,11 +12,10 @@ import { createOnnxBackend } from "@troupe/teams/onnx";
 import { describe, expect, it } from "vitest";
 import { createEngine } from "../src/engines.ts";
 import { createEnvironment, recipeTeam } from "../src/envs.ts";
-import { main } from "../src/main.ts";
 import { publishRun } from "../src/publish.ts";
 import { loadRecipeText } from "../src/recipe.ts";
 import { evalTasks, train } from "../src/train.ts";
-import { quiet, TINY_PLAN_PATH, tempRoot } from "./tiny.ts";
+import { quiet, TINY_PLAN_PATH, tempRoot, trainerInProcess } from "./tiny.ts";
 
 const root = tempRoot("publish");
 
@@ -97,32 +96,11 @@ describe("trainer:publish", () => {
     expect(teamReturn / 4).toBeCloseTo(finalEval.result.meanTeamReturn, 9);
 
     // The command line: an earlier step without recorded eval metrics is evaluated on the spot.
-    const out: string[] = [];
-    const write = process.stdout.write;
-    process.stdout.write = ((chunk: string) => {
-      out.push(chunk);
-      return true;
-    }) as typeof process.stdout.write;
-    let code: number;
-    try {
-      code = await main([
-        "publish",
-        "--run",
-        "run-1",
-        "--step",
-        "0",
-        "--name",
-        "pathfinders",
-        "--tasks",
-        "2",
-        "--store",
-        store.uri,
-      ]);
-    } finally {
-      process.stdout.write = write;
-    }
-    expect(code).toBe(0);
-    const text = out.join("");
+    const publish = (...flags: string[]) =>
+      trainerInProcess(["publish", "--run", "run-1", ...flags, "--store", store.uri]);
+    const published = await publish("--step", "0", "--name", "pathfinders", "--tasks", "2");
+    expect(published.code).toBe(0);
+    const text = published.stdout;
     expect(text).toContain("published pathfinders@2 (run run-1, step 0)");
     expect(text).toContain("eval (evaluated):");
     expect(text).toContain("2 tasks");
@@ -130,19 +108,9 @@ describe("trainer:publish", () => {
     expect((await registry.resolve("pathfinders", "stable")).version).toBe(1);
 
     // A step without checkpoints is refused, naming the steps that have them.
-    const err: string[] = [];
-    const writeErr = process.stderr.write;
-    process.stderr.write = ((chunk: string) => {
-      err.push(chunk);
-      return true;
-    }) as typeof process.stderr.write;
-    try {
-      code = await main(["publish", "--run", "run-1", "--step", "9", "--name", "x", "--store", store.uri]);
-    } finally {
-      process.stderr.write = writeErr;
-    }
-    expect(code).toBe(2);
-    expect(err.join("")).toContain(
+    const refused = await publish("--step", "9", "--name", "x");
+    expect(refused.code).toBe(2);
+    expect(refused.stderr).toContain(
       "publish: run run-1 has no committed step with checkpoints at 9 (steps with checkpoints: 0, 1)",
     );
   }, 180_000);

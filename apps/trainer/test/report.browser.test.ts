@@ -14,11 +14,10 @@ import { join } from "node:path";
 import { pathToFileURL } from "node:url";
 import { FileStore } from "@troupe/storage/node";
 import { type Browser, chromium, type Page } from "playwright-core";
-import { afterAll, beforeAll, describe, expect, it, vi } from "vitest";
-import { main } from "../src/main.ts";
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { loadRecipeText } from "../src/recipe.ts";
 import { runRecipe } from "../src/run-recipe.ts";
-import { TINY_PLAN_PATH } from "./tiny.ts";
+import { TINY_PLAN_PATH, trainerInProcess } from "./tiny.ts";
 
 const CHROMIUM = process.env.TROUPE_CHROMIUM ?? "/usr/bin/chromium";
 const root = mkdtempSync(join(tmpdir(), "troupe-report-"));
@@ -36,21 +35,6 @@ train: { steps: 2, tasksPerStep: 2, evalEvery: 1, evalTasks: 3, evalTemperature:
 let browser: Browser;
 let trainOut = "";
 
-async function cli(argv: string[]): Promise<{ code: number; out: string }> {
-  let out = "";
-  const o = vi.spyOn(process.stdout, "write").mockImplementation((s) => {
-    out += String(s);
-    return true;
-  });
-  const e = vi.spyOn(process.stderr, "write").mockImplementation(() => true);
-  try {
-    return { code: await main(argv), out };
-  } finally {
-    o.mockRestore();
-    e.mockRestore();
-  }
-}
-
 beforeAll(async () => {
   if (!existsSync(CHROMIUM)) {
     throw new Error(
@@ -60,9 +44,9 @@ beforeAll(async () => {
   }
   const recipePath = join(root, "report-e2e.yaml");
   writeFileSync(recipePath, recipeText);
-  const train = await cli(["train", "--recipe", recipePath, "--run", "rep-a"]);
+  const train = await trainerInProcess(["train", "--recipe", recipePath, "--run", "rep-a"]);
   expect(train.code).toBe(0);
-  trainOut = train.out;
+  trainOut = train.stdout;
   await runRecipe({
     recipe: loadRecipeText(recipeText.replace("seed: 2", "seed: 3")),
     runId: "rep-b",
@@ -120,7 +104,7 @@ describe("the run report in Chromium", { timeout: 90_000 }, () => {
 
   it("puts several runs on one chart (trainer:report --run a,b) and writes the charts as SVG files", async () => {
     const out = join(root, "out");
-    const { code, out: stdout } = await cli([
+    const { code, stdout } = await trainerInProcess([
       "report",
       "--run",
       "rep-a,rep-b",
@@ -181,9 +165,9 @@ describe("the run report in Chromium", { timeout: 90_000 }, () => {
       join(storeDir, "runs", "cmp-1", "compare.json"),
       JSON.stringify({ base: {}, rows: [], results }),
     );
-    const { code, out } = await cli(["report", "--run", "cmp-1", "--store", storeUri]);
+    const { code, stdout } = await trainerInProcess(["report", "--run", "cmp-1", "--store", storeUri]);
     expect(code).toBe(0);
-    expect(out).toContain("report of 2 run(s): ");
+    expect(stdout).toContain("report of 2 run(s): ");
     const html = readFileSync(join(storeDir, "runs", "cmp-1", "report", "index.html"), "utf8");
     expect(html).toContain("<h2>compare cmp-1</h2>");
     expect(html.match(/<table class="compare">[\s\S]*?<\/table>/)?.[0].match(/<tr>/g)).toHaveLength(3);
@@ -191,14 +175,8 @@ describe("the run report in Chromium", { timeout: 90_000 }, () => {
   });
 
   it("says which run is missing in one line", async () => {
-    let err = "";
-    const e = vi.spyOn(process.stderr, "write").mockImplementation((s) => {
-      err += String(s);
-      return true;
-    });
-    const code = await main(["report", "--run", "nope", "--store", storeUri]);
-    e.mockRestore();
+    const { code, stderr } = await trainerInProcess(["report", "--run", "nope", "--store", storeUri]);
     expect(code).toBe(2);
-    expect(err).toBe(`error: report: no run "nope" in ${storeUri} (no runs/nope/config.json)\n`);
+    expect(stderr).toBe(`error: report: no run "nope" in ${storeUri} (no runs/nope/config.json)\n`);
   });
 });

@@ -18,17 +18,16 @@ import {
   RolloutQueue,
   RunStore,
 } from "@troupe/storage/node";
-import { afterAll, beforeAll, describe, expect, inject, it, vi } from "vitest";
+import { afterAll, beforeAll, describe, expect, inject, it } from "vitest";
 import type {} from "../../../libs/storage/test/ceph-setup.ts"; // types of inject("s3")
 import { type FaultProxy, startFaultProxy } from "../../../libs/storage/test/fault-proxy.ts";
 import { queueRollouts } from "../src/async-rl.ts";
 import { createEngine } from "../src/engines.ts";
 import { createEnvironment, recipeTeam } from "../src/envs.ts";
-import { main } from "../src/main.ts";
 import { loadRecipeText, type Recipe } from "../src/recipe.ts";
 import { train } from "../src/train.ts";
 import { warmStart } from "../src/warm-start.ts";
-import { quiet, TINY_ATGRPO, TINY_PLAN_PATH } from "./tiny.ts";
+import { quiet, TINY_ATGRPO, TINY_PLAN_PATH, trainerInProcess } from "./tiny.ts";
 
 const BUCKET = "troupe-test";
 const root = mkdtempSync(join(tmpdir(), "troupe-s3e2e-"));
@@ -113,28 +112,6 @@ async function content(run: RunStore) {
   return out;
 }
 
-/** Runs the CLI in this process; returns its exit code and what it wrote to stderr. */
-async function cli(argv: string[]): Promise<{ code: number; stderr: string }> {
-  let stderr = "";
-  const spy = vi.spyOn(process.stderr, "write").mockImplementation((chunk) => {
-    stderr += String(chunk);
-    return true;
-  });
-  const out = vi.spyOn(process.stdout, "write").mockImplementation(() => true);
-  const signals = ["SIGINT", "SIGTERM"] as const;
-  const before = signals.map((s) => process.listeners(s));
-  try {
-    return { code: await main(argv), stderr };
-  } finally {
-    spy.mockRestore();
-    out.mockRestore();
-    // `train` installs SIGINT/SIGTERM handlers for a graceful stop: not in the test runner's process.
-    signals.forEach((s, i) => {
-      for (const l of process.listeners(s)) if (!before[i]!.includes(l)) process.off(s, l);
-    });
-  }
-}
-
 describe("trainer on S3 (Ceph RGW)", () => {
   const fileRecipe = loadRecipeText(recipeYaml(`file://${join(root, "files")}`));
   const s3Uri = `s3://${BUCKET}/${prefix}`;
@@ -177,7 +154,7 @@ describe("trainer on S3 (Ceph RGW)", () => {
     // Intact, the committed run evaluates fine through the CLI — found as the recipe's newest run
     // by a delimiter listing of runs/ (a warm-start run sits beside it).
     expect(await listFolders(store, "runs/")).toHaveLength(2);
-    expect((await cli(["eval", "--recipe", recipePath])).code).toBe(0);
+    expect((await trainerInProcess(["eval", "--recipe", recipePath])).code).toBe(0);
 
     const manifestKey = `runs/${RUN}/checkpoints/fixer/00000002/manifest.json`;
     const manifest = JSON.parse(new TextDecoder().decode(await store.get(manifestKey)));
@@ -186,13 +163,13 @@ describe("trainer on S3 (Ceph RGW)", () => {
     const flipped = new Uint8Array(weights);
     flipped[100] = flipped[100]! ^ 0xff;
     await store.put(weightsKey, flipped);
-    const evalRun = await cli(["eval", "--recipe", recipePath, "--run", RUN]);
+    const evalRun = await trainerInProcess(["eval", "--recipe", recipePath, "--run", RUN]);
     expect(evalRun.code).toBe(2);
     expect(evalRun.stderr).toContain(`${weightsKey}: sha256`);
     expect(evalRun.stderr).toContain("(corrupted)");
     // Resume reads the same checkpoint: refused, naming it, before any work.
     await store.put(weightsKey, weights.subarray(0, weights.length - 64));
-    const resumed = await cli(["train", "--recipe", recipePath, "--run", RUN, "--resume"]);
+    const resumed = await trainerInProcess(["train", "--recipe", recipePath, "--run", RUN, "--resume"]);
     expect(resumed.code).toBe(2);
     expect(resumed.stderr).toContain(
       `${weightsKey}: size ${weights.length - 64} bytes, manifest says ${weights.length}`,

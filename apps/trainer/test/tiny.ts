@@ -10,9 +10,10 @@ import { dirname, join, resolve } from "node:path";
 import { fileURLToPath } from "node:url";
 import { teamPolicies } from "@troupe/core";
 import { type ObjectStore, parseManifest, RunStore } from "@troupe/storage";
-import { afterAll } from "vitest";
+import { afterAll, vi } from "vitest";
 import { createEngine } from "../src/engines.ts";
 import { createEnvironment, recipeTeam } from "../src/envs.ts";
+import { main } from "../src/main.ts";
 import type { Recipe } from "../src/recipe.ts";
 import type { TrainReporter } from "../src/train.ts";
 import { warmStartAndTrain } from "../src/warm-start.ts";
@@ -30,6 +31,34 @@ export function trainerProcess(args: readonly string[], env: NodeJS.ProcessEnv =
   if (env.TROUPE_KILL_AT === undefined) delete childEnv.TROUPE_KILL_AT;
   const argv = ["--conditions=@troupe/source", "--import", "tsx", "src/main.ts", ...args];
   return [process.execPath, argv, { cwd: appRoot, env: childEnv }] as const;
+}
+
+/**
+ * The trainer CLI in this process: its exit code and what it wrote to stdout and stderr (captured,
+ * not printed). The SIGINT/SIGTERM handlers `train` installs for a graceful stop are removed after
+ * it: they do not belong in the test runner's process.
+ */
+export async function trainerInProcess(
+  argv: string[],
+): Promise<{ code: number; stdout: string; stderr: string }> {
+  const written = { stdout: "", stderr: "" };
+  const spies = (["stdout", "stderr"] as const).map((stream) =>
+    vi.spyOn(process[stream], "write").mockImplementation((chunk) => {
+      written[stream] += String(chunk);
+      return true;
+    }),
+  );
+  const signals = ["SIGINT", "SIGTERM"] as const;
+  const before = signals.map((s) => process.listeners(s));
+  try {
+    const code = await main(argv);
+    return { code, ...written };
+  } finally {
+    for (const spy of spies) spy.mockRestore();
+    signals.forEach((s, i) => {
+      for (const l of process.listeners(s)) if (!before[i]!.includes(l)) process.off(s, l);
+    });
+  }
 }
 
 /** A fresh folder under the system's temp folder, removed after this test file. */
