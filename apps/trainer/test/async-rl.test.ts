@@ -33,6 +33,17 @@ train: { steps: 3, tasksPerStep: 3, evalEvery: 0, evalTasks: 2, checkpointEvery:
 maxStaleness: ${maxStaleness}
 `;
 
+/** A run of the recipe in process, in its own store under `folder`, its config written. */
+async function inProcessRun(folder: string, maxStaleness: number, runId: string) {
+  const store = new FileStore(join(root, folder));
+  const recipe = loadRecipeText(recipeYaml(join(root, folder), maxStaleness));
+  const trainerEnv = createEnvironment(recipe.environment.name, recipe.environment.options);
+  const team = recipeTeam(trainerEnv, recipe.team);
+  const run = new RunStore(store, runId);
+  await run.writeConfig(recipe);
+  return { store, recipe, trainerEnv, team, run };
+}
+
 function launch(
   recipePath: string,
   args: string[],
@@ -151,12 +162,7 @@ describe("asynchronous RL: rollout workers and a learner through the store", () 
   }, 170_000);
 
   it("maxStaleness 1, learner and 2 workers in one process: staleness bound and accounting hold", async () => {
-    const store = new FileStore(join(root, "inproc"));
-    const recipe = loadRecipeText(recipeYaml(join(root, "inproc"), 1));
-    const trainerEnv = createEnvironment(recipe.environment.name, recipe.environment.options);
-    const team = recipeTeam(trainerEnv, recipe.team);
-    const run = new RunStore(store, "async-2");
-    await run.writeConfig(recipe);
+    const { store, recipe, trainerEnv, team, run } = await inProcessRun("inproc", 1, "async-2");
     const engines = await Promise.all([0, 1, 2].map(() => createEngine(recipe, teamPolicies(team))));
     for (const engine of engines) await warmStart(recipe, trainerEnv, team, engine, store, quiet);
     const [summary, ...workers] = await Promise.all([
@@ -189,12 +195,7 @@ describe("asynchronous RL: rollout workers and a learner through the store", () 
   }, 120_000);
 
   it("a worker renews its lease while it samples and gives up, naming the run, when no learner commits", async () => {
-    const store = new FileStore(join(root, "idle"));
-    const recipe = loadRecipeText(recipeYaml(join(root, "idle"), 0));
-    const trainerEnv = createEnvironment(recipe.environment.name, recipe.environment.options);
-    const team = recipeTeam(trainerEnv, recipe.team);
-    const run = new RunStore(store, "idle-1");
-    await run.writeConfig(recipe);
+    const { store, recipe, trainerEnv, team, run } = await inProcessRun("idle", 0, "idle-1");
     const engine = await createEngine(recipe, teamPolicies(team));
     const notes: string[] = [];
     const started = Date.now();
