@@ -68,20 +68,21 @@ class Proto {
     this.varint(BigInt((field << 3) | wireType));
   }
 
-  double(field: number, value: number): this {
-    this.key(field, 1);
-    const b = new Uint8Array(8);
-    new DataView(b.buffer).setFloat64(0, value, true);
+  /** A fixed-width field (wire type 1: 64-bit, 5: 32-bit), its `size` bytes written by `set`. */
+  private fixed(field: number, wireType: 1 | 5, size: 8 | 4, set: (view: DataView) => void): this {
+    this.key(field, wireType);
+    const b = new Uint8Array(size);
+    set(new DataView(b.buffer));
     this.parts.push(b);
     return this;
   }
 
+  double(field: number, value: number): this {
+    return this.fixed(field, 1, 8, (view) => view.setFloat64(0, value, true));
+  }
+
   float(field: number, value: number): this {
-    this.key(field, 5);
-    const b = new Uint8Array(4);
-    new DataView(b.buffer).setFloat32(0, value, true);
-    this.parts.push(b);
-    return this;
+    return this.fixed(field, 5, 4, (view) => view.setFloat32(0, value, true));
   }
 
   int64(field: number, value: number): this {
