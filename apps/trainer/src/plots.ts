@@ -89,28 +89,21 @@ export async function finalSuccessSvg(groups: readonly RunGroup[], what: string)
   const rows = groups.flatMap((group) => {
     const runs = [...group.results].sort((a, b) => a.seed - b.seed);
     const single = runs.length === 1 ? runs[0] : undefined;
-    const startWilson = single?.curve?.find((p) => p.step === 0)?.ci95;
-    const finalWilson = single?.curve?.at(-1)?.ci95;
-    return [
-      {
-        category: group.name,
-        series: "start (warm start)",
-        ...groupInterval(
-          runs.map((r) => r.startSuccessRate),
-          startWilson,
-        ),
-        samples: runs.map((r) => r.startSuccessRate),
-      },
-      {
-        category: group.name,
-        series: "final",
-        ...groupInterval(
-          runs.map((r) => r.successRate),
-          finalWilson,
-        ),
-        samples: runs.map((r) => r.successRate),
-      },
-    ];
+    // Each series: its name, every seed's success, and a single run's own Wilson interval.
+    const series = [
+      [
+        "start (warm start)",
+        runs.map((r) => r.startSuccessRate),
+        single?.curve?.find((p) => p.step === 0)?.ci95,
+      ],
+      ["final", runs.map((r) => r.successRate), single?.curve?.at(-1)?.ci95],
+    ] as const;
+    return series.map(([name, samples, wilson]) => ({
+      category: group.name,
+      series: name,
+      ...groupInterval(samples, wilson),
+      samples,
+    }));
   });
   return intervalChartSvg({
     title: `Held-out success at the start and the end — ${what}`,
