@@ -19,7 +19,7 @@ import { gateReports, gateRows } from "./gate.ts";
 import { LANES, type Lane, runNightly } from "./nightly.ts";
 import { gateMarkdown, reportHtml, reportMarkdown, summaryRows } from "./render.ts";
 import { EVAL_ARMS, type EvalArm, runEvaluation } from "./run.ts";
-import { type EvalReport, parseReportText, ReportError } from "./schema.ts";
+import { type EvalReport, parseReportText, ReportError, type Suite } from "./schema.ts";
 import { newestTeamReport, readStoredReport } from "./store.ts";
 import { type BackendChoice, parseTeamRef } from "./subjects.ts";
 import { EvalUsageError, loadSuite, parseSuite } from "./suite.ts";
@@ -74,6 +74,18 @@ function numberArg(name: string, value: string): number {
   return n;
 }
 
+/** The suite named by --suite, with --tasks/--samples (when given) in place of its own counts. */
+function suiteArg(values: { suite: string; tasks?: string; samples?: string }): Suite {
+  const suite = loadSuite(values.suite, invokedFrom);
+  const tasks = intArg("tasks", values.tasks);
+  const samples = intArg("samples", values.samples);
+  if (tasks === undefined && samples === undefined) return suite;
+  return parseSuite(
+    { ...suite, ...(tasks ? { tasks } : {}), ...(samples ? { samples } : {}) },
+    "--tasks/--samples",
+  );
+}
+
 function backendArg(value: string): BackendChoice {
   if (!(BACKENDS as readonly string[]).includes(value)) {
     throw new EvalUsageError(`--backend: expected ${BACKENDS.join(", ")}, got "${value}"`);
@@ -119,15 +131,7 @@ async function commandRun(argv: string[]): Promise<number> {
   if (teams.length === 0 && runs.length === 0)
     throw new EvalUsageError("eval run: pass --team <name[@ref]> or --run <id[@step]>");
   for (const t of teams) parseTeamRef(t);
-  let suite = loadSuite(values.suite, invokedFrom);
-  const tasks = intArg("tasks", values.tasks);
-  const samples = intArg("samples", values.samples);
-  if (tasks !== undefined || samples !== undefined) {
-    suite = parseSuite(
-      { ...suite, ...(tasks ? { tasks } : {}), ...(samples ? { samples } : {}) },
-      "--tasks/--samples",
-    );
-  }
+  const suite = suiteArg(values);
   const store = openStoreArg(values.store);
   const { report, stamp, storedKeys } = await runEvaluation({
     store,
@@ -242,15 +246,7 @@ async function commandNightly(argv: string[]): Promise<number> {
       `--lane: expected ${LANES.join(" or ")}${values.lane ? `, got "${values.lane}"` : ""}`,
     );
   }
-  let suite = loadSuite(values.suite, invokedFrom);
-  const tasks = intArg("tasks", values.tasks);
-  const samples = intArg("samples", values.samples);
-  if (tasks !== undefined || samples !== undefined) {
-    suite = parseSuite(
-      { ...suite, ...(tasks ? { tasks } : {}), ...(samples ? { samples } : {}) },
-      "--tasks/--samples",
-    );
-  }
+  const suite = suiteArg(values);
   const teams = list(values.teams);
   const result = await runNightly({
     store: openStoreArg(values.store),
