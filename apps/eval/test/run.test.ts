@@ -18,6 +18,12 @@ const storeUri = `file://${join(tmp.root, "store")}`;
 const suitePath = join(tmp.root, "tiny.yaml");
 afterAll(() => tmp.cleanup());
 
+/** `eval run` of the tiny suite on the test store, with `flags`. */
+const evalRun = (...flags: string[]) => cli("run", ...flags, "--suite", suitePath, "--store", storeUri);
+/** The same for the tiny team, its report written to `out` only (not stored next to the team). */
+const evalTinyTo = (out: string, ...flags: string[]) =>
+  evalRun("--team", "tiny", ...flags, "--out", out, "--no-store");
+
 const recipe = loadRecipeText(`
 name: eval-run
 seed: 3
@@ -44,23 +50,7 @@ beforeAll(async () => {
 describe("eval run", () => {
   it("evaluates a team by alias and a run checkpoint into one report, stored next to each", async () => {
     const out = join(tmp.root, "out", "report.json");
-    const {
-      code,
-      out: stdout,
-      err,
-    } = await cli(
-      "run",
-      "--team",
-      "tiny@stable",
-      "--run",
-      "r1",
-      "--suite",
-      suitePath,
-      "--store",
-      storeUri,
-      "--out",
-      out,
-    );
+    const { code, out: stdout, err } = await evalRun("--team", "tiny@stable", "--run", "r1", "--out", out);
     expect(err).not.toMatch(/^error/m);
     expect(code).toBe(0);
     expect(stdout).toContain(`report: ${out} (+ .md, .html)`);
@@ -123,18 +113,7 @@ describe("eval run", () => {
 
     // The same evaluation again is the same within noise (it is the same numbers: seeds are fixed).
     const again = join(tmp.root, "out", "again.json");
-    await cli(
-      "run",
-      "--team",
-      "tiny",
-      "--suite",
-      suitePath,
-      "--store",
-      storeUri,
-      "--out",
-      again,
-      "--no-store",
-    );
+    await evalTinyTo(again);
     const gate = await cli("gate", "--current", again, "--baseline", "tiny@stable", "--store", storeUri);
     expect(gate.code).toBe(0);
     expect(gate.out).toMatch(/^gate passed against tiny@v1 \(teams\/tiny\/evals\/00000001\/tiny-.*\.json\)/);
@@ -146,22 +125,7 @@ describe("eval run", () => {
     const server = await PlanPathServer.start();
     try {
       const out = join(tmp.root, "out", "openai.json");
-      const { code, err } = await cli(
-        "run",
-        "--team",
-        "tiny",
-        "--backend",
-        "openai",
-        "--base-url",
-        `${server.url}/v1`,
-        "--suite",
-        suitePath,
-        "--store",
-        storeUri,
-        "--out",
-        out,
-        "--no-store",
-      );
+      const { code, err } = await evalTinyTo(out, "--backend", "openai", "--base-url", `${server.url}/v1`);
       expect(err).not.toMatch(/^error/m);
       expect(code).toBe(0);
       const [entry] = parseReportText(readFileSync(out, "utf8"), out).entries;
@@ -184,20 +148,7 @@ describe("eval run", () => {
 
   it("evaluates the papers' test-time baselines with the team's policies (--arms)", async () => {
     const out = join(tmp.root, "out", "arms.json");
-    const { code, err } = await cli(
-      "run",
-      "--team",
-      "tiny",
-      "--arms",
-      "team,single,sequential,discussion",
-      "--suite",
-      suitePath,
-      "--store",
-      storeUri,
-      "--out",
-      out,
-      "--no-store",
-    );
+    const { code, err } = await evalTinyTo(out, "--arms", "team,single,sequential,discussion");
     expect(err).not.toMatch(/^error/m);
     expect(code).toBe(0);
     const { entries } = parseReportText(readFileSync(out, "utf8"), out);
@@ -214,24 +165,14 @@ describe("eval run", () => {
     expect(calls(1)).toEqual({ single: 16 });
     expect(calls(2)).toEqual({ planner: 16, fixer: 16 });
     expect(calls(3)).toEqual({ planner: 32, fixer: 32 });
-    const bad = await cli(
-      "run",
-      "--team",
-      "tiny",
-      "--arms",
-      "team,solo",
-      "--suite",
-      suitePath,
-      "--store",
-      storeUri,
-    );
+    const bad = await evalRun("--team", "tiny", "--arms", "team,solo");
     expect(bad.err).toBe(
       'error: --arms: unknown arm "solo" (known: team, single, naive-concat, sequential, discussion)\n',
     );
   });
 
   it("names what is wrong in one line", async () => {
-    const r1 = await cli("run", "--team", "nosuch", "--suite", suitePath, "--store", storeUri);
+    const r1 = await evalRun("--team", "nosuch");
     expect(r1.code).toBe(2);
     expect(r1.err.trim().split("\n")).toHaveLength(1);
     expect(r1.err).toMatch(/^error: .*nosuch/);
