@@ -48,6 +48,17 @@ export function tfRecord(data: Uint8Array): Uint8Array {
   return out;
 }
 
+/** The byte arrays one after the other. */
+function concatBytes(parts: readonly Uint8Array[]): Uint8Array {
+  const out = new Uint8Array(parts.reduce((n, p) => n + p.length, 0));
+  let at = 0;
+  for (const p of parts) {
+    out.set(p, at);
+    at += p.length;
+  }
+  return out;
+}
+
 /** A minimal protobuf encoder: the wire types the Event message needs. */
 class Proto {
   private readonly parts: Uint8Array[] = [];
@@ -103,13 +114,7 @@ class Proto {
   }
 
   finish(): Uint8Array {
-    const out = new Uint8Array(this.parts.reduce((n, p) => n + p.length, 0));
-    let at = 0;
-    for (const p of this.parts) {
-      out.set(p, at);
-      at += p.length;
-    }
-    return out;
+    return concatBytes(this.parts);
   }
 }
 
@@ -162,12 +167,6 @@ export class EventFileWriter {
   }
 
   bytes(): Uint8Array {
-    const out = new Uint8Array(this.records.reduce((n, r) => n + r.length, 0));
-    let at = 0;
-    for (const r of this.records) {
-      out.set(r, at);
-      at += r.length;
-    }
-    return out;
+    return concatBytes(this.records);
   }
 }
