@@ -78,6 +78,13 @@ async function open(path: string): Promise<{ page: Page; errors: string[]; reque
 
 const count = (page: Page, selector: string) => page.locator(selector).count();
 
+/** How many elements of the page each selector finds must be the number it is given. */
+async function expectCounts(page: Page, expected: Record<string, number>): Promise<void> {
+  const found: Record<string, number> = {};
+  for (const selector of Object.keys(expected)) found[selector] = await count(page, selector);
+  expect(found).toEqual(expected);
+}
+
 describe("the run report in Chromium", { timeout: 90_000 }, () => {
   it("is written at the end of train, one point per evaluation and per committed step", async () => {
     const index = join(storeDir, "runs", "rep-a", "report", "index.html");
@@ -85,14 +92,16 @@ describe("the run report in Chromium", { timeout: 90_000 }, () => {
     expect(trainOut).toContain(`report: ${storeDir}/runs/rep-a/report/index.html\n`);
     const { page, errors, requests } = await open(index);
     expect(await page.title()).toBe("Run rep-a");
-    // held-out success at step 0 (the start), 1 and 2, with a band
-    expect(await count(page, "#held-out-success g.point_marks path")).toBe(3);
-    expect(await count(page, "#held-out-success g.line_marks path")).toBe(1);
-    expect(await count(page, "#held-out-success g.band_marks path")).toBe(1);
-    // per committed step (2)
-    expect(await count(page, "#team-reward g.point_marks path")).toBe(2);
-    expect(await count(page, "#tokens-per-second g.point_marks path")).toBe(2);
-    expect(await count(page, "details.transcript")).toBe(3);
+    await expectCounts(page, {
+      // held-out success at step 0 (the start), 1 and 2, with a band
+      "#held-out-success g.point_marks path": 3,
+      "#held-out-success g.line_marks path": 1,
+      "#held-out-success g.band_marks path": 1,
+      // per committed step (2)
+      "#team-reward g.point_marks path": 2,
+      "#tokens-per-second g.point_marks path": 2,
+      "details.transcript": 3,
+    });
     expect(
       await page.locator("details.transcript").evaluateAll((d) => d.map((x) => x.getAttribute("data-label"))),
     ).toEqual(["best", "median", "worst"]);
@@ -119,13 +128,15 @@ describe("the run report in Chromium", { timeout: 90_000 }, () => {
     );
     const { page, errors } = await open(join(out, "index.html"));
     expect(await page.title()).toBe("Runs rep-a, rep-b");
-    expect(await count(page, "table.runs tbody tr")).toBe(2);
-    expect(await count(page, "#held-out-success g.point_marks path")).toBe(6);
-    expect(await count(page, "#held-out-success g.line_marks path")).toBe(2);
-    expect(await count(page, "#team-reward g.point_marks path")).toBe(4);
-    expect(await count(page, "#success g.point_marks path")).toBe(4);
-    expect(await count(page, "figure.chart svg")).toBe(9);
-    expect(await count(page, "details.transcript")).toBe(6);
+    await expectCounts(page, {
+      "table.runs tbody tr": 2,
+      "#held-out-success g.point_marks path": 6,
+      "#held-out-success g.line_marks path": 2,
+      "#team-reward g.point_marks path": 4,
+      "#success g.point_marks path": 4,
+      "figure.chart svg": 9,
+      "details.transcript": 6,
+    });
     // The legend names both runs.
     const legend = await page.locator("#held-out-success svg").textContent();
     expect(legend).toContain("rep-a");
