@@ -9,23 +9,17 @@ import { spawn } from "node:child_process";
 import { existsSync, readdirSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { beforeAll, describe, expect, it } from "vitest";
-import { TINY_PLAN_PATH, tempRoot, trainerProcess } from "./tiny.ts";
+import { tempRoot, trainerProcess, writeTinyRecipe } from "./tiny.ts";
 
 const root = tempRoot("cli");
 
-const storeRoot = join(root, "store");
-const recipe = join(root, "tiny.yaml");
-writeFileSync(
-  recipe,
-  `
-name: tiny
-seed: 5
-store: file://${storeRoot}
-${TINY_PLAN_PATH}
-strategy: { name: atgrpo, candidates: 2 }
+const { recipePath: recipe, storeRoot } = writeTinyRecipe(
+  root,
+  "tiny",
+  5,
+  `strategy: { name: atgrpo, candidates: 2 }
 sampling: { temperature: 1, maxTokens: 8 }
-train: { steps: 2, tasksPerStep: 2, evalEvery: 0, evalTasks: 2, checkpointEvery: 10 }
-`,
+train: { steps: 2, tasksPerStep: 2, evalEvery: 0, evalTasks: 2, checkpointEvery: 10 }`,
 );
 const badYaml = join(root, "bad.yaml");
 writeFileSync(badYaml, "name: [unclosed\n  steps: : :\n");

@@ -11,21 +11,16 @@ import { join } from "node:path";
 import { canonicalJson, sha256Hex } from "@troupe/core";
 import { FileStore, RunStore } from "@troupe/storage/node";
 import { describe, expect, it } from "vitest";
-import { TINY_ATGRPO, TINY_PLAN_PATH, tempRoot, trainerProcess } from "./tiny.ts";
+import { TINY_ATGRPO, tempRoot, trainerProcess, writeTinyRecipe } from "./tiny.ts";
 
 const root = tempRoot("kill");
 
-const recipePath = join(root, "recipe.yaml");
-writeFileSync(
-  recipePath,
-  `
-name: kill
-seed: 5
-store: file://${join(root, "store")}
-${TINY_PLAN_PATH}
-${TINY_ATGRPO}
-train: { steps: 3, tasksPerStep: 2, evalEvery: 0, evalTasks: 4 }
-`,
+const { recipePath, storeRoot } = writeTinyRecipe(
+  root,
+  "kill",
+  5,
+  `${TINY_ATGRPO}
+train: { steps: 3, tasksPerStep: 2, evalEvery: 0, evalTasks: 4 }`,
 );
 
 function launch(runId: string, resume: boolean, killAt?: string) {
@@ -56,7 +51,7 @@ describe("kill -9 at every phase, then resume", () => {
     // warm start is really computed (and killed) rather than loaded from the reference's cache.
     writeFileSync(
       recipePath,
-      readRecipe().replace(`store: file://${join(root, "store")}`, `store: file://${join(root, "store2")}`),
+      readRecipe().replace(`store: file://${storeRoot}`, `store: file://${join(root, "store2")}`),
     );
     const outcomes = KILL_POINTS.map((point, i) => {
       const run = launch("victim", i > 0, point);
@@ -75,7 +70,7 @@ function readRecipe(): string {
 }
 
 async function compare(): Promise<void> {
-  const ref = new RunStore(new FileStore(join(root, "store")), "reference");
+  const ref = new RunStore(new FileStore(storeRoot), "reference");
   const victim = new RunStore(new FileStore(join(root, "store2")), "victim");
   expect(await victim.committedSteps()).toEqual([0, 1, 2]);
   expect(await ref.committedSteps()).toEqual([0, 1, 2]);

@@ -13,22 +13,16 @@ import { existsSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { FileStore } from "@troupe/storage/node";
 import { describe, expect, it } from "vitest";
-import { orphans, TINY_ATGRPO, TINY_PLAN_PATH, tempRoot, trainerProcess } from "./tiny.ts";
+import { orphans, TINY_ATGRPO, tempRoot, trainerProcess, writeTinyRecipe } from "./tiny.ts";
 
 const root = tempRoot("integrity");
 
-const storeRoot = join(root, "store");
-const recipePath = join(root, "recipe.yaml");
-writeFileSync(
-  recipePath,
-  `
-name: integrity
-seed: 5
-store: file://${storeRoot}
-${TINY_PLAN_PATH}
-${TINY_ATGRPO}
-train: { steps: 3, tasksPerStep: 2, evalEvery: 0, evalTasks: 4 }
-`,
+const { recipePath, storeRoot } = writeTinyRecipe(
+  root,
+  "integrity",
+  5,
+  `${TINY_ATGRPO}
+train: { steps: 3, tasksPerStep: 2, evalEvery: 0, evalTasks: 4 }`,
 );
 
 function cli(args: string[], env: NodeJS.ProcessEnv = {}): SpawnSyncReturns<string> {

@@ -4,7 +4,7 @@
  * roles, two turns) played by a 1-layer, 32-wide model, so a run of a few steps takes seconds.
  * Each test writes its own name, seed, store and train section around these lines.
  */
-import { mkdtempSync, rmSync } from "node:fs";
+import { mkdtempSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { dirname, join, resolve } from "node:path";
 import { fileURLToPath } from "node:url";
@@ -88,6 +88,26 @@ export const TINY_PLAN_PATH = tinyPlanPath();
 export const TINY_ATGRPO = `strategy: { name: atgrpo, candidates: 2 }
 sampling: { temperature: 1, maxTokens: 8 }
 sft: { steps: 2, batchSize: 8, lr: 0.003, mistakeRate: 0.3 }`;
+
+/**
+ * Writes the recipe file `root/recipe.yaml`: its name and seed, a store in the folder `root/store`,
+ * the tiny environment and model, then `lines` (YAML: strategy, train, …).
+ */
+export function writeTinyRecipe(root: string, name: string, seed: number, lines: string) {
+  const recipePath = join(root, "recipe.yaml");
+  const storeRoot = join(root, "store");
+  writeFileSync(
+    recipePath,
+    `
+name: ${name}
+seed: ${seed}
+store: file://${storeRoot}
+${TINY_PLAN_PATH}
+${lines}
+`,
+  );
+  return { recipePath, storeRoot };
+}
 
 /**
  * The smallest recipe body (YAML lines) for tests that train many runs: one turn, a 16-wide model,
