@@ -3,38 +3,34 @@
  * test-time baselines, each run sampled on the held-out problems for pass@k and the mean test pass
  * rate, written to the table.
  */
-import { mkdtempSync, readFileSync, rmSync } from "node:fs";
-import { tmpdir } from "node:os";
+import { readFileSync } from "node:fs";
 import { join } from "node:path";
 import { FileStore, RunStore } from "@troupe/storage/node";
-import { afterAll, describe, expect, it } from "vitest";
+import { describe, expect, it } from "vitest";
 import { type Arm, compare, writeComparison } from "../src/compare.ts";
 import { loadRecipeText } from "../src/recipe.ts";
-import type { TrainReporter } from "../src/train.ts";
+import { quiet, TINY_BUDGET, tempRoot } from "./tiny.ts";
 
-const root = mkdtempSync(join(tmpdir(), "troupe-compare-baselines-"));
-afterAll(() => rmSync(root, { recursive: true, force: true }));
+const root = tempRoot("compare-baselines");
 
 const base = loadRecipeText(
   readFileSync(join(import.meta.dirname, "..", "recipes", "magrpo-humaneval.yaml"), "utf8"),
-  [
-    "environment.options.maxTurns=1",
-    "train.steps=1",
-    "train.tasksPerStep=1",
-    "train.evalTasks=1",
-    "train.evalEvery=0",
-    "strategy.groupSize=2",
-    "sampling.maxTokens=8",
-    "model={hidden_size: 16, intermediate_size: 32, num_hidden_layers: 1, num_attention_heads: 2, num_key_value_heads: 1, max_position_embeddings: 4096}",
-  ],
+  [...TINY_BUDGET, "environment.options.maxTurns=1", "strategy.groupSize=2"],
 );
 
 describe("compare with the papers' baselines", () => {
   it("trains the team, evaluates the four baselines without RL, and writes pass@k", async () => {
     const store = new FileStore(join(root, "store"));
-    const reporter: TrainReporter = { step() {}, eval() {}, note() {} };
     const arms: Arm[] = ["trained", "single", "naive-concat", "sequential", "discussion"];
-    const results = await compare({ base, store, compareId: "cb", arms, seeds: [1], reporter, samples: 3 });
+    const results = await compare({
+      base,
+      store,
+      compareId: "cb",
+      arms,
+      seeds: [1],
+      reporter: quiet,
+      samples: 3,
+    });
     expect(results.map((r) => [r.arm, r.steps, r.samples > 0, r.tasks])).toEqual([
       ["trained", 1, true, 1],
       ["single", 0, false, 1],

@@ -6,20 +6,18 @@
  * recipes run their code in the sandbox. `qwen-gpu` needs a GPU and a downloaded model: only its
  * recipe is checked here.
  */
-import { mkdtempSync, readdirSync, readFileSync, rmSync } from "node:fs";
-import { tmpdir } from "node:os";
+import { readdirSync, readFileSync } from "node:fs";
 import { join } from "node:path";
 import { teamPolicies } from "@troupe/core";
 import { FileStore, RunStore } from "@troupe/storage/node";
-import { afterAll, describe, expect, test } from "vitest";
+import { describe, expect, test } from "vitest";
 import { recipeEnvironment } from "../src/envs.ts";
 import { loadRecipeText, type Recipe } from "../src/recipe.ts";
 import { runRecipe } from "../src/run-recipe.ts";
-import type { TrainReporter } from "../src/train.ts";
+import { quiet, TINY_BUDGET, tempRoot } from "./tiny.ts";
 
 const recipesDir = join(import.meta.dirname, "..", "recipes");
-const root = mkdtempSync(join(tmpdir(), "troupe-recipes-"));
-afterAll(() => rmSync(root, { recursive: true, force: true }));
+const root = tempRoot("recipes");
 
 const GPU_ONLY = new Set(["qwen-gpu"]);
 const names = readdirSync(recipesDir)
@@ -33,19 +31,12 @@ function tiny(name: string): Recipe {
   const recipe = loadRecipeText(text, [], name);
   const sets = [
     `store=file://${join(root, name)}`,
-    "train.steps=1",
-    "train.tasksPerStep=1",
-    "train.evalTasks=1",
-    "train.evalEvery=0",
-    "sampling.maxTokens=8",
-    "model={hidden_size: 16, intermediate_size: 32, num_hidden_layers: 1, num_attention_heads: 2, num_key_value_heads: 1, max_position_embeddings: 4096}",
+    ...TINY_BUDGET,
     recipe.strategy.name === "atgrpo" ? "strategy.candidates=2" : "strategy.groupSize=2",
     ...(recipe.sft ? ["sft.steps=1", "sft.batchSize=2"] : []),
   ];
   return loadRecipeText(text, sets, name);
 }
-
-const quiet: TrainReporter = { step() {}, eval() {}, note() {} };
 
 describe("recipes", () => {
   test("the recipes of the papers are all there", () => {

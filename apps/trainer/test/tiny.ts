@@ -119,6 +119,19 @@ sampling: { temperature: 1, maxTokens: 6 }
 sft: { steps: 1, batchSize: 4 }`;
 
 /**
+ * `--set`s that shrink any recipe to a tiny budget: one RL step on one task, one held-out task
+ * evaluated before and after, a 16-wide 1-layer model, 8-token answers.
+ */
+export const TINY_BUDGET = [
+  "train.steps=1",
+  "train.tasksPerStep=1",
+  "train.evalTasks=1",
+  "train.evalEvery=0",
+  "sampling.maxTokens=8",
+  "model={hidden_size: 16, intermediate_size: 32, num_hidden_layers: 1, num_attention_heads: 2, num_key_value_heads: 1, max_position_embeddings: 4096}",
+];
+
+/**
  * A run as main.ts does it, in this process: a fresh engine, the (cached) warm start on a new run
  * only, then train() — stopped after `stopAfterStep` when given, as on SIGINT.
  */
