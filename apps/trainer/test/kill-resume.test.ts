@@ -11,17 +11,11 @@ import { join } from "node:path";
 import { canonicalJson, sha256Hex } from "@troupe/core";
 import { FileStore, RunStore } from "@troupe/storage/node";
 import { describe, expect, it } from "vitest";
-import { TINY_ATGRPO, tempRoot, trainerProcess, writeTinyRecipe } from "./tiny.ts";
+import { TINY_THREE_STEPS, tempRoot, trainerProcess, writeTinyRecipe } from "./tiny.ts";
 
 const root = tempRoot("kill");
 
-const { recipePath, storeRoot } = writeTinyRecipe(
-  root,
-  "kill",
-  5,
-  `${TINY_ATGRPO}
-train: { steps: 3, tasksPerStep: 2, evalEvery: 0, evalTasks: 4 }`,
-);
+const { recipePath, storeRoot } = writeTinyRecipe(root, "kill", 5, TINY_THREE_STEPS);
 
 function launch(runId: string, resume: boolean, killAt?: string) {
   const [command, argv, options] = trainerProcess(

@@ -13,17 +13,11 @@ import { existsSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { FileStore } from "@troupe/storage/node";
 import { describe, expect, it } from "vitest";
-import { orphans, TINY_ATGRPO, tempRoot, trainerProcess, writeTinyRecipe } from "./tiny.ts";
+import { orphans, TINY_THREE_STEPS, tempRoot, trainerProcess, writeTinyRecipe } from "./tiny.ts";
 
 const root = tempRoot("integrity");
 
-const { recipePath, storeRoot } = writeTinyRecipe(
-  root,
-  "integrity",
-  5,
-  `${TINY_ATGRPO}
-train: { steps: 3, tasksPerStep: 2, evalEvery: 0, evalTasks: 4 }`,
-);
+const { recipePath, storeRoot } = writeTinyRecipe(root, "integrity", 5, TINY_THREE_STEPS);
 
 function cli(args: string[], env: NodeJS.ProcessEnv = {}): SpawnSyncReturns<string> {
   const [command, argv, options] = trainerProcess(args, env);

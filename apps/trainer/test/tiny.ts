@@ -89,6 +89,10 @@ export const TINY_ATGRPO = `strategy: { name: atgrpo, candidates: 2 }
 sampling: { temperature: 1, maxTokens: 8 }
 sft: { steps: 2, batchSize: 8, lr: 0.003, mistakeRate: 0.3 }`;
 
+/** TINY_ATGRPO for three RL steps of two tasks, evaluated on four held-out tasks (YAML lines). */
+export const TINY_THREE_STEPS = `${TINY_ATGRPO}
+train: { steps: 3, tasksPerStep: 2, evalEvery: 0, evalTasks: 4 }`;
+
 /**
  * Writes the recipe file `root/recipe.yaml`: its name and seed, a store in the folder `root/store`,
  * the tiny environment and model, then `lines` (YAML: strategy, train, …).
