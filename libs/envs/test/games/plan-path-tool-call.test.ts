@@ -16,6 +16,7 @@ import {
 } from "../../src/games/index.ts";
 import { createEnvironment, environmentOptions, renderAnswer } from "../../src/registry.ts";
 
+import { expectWithinRewardBounds, thrownMessage } from "./expect.ts";
 import { puzzle, task } from "./hand-4x4.ts";
 
 const HINTS = ["positions", "offset", "neighbours"] as const;
@@ -203,7 +204,6 @@ describe("tool-call roles", () => {
 
   it("random commands and plans stay within rewardBounds", () => {
     const gen = planPathEnv({ roles: "tool-call", rows: 6, cols: 6 });
-    const { team, local } = gen.rewardBounds;
     expect(gen.rewardBounds).toEqual(planPathEnv({ roles: "single", rows: 6, cols: 6 }).rewardBounds);
     const rng = new Rng(5);
     for (const t of gen.generateTasks("train", 100, { seed: 9 })) {
@@ -219,12 +219,7 @@ describe("tool-call roles", () => {
                 : `path ${rng.int(7)} ${rng.int(7)}`
               : Array.from({ length: rng.int(10) }, () => rng.pick(["U", "D", "L", "R"])).join("");
           const r = stepSync(gen, state, { [agent]: text });
-          expect(r.teamReward).toBeGreaterThanOrEqual(team[0]);
-          expect(r.teamReward).toBeLessThanOrEqual(team[1]);
-          for (const v of Object.values(r.localRewards)) {
-            expect(v).toBeGreaterThanOrEqual(local[0]);
-            expect(v).toBeLessThanOrEqual(local[1]);
-          }
+          expectWithinRewardBounds(r, gen.rewardBounds);
           state = r.state;
           done = r.done;
         }
@@ -246,14 +241,7 @@ describe("tool-call roles", () => {
 
 describe("tool-call options and rendering", () => {
   it("an unknown roles value is one error line naming the key; other games offer no tool calls", () => {
-    const message = (f: () => unknown) => {
-      try {
-        f();
-      } catch (error) {
-        return (error as Error).message;
-      }
-      return "no error";
-    };
+    const message = (f: () => unknown) => thrownMessage(f, "no error");
     const direct = message(() => planPathEnv({ roles: "toolcall" as never }));
     expect(direct).toMatch(/^plan-path options: roles: /);
     expect(direct).toContain('"tool-call"');

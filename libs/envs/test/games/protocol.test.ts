@@ -11,6 +11,7 @@ import {
   sudokuDemo,
   sudokuEnv,
 } from "../../src/games/index.ts";
+import { expectWithinRewardBounds } from "./expect.ts";
 
 type AnyEnv = GameEnvironment<unknown, unknown>;
 type AnyDemo = (task: Task<never>, state: GameState<never, never>, agent: string) => string;
@@ -53,7 +54,6 @@ async function play(env: AnyEnv, state: GameState<unknown, unknown>, agent: stri
 describe.each(games)("$name: role protocol", ({ env, demo, randomPlan }) => {
   it("random policy over 150 tasks: no exceptions, rewards within rewardBounds, frozen states untouched", async () => {
     const tasks = env.generateTasks("train", 150, { seed: 21 });
-    const { team, local } = env.rewardBounds;
     const team4 = envTeam(env);
     let steps = 0;
     for (const [i, task] of tasks.entries()) {
@@ -66,12 +66,7 @@ describe.each(games)("$name: role protocol", ({ env, demo, randomPlan }) => {
           const before = stableHash(state);
           const r = await play(env, state, agent!, randomPlan(rng));
           expect(stableHash(state)).toBe(before);
-          expect(r.teamReward).toBeGreaterThanOrEqual(team[0]);
-          expect(r.teamReward).toBeLessThanOrEqual(team[1]);
-          for (const v of Object.values(r.localRewards)) {
-            expect(v).toBeGreaterThanOrEqual(local[0]);
-            expect(v).toBeLessThanOrEqual(local[1]);
-          }
+          expectWithinRewardBounds(r, env.rewardBounds);
           state = r.state;
           done = r.done;
           steps++;

@@ -19,16 +19,10 @@ import {
   sudokuEnv,
 } from "../../src/games/index.ts";
 import { Gsm8kRowSchema, MATH_MAX_QUESTION_CHARS } from "../../src/math/dataset.ts";
+import { thrownMessage } from "./expect.ts";
 
 const task = (payload: unknown): Task<never> => ({ id: "t", split: "test", payload: payload as never });
-const refusal = (reset: () => unknown) => {
-  try {
-    reset();
-  } catch (error) {
-    return (error as Error).message;
-  }
-  return "accepted";
-};
+const refusal = (reset: () => unknown) => thrownMessage(reset, "accepted");
 
 /** An open rows×cols Plan-Path grid, start top-left, goal bottom-right. */
 const openGrid = (rows: number, cols: number) => ({
