@@ -40,8 +40,8 @@ import { writeRunReport } from "./report.ts";
 import { commandReport } from "./report-command.ts";
 import { consoleReporter, evalStepLabel, stopOnSignal, table } from "./reporter.ts";
 import { commandSweep } from "./sweep-command.ts";
-import { checkpointedStep, evalTasks, policySet, restoreStep, train } from "./train.ts";
-import { warmStart } from "./warm-start.ts";
+import { checkpointedStep, evalTasks, policySet, restoreStep, type TrainSummary } from "./train.ts";
+import { warmStart, warmStartAndTrain } from "./warm-start.ts";
 
 const appRoot = resolve(dirname(fileURLToPath(import.meta.url)), "..");
 const workspaceRoot = resolve(appRoot, "../..");
@@ -357,7 +357,7 @@ async function commandTrain(argv: string[]): Promise<number> {
   const resume = resumeCommand(runId, values.recipe);
   const reporter = consoleReporter();
   const signals = stopOnSignal(reporter, resume);
-  let summary: Awaited<ReturnType<typeof train>>;
+  let summary: TrainSummary;
   try {
     // An extension (--resume --set train.steps=n) records the run's new length; else the config is
     // written once, and a different one for an existing run is refused.
@@ -369,10 +369,7 @@ async function commandTrain(argv: string[]): Promise<number> {
         `run ${runId}: ${recipe.environment.name} · team ${fullTeam.roles.map((r) => `${r.id}→${r.policy}`).join(", ")} · ` +
           `${recipe.strategy.name} · steps 0–${recipe.train.steps - 1} · store ${recipe.store}`,
       );
-      if (committedBefore === undefined) {
-        await warmStart(recipe, trainerEnv, fullTeam, engine, store, reporter);
-      }
-      summary = await train({
+      summary = await warmStartAndTrain({
         recipe,
         trainerEnv,
         team: fullTeam,
