@@ -242,6 +242,15 @@ export const RecipeSchema = z.strictObject({
       lr: z.number().gt(0).default(3e-3),
       /** Probability that a demonstration turn is replaced by a mistake, so the team learns to recover. */
       mistakeRate: z.number().min(0).max(1).default(0.3),
+      /**
+       * The warm start's learning-rate schedule over its own steps (warm-start.ts, warmStartLr):
+       * constant when absent; cosine or linear decay to minLrRatio·lr; or wsd, constant and then a
+       * linear decay over the last decayFraction of the steps. (Optional without defaults, so
+       * existing warm starts keep their cache ids.)
+       */
+      schedule: z.enum(["constant", "cosine", "linear", "wsd"]).optional(),
+      minLrRatio: z.number().min(0).max(1).optional(),
+      decayFraction: z.number().gt(0).max(1).optional(),
     })
     .optional(),
   mode: z.enum(["all", "rollout", "learner"]).default("all"),

@@ -5,7 +5,7 @@
  * loads the finished warm start instead of recomputing it; an interrupted one resumes.
  */
 import { deriveSeed, stableHash, type Team, teamPolicies } from "@troupe/core";
-import type { Engine } from "@troupe/engine";
+import { defaultOptimizerConfig, type Engine, learningRate } from "@troupe/engine";
 import type { ObjectStore } from "@troupe/storage";
 import { RunStore } from "@troupe/storage";
 import type { TrainerEnvironment } from "./envs.ts";
@@ -44,6 +44,41 @@ export function warmStartKey(recipe: Recipe, team: Team) {
   };
 }
 
+/**
+ * The warm start's learning rate at its 0-based step s of S, with η = sft.lr, floor r = minLrRatio
+ * (default 0.1) and the schedule's progress π:
+ *   constant (also when absent)   η
+ *   cosine, linear                as the RL optimizer's schedules (learningRate), π = s / S
+ *   wsd (warmup-stable-decay)     η for s < D = round((1 − f)·S), f = decayFraction (default 0.2),
+ *                                 then η · (r + (1 − r)(1 − π)), π = (s − D + 1) / (S − D)
+ * Why wsd: imitation learns copying in a jump whose step depends on the seed (a few hundred steps
+ * on the tool-call team); a decay from the first step slows the late jumpers until they miss it,
+ * while a constant rate ends wherever its noise leaves the weights. Holding the rate and decaying
+ * only at the end does both: every seed jumps, and the last steps settle.
+ */
+export function warmStartLr(step: number, sft: NonNullable<Recipe["sft"]>): number {
+  const r = sft.minLrRatio ?? 0.1;
+  switch (sft.schedule ?? "constant") {
+    case "constant":
+      return sft.lr;
+    case "wsd": {
+      const stable = Math.round((1 - (sft.decayFraction ?? 0.2)) * sft.steps);
+      if (step < stable) return sft.lr;
+      const progress = Math.min(1, (step - stable + 1) / Math.max(1, sft.steps - stable));
+      return sft.lr * (r + (1 - r) * (1 - progress));
+    }
+    default:
+      return learningRate(step, {
+        ...defaultOptimizerConfig,
+        lr: sft.lr,
+        schedule: sft.schedule as "cosine" | "linear",
+        warmupSteps: 0,
+        minLrRatio: r,
+        totalSteps: sft.steps,
+      });
+  }
+}
+
 export function warmStartId(recipe: Recipe, team: Team): string {
   return `sft-${stableHash(warmStartKey(recipe, team)).slice(0, 16)}`;
 }
@@ -73,16 +108,17 @@ export async function warmStart(
     await freshOptimizer(engine, team);
     return { runId: runStore.runId, cached: true, finalNll: {} };
   }
-  // The warm start has its own learning rate at a constant schedule: the recipe's schedule, warmup
-  // and floor are the RL phase's (and are not part of the cache key).
-  const optimizer = {
+  // The warm start has its own learning rate and schedule: the recipe's optimizer schedule, warmup
+  // and floor are the RL phase's (and are not part of the cache key). Each step gets its rate as a
+  // constant (warmStartLr); the engine keeps the AdamW moments and step count when only lr changes.
+  const optimizerAt = (step: number) => ({
     ...recipe.optimizer,
-    lr: sft.lr,
+    lr: warmStartLr(step, sft),
     schedule: "constant" as const,
     warmupSteps: 0,
     minLrRatio: 0,
     totalSteps: sft.steps,
-  };
+  });
   // Enough episodes per step to fill the batch: an episode gives one demonstration per role turn.
   const tasksPerStep = Math.max(1, Math.ceil(sft.batchSize / team.roles.length));
   let finalNll: Record<string, number> = {};
@@ -93,7 +129,7 @@ export async function warmStart(
       mistakeRate: sft.mistakeRate,
       seed: deriveSeed(recipe.seed, "sft", step),
     });
-    const metrics = await sftStep(engine, demos, optimizer, recipe.train.microBatchSize);
+    const metrics = await sftStep(engine, demos, optimizerAt(step), recipe.train.microBatchSize);
     for (const policyId of teamPolicies(team)) {
       await runStore.writeCheckpoint(policyId, step, await engine.save(policyId));
     }

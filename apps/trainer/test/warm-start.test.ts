@@ -1,6 +1,7 @@
 /**
- * The warm start runs at its own constant learning rate: the recipe's optimizer schedule belongs to
- * the RL phase and is not part of the warm start's cache key, so it must not change the weights.
+ * The warm start runs at its own learning rate and schedule (constant unless `sft.schedule` says
+ * otherwise): the recipe's optimizer schedule belongs to the RL phase and is not part of the warm
+ * start's cache key, so it must not change the weights.
  */
 import { join } from "node:path";
 import { sha256Hex, teamPolicies } from "@troupe/core";
@@ -13,18 +14,25 @@ import { warmStart, warmStartId } from "../src/warm-start.ts";
 import { quiet, TINY_PLAN_PATH, tempRoot } from "./tiny.ts";
 
 const root = tempRoot("warm-start");
+/** The cache id of recipeText("{ lr: 0.001 }"), as computed before sft.schedule existed. */
+const WARM_START_ID_BEFORE_SCHEDULE = "sft-64bf9d67d36284fb";
 
-const recipeText = (optimizer: string) => `
+const recipeText = (optimizer: string, sftSchedule = "") => `
 name: ws
 seed: 3
 ${TINY_PLAN_PATH}
 strategy: { name: atgrpo, candidates: 2 }
 optimizer: ${optimizer}
-sft: { steps: 3, batchSize: 8, lr: 0.01, mistakeRate: 0.3 }
+sft: { steps: 3, batchSize: 8, lr: 0.01, mistakeRate: 0.3${sftSchedule} }
 `;
 
-async function warmStartWeights(optimizer: string, folder: string, cached = false): Promise<string> {
-  const recipe = loadRecipeText(recipeText(optimizer));
+async function warmStartWeights(
+  optimizer: string,
+  folder: string,
+  cached = false,
+  sftSchedule = "",
+): Promise<string> {
+  const recipe = loadRecipeText(recipeText(optimizer, sftSchedule));
   const trainerEnv = createEnvironment(recipe.environment.name, recipe.environment.options);
   const team = recipeTeam(trainerEnv, recipe.team);
   const engine = await createEngine(recipe, teamPolicies(team));
@@ -58,6 +66,28 @@ describe("warm start", () => {
     const team = recipeTeam(createEnvironment(a.environment.name, a.environment.options), a.team);
     expect(warmStartId(a, team)).toBe(warmStartId(b, team));
     expect(await warmStartWeights(cosine, "cosine")).toBe(await warmStartWeights(constant, "constant"));
+  });
+
+  it("decays its own learning rate when sft.schedule is set, under a new cache id", async () => {
+    const optimizer = "{ lr: 0.001 }";
+    const constant = loadRecipeText(recipeText(optimizer));
+    const cosine = loadRecipeText(recipeText(optimizer, ", schedule: cosine, minLrRatio: 0.1"));
+    const team = recipeTeam(
+      createEnvironment(constant.environment.name, constant.environment.options),
+      constant.team,
+    );
+    // Without the field the key is what it was before the field existed: cached warm starts stay valid.
+    expect(constant.sft).not.toHaveProperty("schedule");
+    expect(warmStartId(constant, team)).toBe(WARM_START_ID_BEFORE_SCHEDULE);
+    expect(warmStartId(cosine, team)).not.toBe(warmStartId(constant, team));
+    // Step 0 runs at the full lr either way; steps 1 and 2 run lower under the cosine, so the weights differ.
+    const decayed = await warmStartWeights(
+      optimizer,
+      "sft-cosine",
+      false,
+      ", schedule: cosine, minLrRatio: 0.1",
+    );
+    expect(decayed).not.toBe(await warmStartWeights(optimizer, "sft-constant"));
   });
 
   it("hands RL the warm-start weights with a fresh optimizer, computed or loaded from the cache", async () => {

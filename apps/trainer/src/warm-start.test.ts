@@ -1,0 +1,31 @@
+import { describe, expect, it } from "vitest";
+import { warmStartLr } from "./warm-start.ts";
+
+const sft = { steps: 10, batchSize: 8, lr: 1, mistakeRate: 0 };
+const lrs = (extra: object) => Array.from({ length: 10 }, (_, s) => warmStartLr(s, { ...sft, ...extra }));
+
+describe("warmStartLr", () => {
+  it("is constant when no schedule is given", () => {
+    expect(lrs({})).toEqual(Array(10).fill(1));
+  });
+
+  it("wsd holds the rate, then decays linearly to the floor over the last decayFraction of the steps", () => {
+    expect(lrs({ schedule: "wsd", decayFraction: 0.2, minLrRatio: 0.1 })).toEqual([
+      1, 1, 1, 1, 1, 1, 1, 1, 0.55, 0.1,
+    ]);
+    // Default fraction 0.2 and floor 0.1.
+    expect(lrs({ schedule: "wsd" })).toEqual(lrs({ schedule: "wsd", decayFraction: 0.2, minLrRatio: 0.1 }));
+    const half = lrs({ schedule: "wsd", decayFraction: 0.5, minLrRatio: 0 });
+    expect(half.slice(0, 5)).toEqual([1, 1, 1, 1, 1]);
+    expect(half.slice(5).map((x) => +x.toFixed(12))).toEqual([0.8, 0.6, 0.4, 0.2, 0]);
+  });
+
+  it("cosine and linear decay from the first step, as the RL schedules do", () => {
+    const cosine = lrs({ schedule: "cosine", minLrRatio: 0.1 });
+    expect(cosine[0]).toBe(1);
+    expect(cosine[5]).toBeCloseTo(0.55, 12);
+    expect(lrs({ schedule: "linear", minLrRatio: 0 }).map((x) => +x.toFixed(12))).toEqual([
+      1, 0.9, 0.8, 0.7, 0.6, 0.5, 0.4, 0.3, 0.2, 0.1,
+    ]);
+  });
+});
