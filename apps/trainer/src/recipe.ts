@@ -242,6 +242,8 @@ export const RecipeSchema = z.strictObject({
       lr: z.number().gt(0).default(3e-3),
       /** Probability that a demonstration turn is replaced by a mistake, so the team learns to recover. */
       mistakeRate: z.number().min(0).max(1).default(0.3),
+      /** The roles whose demonstration turns may slip; all roles when absent (optional: cache ids stay). */
+      mistakeRoles: z.array(z.string().min(1)).min(1).optional(),
       /**
        * The warm start's learning-rate schedule over its own steps (warm-start.ts, warmStartLr):
        * constant when absent; cosine or linear decay to minLrRatio·lr; or wsd, constant and then a

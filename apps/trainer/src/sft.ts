@@ -5,7 +5,8 @@
  * `mistakeRate` the action actually executed is a corrupted copy of the solver's (a dropped,
  * swapped or substituted character, or a truncation). The training target is always the solver's
  * action, so later roles (a fixer) learn to recover from their teammates' mistakes while no role
- * is ever taught a mistake.
+ * is ever taught a mistake. `mistakeRoles` limits the slips to some roles (e.g. only the plan agent
+ * of a tool team, whose slips then show the next turn's recovery without teaching distrust of the tool).
  *
  * The update is the engine's PPO step with advantage 1 on-policy (old log-probs = current ones):
  * ratio = 1, no clipping, and ∇(−mean_t r_t) = −mean_t ∇ℓ_t, exactly the token-mean negative
@@ -64,7 +65,12 @@ export async function collectDemonstrations(
   trainerEnv: TrainerEnvironment,
   team: Team,
   tasks: readonly Task<unknown>[],
-  options: { readonly mistakeRate: number; readonly seed: number },
+  options: {
+    readonly mistakeRate: number;
+    readonly seed: number;
+    /** The roles whose executed actions may slip; all roles when absent. */
+    readonly mistakeRoles?: readonly string[];
+  },
 ): Promise<Demonstration[]> {
   const demo = trainerEnv.demo;
   if (!demo)
@@ -84,8 +90,10 @@ export async function collectDemonstrations(
         for (const agent of stage) {
           const observation = env.observe(state, agent);
           const target = demo(task, state, agent);
-          out.push({ taskId: task.id, agent, policyId: roleOf(team, agent).policy, observation, target });
-          actions[agent] = rng.float() < options.mistakeRate ? corrupt(target, rng) : target;
+          const role = roleOf(team, agent);
+          out.push({ taskId: task.id, agent, policyId: role.policy, observation, target });
+          const maySlip = options.mistakeRoles?.includes(role.id) ?? true;
+          actions[agent] = maySlip && rng.float() < options.mistakeRate ? corrupt(target, rng) : target;
         }
         const result = await env.step(state, actions);
         state = result.state;

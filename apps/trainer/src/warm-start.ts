@@ -10,7 +10,7 @@ import type { ObjectStore } from "@troupe/storage";
 import { RunStore } from "@troupe/storage";
 import type { TrainerEnvironment } from "./envs.ts";
 import { faultPoint } from "./faults.ts";
-import type { Recipe } from "./recipe.ts";
+import { type Recipe, RecipeError } from "./recipe.ts";
 import { collectDemonstrations, sftStep } from "./sft.ts";
 import { restoreStep, type TrainOptions, type TrainReporter, type TrainSummary, train } from "./train.ts";
 
@@ -99,6 +99,12 @@ export async function warmStart(
 ): Promise<WarmStartResult | undefined> {
   const sft = recipe.sft;
   if (!sft || sft.steps === 0) return undefined;
+  const roleIds = team.roles.map((r) => r.id);
+  const unknownRole = sft.mistakeRoles?.find((id) => !roleIds.includes(id));
+  if (unknownRole !== undefined)
+    throw new RecipeError(
+      `sft.mistakeRoles: "${unknownRole}" is not a role of this team (${roleIds.join(", ")})`,
+    );
   const runStore = new RunStore(store, warmStartId(recipe, team));
   await runStore.writeConfig({ kind: "sft", ...warmStartKey(recipe, team) });
   const latest = await runStore.latestCommittedStep();
@@ -127,6 +133,7 @@ export async function warmStart(
     const tasks = trainerEnv.generateTasks("train", tasksPerStep, deriveSeed(recipe.seed, "sft-tasks", step));
     const demos = await collectDemonstrations(trainerEnv, team, tasks, {
       mistakeRate: sft.mistakeRate,
+      ...(sft.mistakeRoles ? { mistakeRoles: sft.mistakeRoles } : {}),
       seed: deriveSeed(recipe.seed, "sft", step),
     });
     const metrics = await sftStep(engine, demos, optimizerAt(step), recipe.train.microBatchSize);

@@ -90,6 +90,20 @@ describe("warm start", () => {
     expect(decayed).not.toBe(await warmStartWeights(optimizer, "sft-constant"));
   });
 
+  it("refuses sft.mistakeRoles naming a role the team does not have, in one line", async () => {
+    const recipe = loadRecipeText(recipeText("{ lr: 0.001 }", ", mistakeRoles: [planer]"));
+    const trainerEnv = createEnvironment(recipe.environment.name, recipe.environment.options);
+    const team = recipeTeam(trainerEnv, recipe.team);
+    const engine = await createEngine(recipe, teamPolicies(team));
+    try {
+      await expect(
+        warmStart(recipe, trainerEnv, team, engine, new FileStore(join(root, "bad-role")), quiet),
+      ).rejects.toThrow(/^sft\.mistakeRoles: "planer" is not a role of this team \(planner, fixer\)$/);
+    } finally {
+      await engine.close();
+    }
+  });
+
   it("hands RL the warm-start weights with a fresh optimizer, computed or loaded from the cache", async () => {
     const computed = await warmStartWeights("{ lr: 0.001 }", "fresh");
     expect(await warmStartWeights("{ lr: 0.001 }", "fresh", true)).toBe(computed);
