@@ -57,26 +57,21 @@ export function warmStartKey(recipe: Recipe, team: Team) {
  * only at the end does both: every seed jumps, and the last steps settle.
  */
 export function warmStartLr(step: number, sft: NonNullable<Recipe["sft"]>): number {
-  const r = sft.minLrRatio ?? 0.1;
-  switch (sft.schedule ?? "constant") {
-    case "constant":
-      return sft.lr;
-    case "wsd": {
-      const stable = Math.round((1 - (sft.decayFraction ?? 0.2)) * sft.steps);
-      if (step < stable) return sft.lr;
-      const progress = Math.min(1, (step - stable + 1) / Math.max(1, sft.steps - stable));
-      return sft.lr * (r + (1 - r) * (1 - progress));
-    }
-    default:
-      return learningRate(step, {
-        ...defaultOptimizerConfig,
-        lr: sft.lr,
-        schedule: sft.schedule as "cosine" | "linear",
-        warmupSteps: 0,
-        minLrRatio: r,
-        totalSteps: sft.steps,
-      });
-  }
+  const schedule = sft.schedule ?? "constant";
+  if (schedule === "constant") return sft.lr;
+  // The decays are the RL optimizer's (learningRate); wsd runs its linear one over the last steps.
+  const decay = (s: number, totalSteps: number) =>
+    learningRate(s, {
+      ...defaultOptimizerConfig,
+      lr: sft.lr,
+      schedule: schedule === "wsd" ? "linear" : schedule,
+      warmupSteps: 0,
+      minLrRatio: sft.minLrRatio ?? 0.1,
+      totalSteps,
+    });
+  if (schedule !== "wsd") return decay(step, sft.steps);
+  const stable = Math.round((1 - (sft.decayFraction ?? 0.2)) * sft.steps);
+  return step < stable ? sft.lr : decay(step - stable + 1, sft.steps - stable);
 }
 
 export function warmStartId(recipe: Recipe, team: Team): string {
@@ -133,7 +128,7 @@ export async function warmStart(
     const tasks = trainerEnv.generateTasks("train", tasksPerStep, deriveSeed(recipe.seed, "sft-tasks", step));
     const demos = await collectDemonstrations(trainerEnv, team, tasks, {
       mistakeRate: sft.mistakeRate,
-      ...(sft.mistakeRoles ? { mistakeRoles: sft.mistakeRoles } : {}),
+      mistakeRoles: sft.mistakeRoles,
       seed: deriveSeed(recipe.seed, "sft", step),
     });
     const metrics = await sftStep(engine, demos, optimizerAt(step), recipe.train.microBatchSize);
