@@ -30,6 +30,20 @@ describe("compare arms", () => {
     expect(r.train.steps).toBe(30);
   });
 
+  it("single-agent GRPO: demonstrations that slip in some team roles slip in the single agent's turns", () => {
+    const slips = loadRecipeText(`
+name: base
+environment:
+  name: plan-path
+  options: { roles: tool-call, maxTurns: 2 }
+strategy: { name: atgrpo, candidates: 4 }
+sft: { steps: 10, mistakeRate: 0.3, mistakeRoles: [plan] }
+`);
+    expect(armRecipe(slips, "grpo", 1).sft).toMatchObject({ steps: 10, mistakeRate: 0.3 });
+    expect(armRecipe(slips, "grpo", 1).sft?.mistakeRoles).toBeUndefined();
+    expect(armRecipe(slips, "atgrpo-per-role", 1).sft?.mistakeRoles).toEqual(["plan"]);
+  });
+
   it("MAGRPO gets round(8 · 16 / 40) = 3 tasks per step: N·K·(1 + K) = 40 samples per task vs N·T·K = 16", () => {
     const r = armRecipe(base, "magrpo", 1);
     expect(r.strategy).toMatchObject({ name: "magrpo", groupSize: 4, jointMode: "aligned" });
