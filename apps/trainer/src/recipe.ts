@@ -245,6 +245,11 @@ export const RecipeSchema = z.strictObject({
       /** The roles whose demonstration turns may slip; all roles when absent (optional: cache ids stay). */
       mistakeRoles: z.array(z.string().min(1)).min(1).optional(),
       /**
+       * Environment options that replace the recipe's for the demonstrations only (e.g. shorter
+       * mazes: a warm start on easy tasks, RL on all of them). Optional: cache ids stay.
+       */
+      environmentOptions: z.record(z.string(), z.unknown()).optional(),
+      /**
        * The warm start's learning-rate schedule over its own steps (warm-start.ts, warmStartLr):
        * constant when absent; cosine or linear decay to minLrRatio·lr; or wsd, constant and then a
        * linear decay over the last decayFraction of the steps. (Optional without defaults, so

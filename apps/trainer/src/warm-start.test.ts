@@ -1,5 +1,7 @@
 import { describe, expect, it } from "vitest";
-import { warmStartLr } from "./warm-start.ts";
+import { recipeEnvironment } from "./envs.ts";
+import { loadRecipeText, RecipeError } from "./recipe.ts";
+import { demonstrationEnvironment, warmStartId, warmStartLr } from "./warm-start.ts";
 
 const sft = { steps: 10, batchSize: 8, lr: 1, mistakeRate: 0 };
 const lrs = (extra: object) => Array.from({ length: 10 }, (_, s) => warmStartLr(s, { ...sft, ...extra }));
@@ -27,5 +29,40 @@ describe("warmStartLr", () => {
     expect(lrs({ schedule: "linear", minLrRatio: 0 }).map((x) => +x.toFixed(12))).toEqual([
       1, 0.9, 0.8, 0.7, 0.6, 0.5, 0.4, 0.3, 0.2, 0.1,
     ]);
+  });
+});
+
+describe("demonstrationEnvironment", () => {
+  const recipe = (sft: string) =>
+    loadRecipeText(`
+name: short-demos
+environment:
+  name: plan-path
+  options: { roles: tool-call, maxTurns: 2, rows: 6, cols: 6, minPathLength: 3 }
+strategy: { name: atgrpo }
+sft: ${sft}
+`);
+
+  it("draws the demonstrations' tasks with sft.environmentOptions in place of the recipe's", () => {
+    const r = recipe("{ steps: 10, environmentOptions: { maxPathLength: 4 } }");
+    const { trainerEnv, team } = recipeEnvironment(r);
+    const demoEnv = demonstrationEnvironment(r, trainerEnv);
+    const lengths = (env: typeof trainerEnv) =>
+      new Set(env.generateTasks("train", 100, 3).map((t) => (t.payload as { optimal: number }).optimal));
+    expect([...lengths(demoEnv)].sort()).toEqual([3, 4]);
+    expect(Math.max(...lengths(trainerEnv))).toBeGreaterThan(4);
+    // Without the field the recipe's own environment, and the cache id, are used.
+    const plain = recipe("{ steps: 10 }");
+    expect(demonstrationEnvironment(plain, trainerEnv)).toBe(trainerEnv);
+    expect(warmStartId(r, team)).not.toBe(warmStartId(plain, team));
+  });
+
+  it("names the field when an option is bad", () => {
+    const r = recipe("{ steps: 10, environmentOptions: { maxPathLength: 0 } }");
+    const { trainerEnv } = recipeEnvironment(r);
+    expect(() => demonstrationEnvironment(r, trainerEnv)).toThrow(RecipeError);
+    expect(() => demonstrationEnvironment(r, trainerEnv)).toThrow(
+      /^sft\.environmentOptions: .*maxPathLength/,
+    );
   });
 });

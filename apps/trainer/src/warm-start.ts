@@ -8,7 +8,7 @@ import { deriveSeed, stableHash, type Team, teamPolicies } from "@troupe/core";
 import { defaultOptimizerConfig, type Engine, learningRate } from "@troupe/engine";
 import type { ObjectStore } from "@troupe/storage";
 import { RunStore } from "@troupe/storage";
-import type { TrainerEnvironment } from "./envs.ts";
+import { recipeEnvironment, type TrainerEnvironment } from "./envs.ts";
 import { faultPoint } from "./faults.ts";
 import { type Recipe, RecipeError } from "./recipe.ts";
 import { collectDemonstrations, sftStep } from "./sft.ts";
@@ -100,6 +100,7 @@ export async function warmStart(
     throw new RecipeError(
       `sft.mistakeRoles: "${unknownRole}" is not a role of this team (${roleIds.join(", ")})`,
     );
+  const demoEnv = demonstrationEnvironment(recipe, trainerEnv);
   const runStore = new RunStore(store, warmStartId(recipe, team));
   await runStore.writeConfig({ kind: "sft", ...warmStartKey(recipe, team) });
   const latest = await runStore.latestCommittedStep();
@@ -125,8 +126,8 @@ export async function warmStart(
   let finalNll: Record<string, number> = {};
   const started = performance.now();
   for (let step = (latest ?? -1) + 1; step < sft.steps; step++) {
-    const tasks = trainerEnv.generateTasks("train", tasksPerStep, deriveSeed(recipe.seed, "sft-tasks", step));
-    const demos = await collectDemonstrations(trainerEnv, team, tasks, {
+    const tasks = demoEnv.generateTasks("train", tasksPerStep, deriveSeed(recipe.seed, "sft-tasks", step));
+    const demos = await collectDemonstrations(demoEnv, team, tasks, {
       mistakeRate: sft.mistakeRate,
       mistakeRoles: sft.mistakeRoles,
       seed: deriveSeed(recipe.seed, "sft", step),
@@ -160,6 +161,24 @@ export async function warmStart(
   }
   await freshOptimizer(engine, team);
   return { runId: runStore.runId, cached: false, finalNll };
+}
+
+/**
+ * The environment the demonstrations come from: the recipe's, or with sft.environmentOptions in
+ * place of some of its options (the same game and roles, other tasks). Held-out tasks are never
+ * among them: the splits are decided by each task's own hash, whatever the options.
+ */
+export function demonstrationEnvironment(recipe: Recipe, trainerEnv: TrainerEnvironment): TrainerEnvironment {
+  const overrides = recipe.sft?.environmentOptions;
+  if (overrides === undefined) return trainerEnv;
+  try {
+    return recipeEnvironment({
+      ...recipe,
+      environment: { ...recipe.environment, options: { ...recipe.environment.options, ...overrides } },
+    }).trainerEnv;
+  } catch (error) {
+    throw new RecipeError(`sft.environmentOptions: ${(error as Error).message.replace(/^recipe: /, "")}`);
+  }
 }
 
 /**

@@ -69,6 +69,11 @@ export const PlanPathGenerationSchema = z.object({
   blockedFraction: z.number().min(0).max(0.7).default(0.22),
   /** Smallest BFS distance from start to goal. */
   minPathLength: z.number().int().min(1).default(4),
+  /**
+   * Largest BFS distance from start to goal (none when absent): a set of short mazes, e.g. the
+   * easy demonstrations of a warm start whose team then trains on every length.
+   */
+  maxPathLength: z.number().int().min(1).optional(),
   splitFractions: SplitFractionsSchema.default({ test: 0.1, validation: 0.1 }),
 });
 export type PlanPathGeneration = z.output<typeof PlanPathGenerationSchema>;
@@ -136,7 +141,8 @@ export function generatePlanPathPuzzle(rng: Rng, config: PlanPathGeneration): Pl
   const s = rng.pick(free);
   const start: Pos = [Math.floor(s / cols), s % cols];
   const dist = bfsDistances(rows, cols, isOpen({ grid }), start);
-  const far = free.filter((i) => dist[i]! >= config.minPathLength);
+  const maxPath = config.maxPathLength ?? Number.POSITIVE_INFINITY;
+  const far = free.filter((i) => dist[i]! >= config.minPathLength && dist[i]! <= maxPath);
   if (far.length === 0) return null;
   const g = rng.pick(far);
   return { rows, cols, grid, start, goal: [Math.floor(g / cols), g % cols], optimal: dist[g]! };

@@ -198,6 +198,18 @@ describe("plan-path generation", () => {
     }
   });
 
+  it("maxPathLength bounds the BFS distance; without it the same seed gives the same tasks", () => {
+    const short = generatePlanPathTasks("train", 200, { seed: 7, minPathLength: 3, maxPathLength: 5 });
+    expect(short).toHaveLength(200);
+    const lengths = new Set(short.map((t) => t.payload.optimal));
+    expect([...lengths].sort()).toEqual([3, 4, 5]);
+    for (const t of short) expect(referenceDistance(t.payload)).toBe(t.payload.optimal);
+    expect(generatePlanPathTasks("train", 5, { seed: 7, maxPathLength: undefined }).map((t) => t.id)).toEqual(
+      tasks.slice(0, 5).map((t) => t.id),
+    );
+    expect(() => generatePlanPathTasks("train", 1, { seed: 7, maxPathLength: 0 })).toThrow(/maxPathLength/);
+  });
+
   it("is deterministic in the seed and respects size options", () => {
     expect(generatePlanPathTasks("train", 5, { seed: 7 }).map((t) => t.id)).toEqual(
       tasks.slice(0, 5).map((t) => t.id),
