@@ -64,5 +64,9 @@ sft: ${sft}
     expect(() => demonstrationEnvironment(r, trainerEnv)).toThrow(
       /^sft\.environmentOptions: .*maxPathLength/,
     );
+    const roles = recipe("{ steps: 10, environmentOptions: { roles: compact } }");
+    expect(() => demonstrationEnvironment(roles, trainerEnv)).toThrow(
+      "sft.environmentOptions: roles cannot differ from the recipe's (the team is the same)",
+    );
   });
 });

@@ -171,6 +171,12 @@ export async function warmStart(
 export function demonstrationEnvironment(recipe: Recipe, trainerEnv: TrainerEnvironment): TrainerEnvironment {
   const overrides = recipe.sft?.environmentOptions;
   if (overrides === undefined) return trainerEnv;
+  // The demonstrations are the recipe's team's turns: its roles and turn budget stay.
+  const fixed = ["roles", "maxTurns"].find((key) => key in overrides);
+  if (fixed !== undefined)
+    throw new RecipeError(
+      `sft.environmentOptions: ${fixed} cannot differ from the recipe's (the team is the same)`,
+    );
   try {
     return recipeEnvironment({
       ...recipe,
