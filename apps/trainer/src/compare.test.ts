@@ -120,5 +120,17 @@ describe("compare statistics", () => {
     expect(team.pooled).toMatchObject({ successes: 48, tasks: 128 });
     expect(team.meanSuccess).toBeCloseTo(0.375, 12);
     expect(compareRows(rows)[1]).toMatchObject({ "pooled k/n": "48/128", "per seed %": "25.0 50.0" });
+    // Gains paired by seed: 0.25 − 0.1 and 0.5 − 0.1; two seeds give a t-interval wider than ±1.
+    expect(team.gainMean).toBeCloseTo(0.275, 12);
+    expect(compareRows(rows)[1]).toMatchObject({
+      "gain over start (points)": "+27.5",
+      "gain 95% CI (seeds)": "[−100.0, +100.0]",
+    });
+    const steady = summarise([run("warm-start", 1, 8), run("warm-start", 2, 8), run("warm-start", 3, 8)]);
+    // 8/64 − 0.1 on every seed: a zero-width interval.
+    expect(compareRows(steady)[0]).toMatchObject({
+      "gain over start (points)": "+2.5",
+      "gain 95% CI (seeds)": "[+2.5, +2.5]",
+    });
   });
 });

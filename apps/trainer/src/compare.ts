@@ -33,7 +33,7 @@ import { recipeEnvironment, type TrainerEnvironment } from "./envs.ts";
 import { wilson } from "./evaluate.ts";
 import { finalSuccessSvg, learningCurvesSvg } from "./plots.ts";
 import { parseRecipe, type Recipe, RecipeError } from "./recipe.ts";
-import { markdownTable, table } from "./reporter.ts";
+import { interval, markdownTable, pct, signedPoints, table } from "./reporter.ts";
 import { RunResultFields, runCurve, runRecipe } from "./run-recipe.ts";
 import { seedInterval } from "./stats.ts";
 import { policySet, type TrainReporter } from "./train.ts";
@@ -311,6 +311,12 @@ export interface CompareRow {
   readonly pooled: { successes: number; tasks: number; ci95: [number, number] };
   readonly perSeed: number[];
   readonly meanStartSuccess: number;
+  /**
+   * final − start per seed, with its t-interval over seeds: the gain of RL paired by seed, free of
+   * the spread between the seeds' starts (0 for an arm without RL).
+   */
+  readonly gainMean: number;
+  readonly gainCi95Seeds?: [number, number];
   readonly samplesPerRun: number;
   readonly minutesPerRun: number;
   /** Means over seeds of the sampled measures (compare --samples). */
@@ -336,6 +342,10 @@ export function summarise(results: readonly ArmResult[]): CompareRow[] {
   return arms.map((arm) => {
     const runs = results.filter((r) => r.arm === arm).sort((a, b) => a.seed - b.seed);
     const { mean, ci95 } = seedInterval(runs.map((r) => r.successRate));
+    const gain = seedInterval(
+      runs.map((r) => r.successRate - r.startSuccessRate),
+      [-1, 1],
+    );
     const successes = runs.reduce((n, r) => n + r.successes, 0);
     const tasks = runs.reduce((n, r) => n + r.tasks, 0);
     return {
@@ -347,6 +357,8 @@ export function summarise(results: readonly ArmResult[]): CompareRow[] {
       pooled: { successes, tasks, ci95: wilson(successes, tasks) },
       perSeed: runs.map((r) => r.successRate),
       meanStartSuccess: runs.reduce((s, r) => s + r.startSuccessRate, 0) / runs.length,
+      gainMean: gain.mean,
+      ...(gain.ci95 ? { gainCi95Seeds: gain.ci95 } : {}),
       samplesPerRun: Math.round(runs.reduce((s, r) => s + r.samples, 0) / runs.length),
       minutesPerRun: runs.reduce((s, r) => s + r.seconds, 0) / runs.length / 60,
       ...optionalMeans(runs),
@@ -367,19 +379,19 @@ function optionalMeans(runs: readonly ArmResult[]) {
   };
 }
 
-const pct = (x: number) => `${(100 * x).toFixed(1)}`;
-
 /** The comparison as table rows: `table` prints them, `markdownTable` writes them for the README. */
 export function compareRows(rows: readonly CompareRow[]): Record<string, string | number>[] {
   return rows.map((row) => ({
     arm: row.arm,
     what: row.description,
     "held-out success %": pct(row.meanSuccess),
-    "95% CI (seeds)": row.ci95Seeds ? `[${pct(row.ci95Seeds[0])}, ${pct(row.ci95Seeds[1])}]` : "-",
+    "95% CI (seeds)": interval(row.ci95Seeds),
     "pooled k/n": `${row.pooled.successes}/${row.pooled.tasks}`,
-    "95% CI (pooled)": `[${pct(row.pooled.ci95[0])}, ${pct(row.pooled.ci95[1])}]`,
+    "95% CI (pooled)": interval(row.pooled.ci95),
     "per seed %": row.perSeed.map(pct).join(" "),
     "start %": pct(row.meanStartSuccess),
+    "gain over start (points)": signedPoints(row.gainMean),
+    "gain 95% CI (seeds)": interval(row.gainCi95Seeds, signedPoints),
     "samples/run": row.samplesPerRun,
     "min/run": row.minutesPerRun.toFixed(1),
     ...Object.fromEntries(Object.entries(row.passAtK ?? {}).map(([k, v]) => [`pass@${k} %`, pct(v)])),

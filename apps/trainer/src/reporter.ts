@@ -96,6 +96,14 @@ export function formatDuration(seconds: number): string {
 }
 
 /** A plain text table. */
+/** A rate in [0, 1] as a percentage with one decimal. */
+export const pct = (x: number) => (100 * x).toFixed(1);
+/** A difference of rates in percentage points, always signed (a gain or a loss). */
+export const signedPoints = (x: number) => `${x >= 0 ? "+" : "−"}${Math.abs(100 * x).toFixed(1)}`;
+/** An interval as `[low, high]` in the given format; "-" when there is none (one seed). */
+export const interval = (ci: readonly [number, number] | undefined, fmt: (x: number) => string = pct) =>
+  ci ? `[${fmt(ci[0])}, ${fmt(ci[1])}]` : "-";
+
 export function table(rows: readonly Record<string, string | number>[]): string {
   if (rows.length === 0) return "(none)";
   const cols = Object.keys(rows[0]!);

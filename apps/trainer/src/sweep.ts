@@ -29,7 +29,7 @@ import { z } from "zod";
 import { wilson } from "./evaluate.ts";
 import { type CurvePoint, finalSuccessSvg, learningCurvesSvg, meanCurve } from "./plots.ts";
 import { loadRecipeText, parseRecipe, type Recipe, RecipeError } from "./recipe.ts";
-import { markdownTable, table } from "./reporter.ts";
+import { interval, markdownTable, pct, signedPoints, table } from "./reporter.ts";
 import { RunResultFields, runRecipe } from "./run-recipe.ts";
 import { seedInterval } from "./stats.ts";
 import type { TrainReporter } from "./train.ts";
@@ -462,11 +462,6 @@ export function summariseSweep(plan: SweepPlan, results: readonly PointResult[])
   });
 }
 
-const pct = (x: number) => (100 * x).toFixed(1);
-const signed = (x: number) => `${x >= 0 ? "+" : "−"}${Math.abs(100 * x).toFixed(1)}`;
-const range = (ci: readonly [number, number] | undefined, fmt: (x: number) => string = pct) =>
-  ci ? `[${fmt(ci[0])}, ${fmt(ci[1])}]` : "-";
-
 /** The sweep as table rows: `table` prints them, `markdownTable` writes them. */
 export function sweepRows(rows: readonly SweepRow[]): Record<string, string | number>[] {
   return rows.map((row) => ({
@@ -475,11 +470,11 @@ export function sweepRows(rows: readonly SweepRow[]): Record<string, string | nu
     seeds: row.seeds,
     "start %": pct(row.startMean),
     "final %": pct(row.finalMean),
-    "95% CI (seeds)": range(row.finalCi95Seeds),
+    "95% CI (seeds)": interval(row.finalCi95Seeds),
     "pooled k/n": `${row.pooled.successes}/${row.pooled.tasks}`,
-    "95% CI (pooled)": range(row.pooled.ci95),
-    "gain (points)": signed(row.gainMean),
-    "gain 95% CI": range(row.gainCi95Seeds, signed),
+    "95% CI (pooled)": interval(row.pooled.ci95),
+    "gain (points)": signedPoints(row.gainMean),
+    "gain 95% CI": interval(row.gainCi95Seeds, signedPoints),
     "per seed: start → final %": row.perSeed
       .map((s) => `s${s.seed} ${pct(s.start)}→${pct(s.final)}`)
       .join(", "),
