@@ -38,7 +38,7 @@ import { commandPublish } from "./publish.ts";
 import { applyOverrides, loadRecipeText, parseRecipe, type Recipe, RecipeError } from "./recipe.ts";
 import { writeRunReport } from "./report.ts";
 import { commandReport } from "./report-command.ts";
-import { consoleReporter, evalStepLabel, stopOnSignal, table } from "./reporter.ts";
+import { consoleReporter, evalStepLabel, interval, stopOnSignal, table } from "./reporter.ts";
 import { commandSweep } from "./sweep-command.ts";
 import { checkpointedStep, evalTasks, policySet, restoreStep, type TrainSummary } from "./train.ts";
 import { warmStart, warmStartAndTrain } from "./warm-start.ts";
@@ -273,7 +273,7 @@ async function commandEval(argv: string[]): Promise<number> {
         run: runId,
         step,
         "held-out success": `${(100 * result.successRate).toFixed(1)}%`,
-        "95% CI": `[${(100 * result.ci95[0]).toFixed(1)}, ${(100 * result.ci95[1]).toFixed(1)}]`,
+        "95% CI": interval(result.ci95),
         "team return": result.meanTeamReturn.toFixed(3),
         tasks: result.tasks,
       },
@@ -403,7 +403,7 @@ async function commandTrain(argv: string[]): Promise<number> {
   const rows = summary.evals.map(({ step, result }) => ({
     step: evalStepLabel(step),
     "held-out success": `${(100 * result.successRate).toFixed(1)}%`,
-    "95% CI": `[${(100 * result.ci95[0]).toFixed(1)}, ${(100 * result.ci95[1]).toFixed(1)}]`,
+    "95% CI": interval(result.ci95),
     "team return": result.meanTeamReturn.toFixed(3),
     tasks: result.tasks,
   }));

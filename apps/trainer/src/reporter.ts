@@ -60,7 +60,7 @@ export function consoleReporter(
     eval(version: number, result: EvalResult) {
       const line =
         `eval ${version === 0 ? "before step 0" : `@ step ${version - 1}`}: held-out success ${(100 * result.successRate).toFixed(1)}% ` +
-        `[${(100 * result.ci95[0]).toFixed(1)}, ${(100 * result.ci95[1]).toFixed(1)}] on ${result.tasks} tasks, ` +
+        `${interval(result.ci95)} on ${result.tasks} tasks, ` +
         `mean team return ${result.meanTeamReturn.toFixed(3)}`;
       if (version === 0) {
         clearLive();
@@ -95,7 +95,6 @@ export function formatDuration(seconds: number): string {
     : `${Math.floor(s / 60)}m${String(s % 60).padStart(2, "0")}s`;
 }
 
-/** A plain text table. */
 /** A rate in [0, 1] as a percentage with one decimal. */
 export const pct = (x: number) => (100 * x).toFixed(1);
 /** A difference of rates in percentage points, always signed (a gain or a loss). */
@@ -104,6 +103,7 @@ export const signedPoints = (x: number) => `${x >= 0 ? "+" : "−"}${Math.abs(10
 export const interval = (ci: readonly [number, number] | undefined, fmt: (x: number) => string = pct) =>
   ci ? `[${fmt(ci[0])}, ${fmt(ci[1])}]` : "-";
 
+/** A plain text table. */
 export function table(rows: readonly Record<string, string | number>[]): string {
   if (rows.length === 0) return "(none)";
   const cols = Object.keys(rows[0]!);
