@@ -113,8 +113,14 @@ export function armRecipe(base: Recipe, arm: Arm, seed: number): Recipe {
       out.team = { specialisation: "shared" };
       out.strategy = { name: "parallel", groupSize: k };
       // The single agent does the work of every role, so the team's slipping roles are its turns:
-      // its demonstrations slip at the same rate (the team's role ids are not its roles).
-      if (base.sft?.mistakeRoles) out.sft = { ...base.sft, mistakeRoles: undefined };
+      // its demonstrations slip (and are cut) at the same rate (the team's role ids are not its roles).
+      if (base.sft?.mistakeRoles || base.sft?.cut?.roles) {
+        out.sft = {
+          ...base.sft,
+          mistakeRoles: undefined,
+          ...(base.sft.cut ? { cut: { ...base.sft.cut, roles: undefined } } : {}),
+        };
+      }
       break;
     }
     case "warm-start":

@@ -250,6 +250,21 @@ export const RecipeSchema = z.strictObject({
        */
       environmentOptions: z.record(z.string(), z.unknown()).optional(),
       /**
+       * An imperfect demonstrator, whose mistake is taught (unlike the slips above, which are only
+       * executed): with probability `rate` a demonstration's target is cut to its first `length`
+       * characters, e.g. a plan of its first two moves, and the cut text is what the environment
+       * runs. The warm start then does what the demonstrator mostly did, while the full answer
+       * stays in its distribution for RL to find (pass@K > pass@1). `roles`: the roles whose
+       * demonstrations are cut; all roles when absent. (Optional: cache ids stay.)
+       */
+      cut: z
+        .strictObject({
+          rate: z.number().min(0).max(1),
+          length: z.number().int().min(1),
+          roles: z.array(z.string().min(1)).min(1).optional(),
+        })
+        .optional(),
+      /**
        * The warm start's learning-rate schedule over its own steps (warm-start.ts, warmStartLr):
        * constant when absent; cosine or linear decay to minLrRatio·lr; or wsd, constant and then a
        * linear decay over the last decayFraction of the steps. (Optional without defaults, so

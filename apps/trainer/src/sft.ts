@@ -8,6 +8,12 @@
  * is ever taught a mistake. `mistakeRoles` limits the slips to some roles (e.g. only the plan agent
  * of a tool team, whose slips then show the next turn's recovery without teaching distrust of the tool).
  *
+ * `cut` is the other kind of imperfection, an imperfect demonstrator: with probability `cut.rate`
+ * a role's target itself is cut to its first `cut.length` characters (a plan of its first moves),
+ * and the cut text is both what the role is taught and what the environment runs. The warm start
+ * then mostly stops where the demonstrator did, with the whole answer still in its distribution:
+ * what RL can turn from pass@K into pass@1. A target already that short is never cut.
+ *
  * The update is the engine's PPO step with advantage 1 on-policy (old log-probs = current ones):
  * ratio = 1, no clipping, and ∇(−mean_t r_t) = −mean_t ∇ℓ_t, exactly the token-mean negative
  * log-likelihood gradient. The reported loss is that NLL, computed from the same log-probs.
@@ -61,6 +67,20 @@ export function corrupt(text: string, rng: Rng): string {
   }
 }
 
+/** The demonstrator's target for a role: cut to `cut.length` characters with probability `cut.rate`. */
+function cutTarget(
+  target: string,
+  roleId: string,
+  cut: { readonly rate: number; readonly length: number; readonly roles?: readonly string[] } | undefined,
+  rng: Rng,
+): string {
+  if (cut === undefined || !(cut.roles?.includes(roleId) ?? true)) return target;
+  // Draw for every target of a cut role, so one maze's draws do not depend on its targets' lengths.
+  const draw = rng.float();
+  const chars = [...target];
+  return draw < cut.rate && chars.length > cut.length ? chars.slice(0, cut.length).join("") : target;
+}
+
 export async function collectDemonstrations(
   trainerEnv: TrainerEnvironment,
   team: Team,
@@ -70,6 +90,8 @@ export async function collectDemonstrations(
     readonly seed: number;
     /** The roles whose executed actions may slip; all roles when absent. */
     readonly mistakeRoles?: readonly string[];
+    /** Targets cut short with probability `rate` (taught and executed), in `roles` (all when absent). */
+    readonly cut?: { readonly rate: number; readonly length: number; readonly roles?: readonly string[] };
   },
 ): Promise<Demonstration[]> {
   const demo = trainerEnv.demo;
@@ -81,6 +103,8 @@ export async function collectDemonstrations(
   const out: Demonstration[] = [];
   for (const task of tasks) {
     const rng = new Rng(deriveSeed(options.seed, "sft-mistakes", task.id));
+    // A stream of its own, so adding cuts leaves the slips of the same seed where they were.
+    const cutRng = new Rng(deriveSeed(options.seed, "sft-cuts", task.id));
     let state = await env.reset(task, deriveSeed(options.seed, "reset", task.id));
     let done = false;
     for (let turn = 0; turn < team.maxTurns && !done; turn++) {
@@ -89,8 +113,8 @@ export async function collectDemonstrations(
         const actions: Record<AgentId, string> = {};
         for (const agent of stage) {
           const observation = env.observe(state, agent);
-          const target = demo(task, state, agent);
           const role = roleOf(team, agent);
+          const target = cutTarget(demo(task, state, agent), role.id, options.cut, cutRng);
           out.push({ taskId: task.id, agent, policyId: role.policy, observation, target });
           const maySlip = options.mistakeRoles?.includes(role.id) ?? true;
           actions[agent] = maySlip && rng.float() < options.mistakeRate ? corrupt(target, rng) : target;

@@ -1,7 +1,7 @@
 import { describe, expect, it } from "vitest";
 import { recipeEnvironment } from "./envs.ts";
 import { loadRecipeText, RecipeError } from "./recipe.ts";
-import { demonstrationEnvironment, warmStartId, warmStartLr } from "./warm-start.ts";
+import { checkDemonstrationRoles, demonstrationEnvironment, warmStartId, warmStartLr } from "./warm-start.ts";
 
 const sft = { steps: 10, batchSize: 8, lr: 1, mistakeRate: 0 };
 const lrs = (extra: object) => Array.from({ length: 10 }, (_, s) => warmStartLr(s, { ...sft, ...extra }));
@@ -68,5 +68,19 @@ sft: ${sft}
     expect(() => demonstrationEnvironment(roles, trainerEnv)).toThrow(
       "sft.environmentOptions: roles cannot differ from the recipe's (the team is the same)",
     );
+  });
+
+  it("checks the roles that slips and cuts name, in one line", () => {
+    const r = recipe("{ steps: 10, mistakeRoles: [plan], cut: { rate: 0.5, length: 2, roles: [plan] } }");
+    const { team } = recipeEnvironment(r);
+    expect(() => checkDemonstrationRoles(r.sft!, team)).not.toThrow();
+    const cut = recipe("{ steps: 10, cut: { rate: 0.5, length: 2, roles: [planner] } }");
+    expect(() => checkDemonstrationRoles(cut.sft!, team)).toThrow(
+      'sft.cut.roles: "planner" is not a role of this team (tool, plan)',
+    );
+    const slips = recipe("{ steps: 10, mistakeRoles: [fixer] }");
+    expect(() => checkDemonstrationRoles(slips.sft!, team)).toThrow(RecipeError);
+    // A cut is part of what the warm start learns from, so of its cache id.
+    expect(warmStartId(cut, team)).not.toBe(warmStartId(recipe("{ steps: 10 }"), team));
   });
 });

@@ -94,12 +94,7 @@ export async function warmStart(
 ): Promise<WarmStartResult | undefined> {
   const sft = recipe.sft;
   if (!sft || sft.steps === 0) return undefined;
-  const roleIds = team.roles.map((r) => r.id);
-  const unknownRole = sft.mistakeRoles?.find((id) => !roleIds.includes(id));
-  if (unknownRole !== undefined)
-    throw new RecipeError(
-      `sft.mistakeRoles: "${unknownRole}" is not a role of this team (${roleIds.join(", ")})`,
-    );
+  checkDemonstrationRoles(sft, team);
   const demoEnv = demonstrationEnvironment(recipe, trainerEnv);
   const runStore = new RunStore(store, warmStartId(recipe, team));
   await runStore.writeConfig({ kind: "sft", ...warmStartKey(recipe, team) });
@@ -130,6 +125,7 @@ export async function warmStart(
     const demos = await collectDemonstrations(demoEnv, team, tasks, {
       mistakeRate: sft.mistakeRate,
       mistakeRoles: sft.mistakeRoles,
+      cut: sft.cut,
       seed: deriveSeed(recipe.seed, "sft", step),
     });
     const metrics = await sftStep(engine, demos, optimizerAt(step), recipe.train.microBatchSize);
@@ -161,6 +157,19 @@ export async function warmStart(
   }
   await freshOptimizer(engine, team);
   return { runId: runStore.runId, cached: false, finalNll };
+}
+
+/** The roles the warm start's slips and cuts name must be the team's (one RecipeError line if not). */
+export function checkDemonstrationRoles(sft: NonNullable<Recipe["sft"]>, team: Team): void {
+  const roleIds = team.roles.map((r) => r.id);
+  for (const [field, roles] of [
+    ["sft.mistakeRoles", sft.mistakeRoles],
+    ["sft.cut.roles", sft.cut?.roles],
+  ] as const) {
+    const unknownRole = roles?.find((id) => !roleIds.includes(id));
+    if (unknownRole !== undefined)
+      throw new RecipeError(`${field}: "${unknownRole}" is not a role of this team (${roleIds.join(", ")})`);
+  }
 }
 
 /**
