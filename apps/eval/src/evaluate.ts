@@ -20,6 +20,26 @@ import { seedInterval, wilson } from "@troupe/trainer";
 import type { Estimate, EvalEntry, Example, RoleUsageSummary, Subject, Suite } from "./schema.ts";
 import { suiteKs } from "./suite.ts";
 
+/** Success (Wilson interval) of the tasks of each difficulty, easiest first. */
+export function successByDifficulty(
+  difficulties: readonly number[],
+  results: readonly Pick<SolveResult, "solved">[],
+): { difficulty: number; success: Estimate }[] {
+  const counts = new Map<number, { k: number; n: number }>();
+  difficulties.forEach((d, i) => {
+    const c = counts.get(d) ?? { k: 0, n: 0 };
+    c.n += 1;
+    if (results[i]?.solved === true) c.k += 1;
+    counts.set(d, c);
+  });
+  return [...counts]
+    .sort(([a], [b]) => a - b)
+    .map(([difficulty, { k, n }]) => {
+      const [low, high] = wilson(k, n);
+      return { difficulty, success: { value: k / n, low, high, n, method: "wilson" as const } };
+    });
+}
+
 export interface SubjectInfo {
   readonly subject: Subject;
   readonly label: string;
@@ -88,6 +108,7 @@ export async function evaluateSubject(
 
   const successes = own.filter((r) => r.solved === true).length;
   const [low, high] = wilson(successes, own.length);
+  const { difficulty } = loaded.environment.env;
   const passAt: Record<string, Estimate> = {};
   for (const k of ks) passAt[String(k)] = tInterval(perTaskPass.get(k)!, [0, 1]);
   return {
@@ -121,6 +142,14 @@ export async function evaluateSubject(
                   [0, Number.POSITIVE_INFINITY],
                 ),
               ]),
+            ),
+          }
+        : {}),
+      ...(difficulty && tasks.length > 0
+        ? {
+            byDifficulty: successByDifficulty(
+              tasks.map((t) => difficulty.call(loaded.environment.env, t)),
+              own,
             ),
           }
         : {}),

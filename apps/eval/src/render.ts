@@ -10,6 +10,7 @@ import {
   htmlTable,
   type IntervalRow,
   intervalChartSvg,
+  lineChartSvg,
 } from "@troupe/charts";
 import { markdownTable } from "@troupe/trainer";
 import { type GateResult, gateRows } from "./gate.ts";
@@ -57,6 +58,51 @@ export function usageRows(report: EvalReport): Record<string, string | number>[]
   );
 }
 
+/**
+ * One row per task difficulty (the games: the length of an optimal plan), one column per entry
+ * that measures it: how many of those tasks it solved. Empty when no entry has a breakdown.
+ */
+export function difficultyRows(report: EvalReport): Record<string, string | number>[] {
+  const entries = report.entries.filter((e) => e.metrics.byDifficulty?.length);
+  const levels = [...new Set(entries.flatMap((e) => e.metrics.byDifficulty!.map((d) => d.difficulty)))].sort(
+    (a, b) => a - b,
+  );
+  return levels.map((difficulty) => ({
+    difficulty,
+    ...Object.fromEntries(
+      entries.map((e) => {
+        const row = e.metrics.byDifficulty!.find((d) => d.difficulty === difficulty);
+        const k = row ? Math.round(row.success.value * row.success.n) : 0;
+        return [`${e.label} solved`, row ? `${k}/${row.success.n} (${pct(row.success.value)}%)` : "-"];
+      }),
+    ),
+  }));
+}
+
+/** Success by difficulty, a line per entry with its Wilson band. */
+async function difficultyChart(report: EvalReport): Promise<string> {
+  return lineChartSvg({
+    title: "Success by task difficulty",
+    subtitle: "one episode per task with the subject's own sampling; 95% Wilson bands",
+    xLabel: "difficulty (the games: moves of an optimal plan)",
+    yLabel: "success",
+    yDomain: [0, 1],
+    yFormat: ".0%",
+    xTickMinStep: 1,
+    series: report.entries
+      .filter((e) => e.metrics.byDifficulty?.length)
+      .map((e) => ({
+        name: e.label,
+        points: e.metrics.byDifficulty!.map((d) => ({
+          x: d.difficulty,
+          y: d.success.value,
+          low: d.success.low,
+          high: d.success.high,
+        })),
+      })),
+  });
+}
+
 function suiteLine(report: EvalReport): string {
   const s = report.suite;
   return (
@@ -93,6 +139,8 @@ export function reportMarkdown(report: EvalReport, gate?: { result: GateResult; 
     "",
   ];
   if (gate) parts.push(gateMarkdown(gate.result, gate.baseline));
+  const byDifficulty = difficultyRows(report);
+  if (byDifficulty.length) parts.push("### Success by difficulty", "", markdownTable(byDifficulty), "");
   if (report.entries.length) parts.push("### Usage per role", "", markdownTable(usageRows(report)), "");
   return `${parts.join("\n")}\n`;
 }
@@ -166,6 +214,18 @@ export async function reportHtml(
     for (const note of gate.result.notes) sections.push(`<p>note: ${escapeHtml(note)}</p>`);
   }
   sections.push("<h2>Results</h2>", htmlTable(summaryRows(report), "summary"));
+  const byDifficulty = difficultyRows(report);
+  if (byDifficulty.length) {
+    sections.push(
+      "<h2>Success by difficulty</h2>",
+      htmlFigure({
+        id: "by-difficulty",
+        svg: await difficultyChart(report),
+        caption: "held-out success at each task difficulty (95% Wilson bands)",
+      }),
+      htmlTable(byDifficulty, "by-difficulty"),
+    );
+  }
   sections.push("<h2>Usage per role</h2>", htmlTable(usageRows(report), "usage"));
   for (const [i, entry] of report.entries.entries()) {
     sections.push(`<h2>${escapeHtml(entry.label)}</h2>`);

@@ -109,6 +109,11 @@ export const EntrySchema = z.strictObject({
     testPassRate: EstimateSchema.optional(),
     /** Writing: each reward tier's mean over the sampled episodes (structure, coordination, vocabulary, style, total). */
     tiers: z.record(z.string(), EstimateSchema).optional(),
+    /**
+     * `success` by task difficulty, easiest first, where the environment measures one (the games:
+     * the length of an optimal plan): which tasks a team still fails.
+     */
+    byDifficulty: z.array(z.strictObject({ difficulty: z.number(), success: EstimateSchema })).optional(),
   }),
   usage: z.record(z.string(), UsageSchema),
   latency: LatencySchema,

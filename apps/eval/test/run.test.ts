@@ -83,6 +83,17 @@ describe("eval run", () => {
       expect(entry.latency.episodes).toBe(4 * 4);
       expect(entry.examples.map((x) => x.label)).toEqual(["best", "median", "worst"]);
       expect(entry.examples[0]!.turns[0]!.agent).toBe("planner");
+      // Success by maze difficulty (the shortest path's length, ≥ minPathLength 2): the same 4
+      // tasks and successes, split by length, easiest first.
+      const byDifficulty = entry.metrics.byDifficulty!;
+      const levels = byDifficulty.map((d) => d.difficulty);
+      expect(levels).toEqual([...levels].sort((a, b) => a - b));
+      expect(Math.min(...levels)).toBeGreaterThanOrEqual(2);
+      expect(byDifficulty.reduce((s, d) => s + d.success.n, 0)).toBe(4);
+      expect(byDifficulty.reduce((s, d) => s + d.success.value * d.success.n, 0)).toBeCloseTo(
+        4 * success.value,
+        10,
+      );
     }
     // The run's checkpoint, greedy on the trainer's held-out tasks, scores what the trainer recorded.
     const runEntry = report.entries[1]!;
@@ -101,6 +112,12 @@ describe("eval run", () => {
     );
     expect(readFileSync(out.replace(/\.json$/, ".html"), "utf8")).toContain(
       '<figure class="chart" id="metrics-0">',
+    );
+    expect(readFileSync(out.replace(/\.json$/, ".md"), "utf8")).toContain(
+      "| difficulty | tiny@v1 solved | run r1@step 0 solved |",
+    );
+    expect(readFileSync(out.replace(/\.json$/, ".html"), "utf8")).toContain(
+      '<figure class="chart" id="by-difficulty">',
     );
     const stored = stdout.split("\n").filter((l) => l.startsWith("stored: "));
     expect(stored).toHaveLength(2);

@@ -45,6 +45,11 @@ export interface Environment<State = unknown, Payload = unknown> {
   reset(task: Task<Payload>, seed: number): MaybePromise<State>;
   observe(state: State, agent: AgentId): Observation;
   step(state: State, actions: JointAction): MaybePromise<StepResult<State>>;
+  /**
+   * How hard a task is, as a number that orders tasks (the games: the length of an optimal plan),
+   * for success-by-difficulty breakdowns; absent when the environment has no such measure.
+   */
+  difficulty?(task: Task<Payload>): number;
 }
 
 /** Reward of one agent for one step: `teamWeight · team + localWeight · local`. */

@@ -100,6 +100,8 @@ export function baselineEnvironment(
     name: `${inner.name}+${baseline}`,
     agents,
     ...(inner.rewardBounds ? { rewardBounds: inner.rewardBounds } : {}),
+    // The same tasks, so the same difficulty.
+    ...(inner.difficulty ? { difficulty: (task) => inner.difficulty!(task) } : {}),
     async reset(task, seed) {
       return { inner: await inner.reset(task, seed), drafts: {}, first: null, done: false };
     },

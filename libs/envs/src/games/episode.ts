@@ -357,6 +357,12 @@ export function gameEnvironment<Puzzle, Board, Move>(
     roles: options.roles,
     maxTurns: options.maxTurns,
     rewardBounds,
+    // The optimal number of moves from the start (plan-path, sokoban: stored with the puzzle;
+    // sudoku: the cells left to fill).
+    difficulty(task: Task<Puzzle>): number {
+      const puzzle = spec.checkPuzzle(task.payload, task.id);
+      return game.optimalMoves(puzzle) ?? game.remaining(puzzle, game.initialBoard(puzzle));
+    },
     reset(task: Task<Puzzle>): State {
       const puzzle = spec.checkPuzzle(task.payload, task.id);
       return {
