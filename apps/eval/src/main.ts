@@ -30,7 +30,7 @@ const workspaceRoot = resolve(appRoot, "../..");
 // the workspace root's then (as relative stores are); run directly, the working directory's.
 const invokedFrom = process.env.NX_WORKSPACE_ROOT ?? process.env.INIT_CWD ?? process.cwd();
 
-const USAGE = `usage: eval run   (--team <name[@alias|@version]>[,…] | --run <id[@step]>[,…])... [--suite nightly|full|<file>]
+const USAGE = `usage: eval run   (--team <name[@alias|@version]>[,…] | --run <id[@step|@warm-start]>[,…])... [--suite nightly|full|<file>]
                 [--store <uri>] [--backend auto|onnx|torch|openai] [--base-url <url>] [--device <d>]
                 [--tasks <n>] [--samples <n>] [--arms team,single,…] [--out <report.json>] [--no-store]
        eval gate    --current <report.json> --baseline <report.json | name@alias | store key> [--store <uri>] [--tolerance <x>] [--out <gate.md>]

@@ -83,7 +83,13 @@ export const SubjectSchema = z.discriminatedUnion("kind", [
     /** What was asked for: `latest`, an alias, or a version. */
     ref: z.string(),
   }),
-  z.strictObject({ kind: z.literal("run"), runId: z.string(), step: z.number().int().min(0) }),
+  z.strictObject({
+    kind: z.literal("run"),
+    runId: z.string(),
+    step: z.number().int().min(0),
+    /** The run's warm start (the team before RL; `step` is the warm start's last step), not an RL step. */
+    warmStart: z.literal(true).optional(),
+  }),
 ]);
 export type Subject = z.infer<typeof SubjectSchema>;
 

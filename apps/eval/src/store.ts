@@ -24,7 +24,7 @@ export function entryEvalsPrefix(entry: Pick<EvalEntry, "subject">): string {
   const s = entry.subject;
   return s.kind === "team"
     ? `${teamPrefix(s.name)}evals/${pad(s.version)}/`
-    : `${runRoot(s.runId)}/evals/${pad(s.step)}/`;
+    : `${runRoot(s.runId)}/evals/${s.warmStart ? "warm-start" : pad(s.step)}/`;
 }
 
 /**

@@ -35,6 +35,7 @@ import {
   policySet,
   recipeEnvironment,
   restoreStep,
+  warmStartId,
 } from "@troupe/trainer";
 import type { SubjectInfo } from "./evaluate.ts";
 import { EvalUsageError } from "./suite.ts";
@@ -155,27 +156,41 @@ export async function openTeam(
   }
 }
 
-/** `id@step` → [id, step | undefined]. */
-export function parseRunRef(text: string): [string, number | undefined] {
+/** The `--run id@warm-start` suffix: the run's team before RL. */
+export const WARM_START = "warm-start";
+
+/** `id`, `id@step` or `id@warm-start` → [id, step | "warm-start" | undefined]. */
+export function parseRunRef(text: string): [string, number | typeof WARM_START | undefined] {
   const at = text.lastIndexOf("@");
   if (at < 0) return [text, undefined];
-  const step = Number(text.slice(at + 1));
-  if (!Number.isInteger(step) || step < 0)
-    throw new EvalUsageError(`--run: expected id[@step], got "${text}"`);
+  const ref = text.slice(at + 1);
+  if (ref === WARM_START) return [text.slice(0, at), WARM_START];
+  const step = Number(ref);
+  if (ref === "" || !Number.isInteger(step) || step < 0)
+    throw new EvalUsageError(`--run: expected id[@step|@${WARM_START}], got "${text}"`);
   return [text.slice(0, at), step];
 }
 
 /**
  * A run's checkpoints at a committed step, in the engine its recipe names, served with the run's
- * evaluation sampling (as `trainer:eval` and the manifest's eval use it).
+ * evaluation sampling (as `trainer:eval` and the manifest's eval use it). `id@warm-start` is the
+ * run's team before RL: the cached warm start its recipe trained first (what the run evaluated
+ * "before step 0"), also the only team of a run with no RL steps (a compare's warm-start arm).
  */
 export async function openRun(store: ObjectStore, text: string, runner?: CodeRunner): Promise<OpenSubject> {
   const [runId, wanted] = parseRunRef(text);
   const runStore = new RunStore(store, runId);
   const recipe = parseRecipe(await runStore.readConfig(), `run ${runId} config`);
-  const step = wanted ?? (await runStore.latestCommittedStep());
-  if (step === undefined) throw new EvalUsageError(`run ${runId} has no committed step`);
   const { team } = recipeEnvironment(recipe);
+  const warmStart = wanted === WARM_START;
+  const sftSteps = recipe.sft?.steps ?? 0;
+  if (warmStart && sftSteps === 0) throw new EvalUsageError(`run ${runId}: its recipe has no warm start`);
+  const step = warmStart ? sftSteps - 1 : (wanted ?? (await runStore.latestCommittedStep()));
+  if (step === undefined)
+    throw new EvalUsageError(
+      `run ${runId} has no committed step${sftSteps > 0 ? ` (its team before RL: --run ${runId}@${WARM_START})` : ""}`,
+    );
+  const checkpoints = warmStart ? new RunStore(store, warmStartId(recipe, team)) : runStore;
   const envOptions = { ...recipe.environment.options };
   if (needsSandbox(recipe.environment)) {
     if (!runner)
@@ -188,7 +203,7 @@ export async function openRun(store: ObjectStore, text: string, runner?: CodeRun
   const ids = [...new Set(team.roles.map((r) => r.policy))];
   const engine = await createEngine(recipe, ids);
   try {
-    await restoreStep(engine, runStore, team, step);
+    await restoreStep(engine, checkpoints, team, step);
   } catch (error) {
     await engine.close();
     throw error;
@@ -210,9 +225,10 @@ export async function openRun(store: ObjectStore, text: string, runner?: CodeRun
     backend: recipe.engine.kind === "torch" ? "torch" : "onnx",
   };
   return {
-    subject: { kind: "run", runId, step },
-    label: `run ${runId}@step ${step}`,
-    key: `run:${runId}/${recipe.environment.name}`,
+    subject: { kind: "run", runId, step, ...(warmStart ? { warmStart: true as const } : {}) },
+    label: warmStart ? `run ${runId}@${WARM_START}` : `run ${runId}@step ${step}`,
+    // The warm start is another team than the run's steps: the gate must not match one to the other.
+    key: `run:${runId}${warmStart ? `@${WARM_START}` : ""}/${recipe.environment.name}`,
     backend: loaded.backend,
     loaded,
     close: () => engine.close(),

@@ -36,7 +36,27 @@ sampling: { temperature: 1, maxTokens: 8 }
 train: { steps: 1, tasksPerStep: 2, evalEvery: 0, evalTasks: 4, evalTemperature: 0, checkpointEvery: 1 }
 `);
 
+// A compare's warm-start arm: a warm start and no RL step (its team is the warm start).
+const warmStartOnly = loadRecipeText(`
+name: eval-warm-start
+seed: 3
+environment:
+  name: plan-path
+  options: { roles: compact, maxTurns: 2, rows: 4, cols: 4, blockedFraction: 0.1, minPathLength: 2 }
+model: { hidden_size: 32, intermediate_size: 64, num_hidden_layers: 1, num_attention_heads: 2, num_key_value_heads: 1 }
+strategy: { name: parallel, groupSize: 2 }
+sampling: { temperature: 1, maxTokens: 8 }
+sft: { steps: 2, batchSize: 4, mistakeRate: 0 }
+train: { steps: 0, tasksPerStep: 2, evalEvery: 1, evalTasks: 4, evalTemperature: 0, checkpointEvery: 1 }
+`);
+
 beforeAll(async () => {
+  await runRecipe({
+    recipe: warmStartOnly,
+    runId: "ws",
+    store: tmp.store,
+    reporter: { step() {}, eval() {}, note() {} },
+  });
   writeFileSync(suitePath, "name: tiny\ntasks: 4\nsamples: 3\ntemperature: 1\nk: [1, 3, 5]\n");
   await publishTinyTeam(tmp.store, "tiny", "stable");
   await runRecipe({
@@ -186,6 +206,30 @@ describe("eval run", () => {
     expect(bad.err).toBe(
       'error: --arms: unknown arm "solo" (known: team, single, naive-concat, sequential, discussion)\n',
     );
+  });
+
+  it("evaluates a run's warm start (id@warm-start): what the run measured before RL", async () => {
+    const out = join(tmp.root, "out", "warm-start.json");
+    const { code, err } = await evalRun("--run", "ws@warm-start", "--out", out, "--no-store");
+    expect(err).not.toMatch(/^error/m);
+    expect(code).toBe(0);
+    const entry = parseReportText(readFileSync(out, "utf8"), out).entries[0]!;
+    expect(entry.subject).toEqual({ kind: "run", runId: "ws", step: 1, warmStart: true });
+    expect([entry.label, entry.key]).toEqual(["run ws@warm-start", "run:ws@warm-start/plan-path"]);
+    const before = JSON.parse(
+      readFileSync(join(tmp.root, "store", "runs", "ws", "metrics", "00000000.eval-start.json"), "utf8"),
+    ) as { metrics: { successRate: number; meanTeamReturn: number } };
+    expect(entry.metrics.success.value).toBe(before.metrics.successRate);
+    expect(entry.metrics.meanTeamReturn.value).toBeCloseTo(before.metrics.meanTeamReturn, 10);
+
+    const noStep = await evalRun("--run", "ws");
+    expect(noStep.err).toBe(
+      "error: run ws has no committed step (its team before RL: --run ws@warm-start)\n",
+    );
+    const noWarmStart = await evalRun("--run", "r1@warm-start");
+    expect(noWarmStart.err).toBe("error: run r1: its recipe has no warm start\n");
+    const badRef = await evalRun("--run", "r1@latest");
+    expect(badRef.err).toBe('error: --run: expected id[@step|@warm-start], got "r1@latest"\n');
   });
 
   it("names what is wrong in one line", async () => {

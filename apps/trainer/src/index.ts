@@ -11,3 +11,4 @@ export { formatDuration, markdownTable, table } from "./reporter.ts";
 export { type RunResult, runCurve, runRecipe } from "./run-recipe.ts";
 export { seedInterval } from "./stats.ts";
 export { evalTasks, policySet, restoreStep, type TrainReporter } from "./train.ts";
+export { warmStartId } from "./warm-start.ts";
