@@ -67,13 +67,15 @@ export function corrupt(text: string, rng: Rng): string {
   }
 }
 
+/** Targets cut short with probability `rate` (taught and executed), in `roles` (all when absent). */
+export interface DemonstrationCut {
+  readonly rate: number;
+  readonly length: number;
+  readonly roles?: readonly string[];
+}
+
 /** The demonstrator's target for a role: cut to `cut.length` characters with probability `cut.rate`. */
-function cutTarget(
-  target: string,
-  roleId: string,
-  cut: { readonly rate: number; readonly length: number; readonly roles?: readonly string[] } | undefined,
-  rng: Rng,
-): string {
+function cutTarget(target: string, roleId: string, cut: DemonstrationCut | undefined, rng: Rng): string {
   if (cut === undefined || !(cut.roles?.includes(roleId) ?? true)) return target;
   // Draw for every target of a cut role, so one maze's draws do not depend on its targets' lengths.
   const draw = rng.float();
@@ -90,8 +92,7 @@ export async function collectDemonstrations(
     readonly seed: number;
     /** The roles whose executed actions may slip; all roles when absent. */
     readonly mistakeRoles?: readonly string[];
-    /** Targets cut short with probability `rate` (taught and executed), in `roles` (all when absent). */
-    readonly cut?: { readonly rate: number; readonly length: number; readonly roles?: readonly string[] };
+    readonly cut?: DemonstrationCut;
   },
 ): Promise<Demonstration[]> {
   const demo = trainerEnv.demo;
