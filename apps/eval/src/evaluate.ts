@@ -108,7 +108,7 @@ export async function evaluateSubject(
 
   const successes = own.filter((r) => r.solved === true).length;
   const [low, high] = wilson(successes, own.length);
-  const { difficulty } = loaded.environment.env;
+  const { env } = loaded.environment;
   const passAt: Record<string, Estimate> = {};
   for (const k of ks) passAt[String(k)] = tInterval(perTaskPass.get(k)!, [0, 1]);
   return {
@@ -145,10 +145,10 @@ export async function evaluateSubject(
             ),
           }
         : {}),
-      ...(difficulty && tasks.length > 0
+      ...(env.difficulty && tasks.length > 0
         ? {
             byDifficulty: successByDifficulty(
-              tasks.map((t) => difficulty.call(loaded.environment.env, t)),
+              tasks.map((t) => env.difficulty!(t)),
               own,
             ),
           }

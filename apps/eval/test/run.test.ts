@@ -24,8 +24,9 @@ const evalRun = (...flags: string[]) => cli("run", ...flags, "--suite", suitePat
 const evalTinyTo = (out: string, ...flags: string[]) =>
   evalRun("--team", "tiny", ...flags, "--out", out, "--no-store");
 
-const recipe = loadRecipeText(`
-name: eval-run
+/** A tiny Plan-Path run's recipe, with its own `name`, `sft` and `train` lines. */
+const tinyRecipe = (lines: string) =>
+  loadRecipeText(`
 seed: 3
 environment:
   name: plan-path
@@ -33,22 +34,16 @@ environment:
 model: { hidden_size: 32, intermediate_size: 64, num_hidden_layers: 1, num_attention_heads: 2, num_key_value_heads: 1 }
 strategy: { name: parallel, groupSize: 2 }
 sampling: { temperature: 1, maxTokens: 8 }
-train: { steps: 1, tasksPerStep: 2, evalEvery: 0, evalTasks: 4, evalTemperature: 0, checkpointEvery: 1 }
+${lines}
 `);
 
+const recipe = tinyRecipe(`name: eval-run
+train: { steps: 1, tasksPerStep: 2, evalEvery: 0, evalTasks: 4, evalTemperature: 0, checkpointEvery: 1 }`);
+
 // A compare's warm-start arm: a warm start and no RL step (its team is the warm start).
-const warmStartOnly = loadRecipeText(`
-name: eval-warm-start
-seed: 3
-environment:
-  name: plan-path
-  options: { roles: compact, maxTurns: 2, rows: 4, cols: 4, blockedFraction: 0.1, minPathLength: 2 }
-model: { hidden_size: 32, intermediate_size: 64, num_hidden_layers: 1, num_attention_heads: 2, num_key_value_heads: 1 }
-strategy: { name: parallel, groupSize: 2 }
-sampling: { temperature: 1, maxTokens: 8 }
+const warmStartOnly = tinyRecipe(`name: eval-warm-start
 sft: { steps: 2, batchSize: 4, mistakeRate: 0 }
-train: { steps: 0, tasksPerStep: 2, evalEvery: 1, evalTasks: 4, evalTemperature: 0, checkpointEvery: 1 }
-`);
+train: { steps: 0, tasksPerStep: 2, evalEvery: 1, evalTasks: 4, evalTemperature: 0, checkpointEvery: 1 }`);
 
 beforeAll(async () => {
   await runRecipe({

@@ -31,25 +31,20 @@ describe("compare arms", () => {
   });
 
   it("single-agent GRPO: demonstrations that slip in some team roles slip in the single agent's turns", () => {
-    const slips = loadRecipeText(`
+    const toolTeam = (sft: string) =>
+      loadRecipeText(`
 name: base
 environment:
   name: plan-path
   options: { roles: tool-call, maxTurns: 2 }
 strategy: { name: atgrpo, candidates: 4 }
-sft: { steps: 10, mistakeRate: 0.3, mistakeRoles: [plan] }
+sft: ${sft}
 `);
+    const slips = toolTeam("{ steps: 10, mistakeRate: 0.3, mistakeRoles: [plan] }");
     expect(armRecipe(slips, "grpo", 1).sft).toMatchObject({ steps: 10, mistakeRate: 0.3 });
     expect(armRecipe(slips, "grpo", 1).sft?.mistakeRoles).toBeUndefined();
     expect(armRecipe(slips, "atgrpo-per-role", 1).sft?.mistakeRoles).toEqual(["plan"]);
-    const cuts = loadRecipeText(`
-name: base
-environment:
-  name: plan-path
-  options: { roles: tool-call, maxTurns: 2 }
-strategy: { name: atgrpo, candidates: 4 }
-sft: { steps: 10, mistakeRate: 0, cut: { rate: 0.6, length: 2, roles: [plan] } }
-`);
+    const cuts = toolTeam("{ steps: 10, mistakeRate: 0, cut: { rate: 0.6, length: 2, roles: [plan] } }");
     expect(armRecipe(cuts, "grpo", 1).sft?.cut).toEqual({ rate: 0.6, length: 2 });
     expect(armRecipe(cuts, "warm-start", 1).sft?.cut).toEqual({ rate: 0.6, length: 2, roles: ["plan"] });
   });

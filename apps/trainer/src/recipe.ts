@@ -287,6 +287,8 @@ export const RecipeSchema = z.strictObject({
     .optional(),
 });
 export type Recipe = z.infer<typeof RecipeSchema>;
+/** The warm start's imperfect demonstrator (`sft.cut`; sft.ts). */
+export type DemonstrationCut = NonNullable<NonNullable<Recipe["sft"]>["cut"]>;
 
 export class RecipeError extends Error {
   override readonly name = "RecipeError";

@@ -32,6 +32,7 @@ import {
 import type { Engine, OptimizerConfig, TrainMetrics } from "@troupe/engine";
 import { defaultPolicyLossConfig } from "@troupe/rl";
 import type { TrainerEnvironment } from "./envs.ts";
+import type { DemonstrationCut } from "./recipe.ts";
 
 export interface Demonstration {
   readonly taskId: string;
@@ -65,13 +66,6 @@ export function corrupt(text: string, rng: Rng): string {
     default:
       return chars.slice(0, Math.max(0, i)).join("") || "?";
   }
-}
-
-/** Targets cut short with probability `rate` (taught and executed), in `roles` (all when absent). */
-export interface DemonstrationCut {
-  readonly rate: number;
-  readonly length: number;
-  readonly roles?: readonly string[];
 }
 
 /** The demonstrator's target for a role: cut to `cut.length` characters with probability `cut.rate`. */
