@@ -6,8 +6,9 @@
  *       torch   a PyTorch worker holding the published weights (GPU teams; `--device`)
  *       openai  an OpenAI-compatible server (vLLM, SGLang) at `--base-url`
  *       auto    onnx when every policy has its graph, torch otherwise (the default)
- *   --run id[@step]                a run's checkpoints (default: its newest committed step), on the
- *                                  engine its recipe names, with its evaluation sampling
+ *   --run id[@step|@warm-start]    a run's checkpoints (default: its newest committed step), on the
+ *                                  engine its recipe names, with its evaluation sampling; @warm-start
+ *                                  is its team before RL
  */
 import { createRequire } from "node:module";
 import { dirname } from "node:path";
@@ -29,13 +30,15 @@ import {
 } from "@troupe/teams";
 import { createOnnxBackend } from "@troupe/teams/onnx";
 import {
+  cachedWarmStart,
   createEngine,
   evalSampling,
   parseRecipe,
+  parseRunRef,
   policySet,
   recipeEnvironment,
   restoreStep,
-  warmStartId,
+  WARM_START_REF,
 } from "@troupe/trainer";
 import type { SubjectInfo } from "./evaluate.ts";
 import { EvalUsageError } from "./suite.ts";
@@ -156,21 +159,6 @@ export async function openTeam(
   }
 }
 
-/** The `--run id@warm-start` suffix: the run's team before RL. */
-export const WARM_START = "warm-start";
-
-/** `id`, `id@step` or `id@warm-start` → [id, step | "warm-start" | undefined]. */
-export function parseRunRef(text: string): [string, number | typeof WARM_START | undefined] {
-  const at = text.lastIndexOf("@");
-  if (at < 0) return [text, undefined];
-  const ref = text.slice(at + 1);
-  if (ref === WARM_START) return [text.slice(0, at), WARM_START];
-  const step = Number(ref);
-  if (ref === "" || !Number.isInteger(step) || step < 0)
-    throw new EvalUsageError(`--run: expected id[@step|@${WARM_START}], got "${text}"`);
-  return [text.slice(0, at), step];
-}
-
 /**
  * A run's checkpoints at a committed step, in the engine its recipe names, served with the run's
  * evaluation sampling (as `trainer:eval` and the manifest's eval use it). `id@warm-start` is the
@@ -182,15 +170,13 @@ export async function openRun(store: ObjectStore, text: string, runner?: CodeRun
   const runStore = new RunStore(store, runId);
   const recipe = parseRecipe(await runStore.readConfig(), `run ${runId} config`);
   const { team } = recipeEnvironment(recipe);
-  const warmStart = wanted === WARM_START;
-  const sftSteps = recipe.sft?.steps ?? 0;
-  if (warmStart && sftSteps === 0) throw new EvalUsageError(`run ${runId}: its recipe has no warm start`);
-  const step = warmStart ? sftSteps - 1 : (wanted ?? (await runStore.latestCommittedStep()));
+  const warmStart = wanted === WARM_START_REF ? await cachedWarmStart(store, runId, recipe, team) : undefined;
+  const step = warmStart?.step ?? (wanted as number | undefined) ?? (await runStore.latestCommittedStep());
   if (step === undefined)
     throw new EvalUsageError(
-      `run ${runId} has no committed step${sftSteps > 0 ? ` (its team before RL: --run ${runId}@${WARM_START})` : ""}`,
+      `run ${runId} has no committed step${(recipe.sft?.steps ?? 0) > 0 ? ` (its team before RL: --run ${runId}@${WARM_START_REF})` : ""}`,
     );
-  const checkpoints = warmStart ? new RunStore(store, warmStartId(recipe, team)) : runStore;
+  const checkpoints = warmStart?.runStore ?? runStore;
   const envOptions = { ...recipe.environment.options };
   if (needsSandbox(recipe.environment)) {
     if (!runner)
@@ -226,9 +212,9 @@ export async function openRun(store: ObjectStore, text: string, runner?: CodeRun
   };
   return {
     subject: { kind: "run", runId, step, ...(warmStart ? { warmStart: true as const } : {}) },
-    label: warmStart ? `run ${runId}@${WARM_START}` : `run ${runId}@step ${step}`,
+    label: warmStart ? `run ${runId}@${WARM_START_REF}` : `run ${runId}@step ${step}`,
     // The warm start is another team than the run's steps: the gate must not match one to the other.
-    key: `run:${runId}${warmStart ? `@${WARM_START}` : ""}/${recipe.environment.name}`,
+    key: `run:${runId}${warmStart ? `@${WARM_START_REF}` : ""}/${recipe.environment.name}`,
     backend: loaded.backend,
     loaded,
     close: () => engine.close(),

@@ -11,4 +11,4 @@ export { formatDuration, markdownTable, table } from "./reporter.ts";
 export { type RunResult, runCurve, runRecipe } from "./run-recipe.ts";
 export { seedInterval } from "./stats.ts";
 export { evalTasks, policySet, restoreStep, type TrainReporter } from "./train.ts";
-export { warmStartId } from "./warm-start.ts";
+export { cachedWarmStart, parseRunRef, WARM_START_REF, warmStartId } from "./warm-start.ts";

@@ -1,13 +1,18 @@
 /**
  * `publish`: a run's checkpoints at one step → a published team version in the same store.
  *
- *   nx run trainer:publish -- --run <id> --name <team> [--step <n>] [--alias stable] [--recipe <name|path>] [--store <uri>]
+ *   nx run trainer:publish -- --run <id[@step|@warm-start]> --name <team> [--step <n>] [--alias stable]
+ *                             [--recipe <name|path>] [--store <uri>]
+ *
+ * `id@warm-start` publishes the run's team before RL (its cached warm start), for instance the
+ * team without RL of a compare, to serve beside the trained one.
  *
  * Per policy it publishes the checkpoint's serving files (config.json, model.safetensors, tokenizer
  * files; never the optimizer state) and `model.onnx`, the decode graph of the embedded engine (the
  * weights are its inputs, read from model.safetensors). The team's held-out evaluation comes from
  * the step's `eval/*` metrics when training recorded them, else it is run now (the same tasks,
- * sampling and seed as the trainer's evaluation); `--no-eval` publishes without one.
+ * sampling and seed as the trainer's evaluation); `--no-eval` publishes without one. The warm start's
+ * evaluation is the run's `eval-start` (what it measured before step 0).
  */
 import { readFileSync } from "node:fs";
 import { parseArgs } from "node:util";
@@ -30,12 +35,15 @@ import { recipeEnvironment } from "./envs.ts";
 import { evalSampling, evaluate } from "./evaluate.ts";
 import { loadRecipeText, parseRecipe, type Recipe, RecipeError } from "./recipe.ts";
 import { checkpointedStep, evalTasks, policySet, restoreStep } from "./train.ts";
+import { cachedWarmStart, parseRunRef, WARM_START_REF } from "./warm-start.ts";
 
 export interface PublishRunOptions {
   readonly store: ObjectStore;
   readonly runId: string;
   /** Default: the newest committed step. */
   readonly step?: number | undefined;
+  /** Publish the run's team before RL (its cached warm start) instead of a step's checkpoints. */
+  readonly warmStart?: boolean | undefined;
   readonly name: string;
   readonly alias?: string | undefined;
   /** Evaluate when the step has no recorded eval metrics (default true). */
@@ -50,15 +58,27 @@ export interface PublishRunResult {
   readonly evalSource: "metrics" | "evaluated" | "none";
 }
 
-/** The eval a training step recorded (`eval/successRate`, … written by train for the step's checkpoint). */
-export async function stepEvalMetrics(runStore: RunStore, step: number): Promise<EvalSummary | undefined> {
-  const rows = await runStore.readMetrics({ committedOnly: true });
-  const m = rows.find((r) => r.step === step && typeof r.metrics["eval/successRate"] === "number")?.metrics;
+/**
+ * The eval a training step recorded (`eval/successRate`, … written by train for the step's
+ * checkpoint), or with `"warm-start"` the run's start evaluation (`eval-start`: its team before RL).
+ */
+export async function stepEvalMetrics(
+  runStore: RunStore,
+  step: number | typeof WARM_START_REF,
+): Promise<EvalSummary | undefined> {
+  const warmStart = step === WARM_START_REF;
+  const prefix = warmStart ? "" : "eval/";
+  const rows = warmStart
+    ? (await runStore.readMetrics()).filter((r) => r.source === "eval-start")
+    : (await runStore.readMetrics({ committedOnly: true })).filter((r) => r.step === step);
+  const m = rows.find((r) => typeof r.metrics[`${prefix}successRate`] === "number")?.metrics;
   if (m === undefined) return undefined;
   const num = (key: string) => {
-    const v = m[`eval/${key}`];
+    const v = m[`${prefix}${key}`];
     if (typeof v !== "number")
-      throw new RecipeError(`run ${runStore.runId} step ${step}: eval/${key} is missing`);
+      throw new RecipeError(
+        `run ${runStore.runId} ${warmStart ? "start evaluation" : `step ${step}`}: ${prefix}${key} is missing`,
+      );
     return v;
   };
   return {
@@ -87,11 +107,16 @@ export async function publishRun(options: PublishRunOptions): Promise<PublishRun
   const runStore = new RunStore(store, runId);
   const recipe = parseRecipe(await runStore.readConfig(), `run ${runId} config`);
   const { trainerEnv, team } = recipeEnvironment(recipe);
-  const step = await checkpointedStep(runStore, team, options.step, "publish");
+  // The warm start's checkpoints are in its cache run (warm-start.ts), at its last supervised step.
+  const warmStart = options.warmStart ? await cachedWarmStart(store, runId, recipe, team) : undefined;
+  if (warmStart && options.step !== undefined)
+    throw new RecipeError(`publish: --step and @${WARM_START_REF} name two different teams; pass one`);
+  const checkpoints = warmStart?.runStore ?? runStore;
+  const step = warmStart?.step ?? (await checkpointedStep(runStore, team, options.step, "publish"));
   const sampling = servedSampling(recipe);
   const policies: Record<string, PublishInput["policies"][string]> = {};
   for (const policyId of teamPolicies(team)) {
-    const files = servingFiles(await runStore.readCheckpoint(policyId, step));
+    const files = servingFiles(await checkpoints.readCheckpoint(policyId, step));
     const { model, parameters, config } = checkpointSummary(files);
     const graph = exportDecodeGraph(config);
     policies[policyId] = {
@@ -103,12 +128,12 @@ export async function publishRun(options: PublishRunOptions): Promise<PublishRun
     };
   }
 
-  let evalSummary = await stepEvalMetrics(runStore, step);
+  let evalSummary = await stepEvalMetrics(runStore, warmStart ? WARM_START_REF : step);
   let evalSource: PublishRunResult["evalSource"] = evalSummary ? "metrics" : "none";
   if (evalSummary === undefined && options.evaluate !== false) {
     const engine = await createEngine(recipe, teamPolicies(team));
     try {
-      await restoreStep(engine, runStore, team, step);
+      await restoreStep(engine, checkpoints, team, step);
       const result = await evaluate(
         trainerEnv,
         team,
@@ -141,7 +166,7 @@ export async function publishRun(options: PublishRunOptions): Promise<PublishRun
     roles: team.roles.map((r) => ({ id: r.id, policy: r.policy })),
     policies,
     eval: evalSummary,
-    source: { store: store.uri, runId, step },
+    source: { store: store.uri, runId, step, ...(warmStart ? { warmStart: true as const } : {}) },
     alias: options.alias,
   });
   return { manifest, evalSource };
@@ -171,6 +196,9 @@ export async function commandPublish(argv: string[], context: PublishCommandCont
     strict: true,
   });
   if (values.run === undefined) throw new RecipeError("publish: --run <id> is required");
+  const [runId, ref] = parseRunRef(values.run);
+  if (ref !== undefined && values.step !== undefined)
+    throw new RecipeError(`publish: --run ${values.run} already names the team; drop --step`);
   if (values.name === undefined) throw new RecipeError("publish: --name <team> is required");
   const integer = (flag: string, text: string | undefined) => {
     if (text === undefined) return undefined;
@@ -188,8 +216,9 @@ export async function commandPublish(argv: string[], context: PublishCommandCont
   try {
     result = await publishRun({
       store,
-      runId: values.run,
-      step: integer("step", values.step),
+      runId,
+      step: typeof ref === "number" ? ref : integer("step", values.step),
+      warmStart: ref === WARM_START_REF,
       name: values.name,
       alias: values.alias,
       evaluate: !values["no-eval"],
@@ -209,7 +238,9 @@ export async function commandPublish(argv: string[], context: PublishCommandCont
     context.invokedFrom ?? process.cwd(),
   );
   const lines = [
-    `published ${manifest.name}@${manifest.version} (run ${manifest.source.runId}, step ${manifest.source.step})`,
+    manifest.source.warmStart
+      ? `published ${manifest.name}@${manifest.version} (run ${manifest.source.runId}@${WARM_START_REF}: its team before RL, supervised step ${manifest.source.step})`
+      : `published ${manifest.name}@${manifest.version} (run ${manifest.source.runId}, step ${manifest.source.step})`,
     `  where: ${folder}`,
     `  roles: ${manifest.roles.map((r) => `${r.id}→${r.policy}`).join(", ")}`,
   ];

@@ -78,6 +78,48 @@ export function warmStartId(recipe: Recipe, team: Team): string {
   return `sft-${stableHash(warmStartKey(recipe, team)).slice(0, 16)}`;
 }
 
+/** The `id@warm-start` suffix of a run reference: the run's team before RL. */
+export const WARM_START_REF = "warm-start";
+
+/**
+ * A run reference as the commands take it: `id`, `id@step` or `id@warm-start` →
+ * [id, step | "warm-start" | undefined (the newest committed step)].
+ */
+export function parseRunRef(text: string): [string, number | typeof WARM_START_REF | undefined] {
+  const at = text.lastIndexOf("@");
+  if (at < 0) return [text, undefined];
+  const ref = text.slice(at + 1);
+  if (ref === WARM_START_REF) return [text.slice(0, at), WARM_START_REF];
+  const step = Number(ref);
+  if (ref === "" || !Number.isInteger(step) || step < 0)
+    throw new RecipeError(`--run: expected id[@step|@${WARM_START_REF}], got "${text}"`);
+  return [text.slice(0, at), step];
+}
+
+/**
+ * Where the team a run started RL from is kept: the warm start its recipe trained first (the cache
+ * run of warmStartId) at its last supervised step. One RecipeError line when the recipe has none or
+ * the cache is not finished in this store.
+ */
+export async function cachedWarmStart(
+  store: ObjectStore,
+  runId: string,
+  recipe: Recipe,
+  team: Team,
+): Promise<{ readonly runStore: RunStore; readonly step: number }> {
+  const steps = recipe.sft?.steps ?? 0;
+  if (steps === 0) throw new RecipeError(`run ${runId}: its recipe has no warm start`);
+  const runStore = new RunStore(store, warmStartId(recipe, team));
+  const latest = await runStore.latestCommittedStep();
+  if (latest !== steps - 1)
+    throw new RecipeError(
+      `run ${runId}: its warm start ${runStore.runId} is not finished in this store (` +
+        (latest === undefined ? "no supervised step" : `supervised step ${latest + 1} of ${steps}`) +
+        ")",
+    );
+  return { runStore, step: steps - 1 };
+}
+
 export interface WarmStartResult {
   readonly runId: string;
   readonly cached: boolean;

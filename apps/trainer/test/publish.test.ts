@@ -15,7 +15,8 @@ import { createEnvironment, recipeTeam } from "../src/envs.ts";
 import { publishRun } from "../src/publish.ts";
 import { loadRecipeText } from "../src/recipe.ts";
 import { evalTasks, train } from "../src/train.ts";
-import { quiet, TINY_PLAN_PATH, tempRoot, trainerInProcess } from "./tiny.ts";
+import { warmStartId } from "../src/warm-start.ts";
+import { quiet, TINY_PLAN_PATH, tempRoot, trainerInProcess, trainRun } from "./tiny.ts";
 
 const root = tempRoot("publish");
 
@@ -113,5 +114,67 @@ describe("trainer:publish", () => {
     expect(refused.stderr).toContain(
       "publish: run run-1 has no committed step with checkpoints at 9 (steps with checkpoints: 0, 1)",
     );
+  }, 180_000);
+
+  it("publishes a run's team before RL (id@warm-start), served as the run measured it before step 0", async () => {
+    // A compare's warm-start arm: a cached warm start and no RL step.
+    const warmOnly = loadRecipeText(`
+name: publish-warm-start
+seed: 6
+${TINY_PLAN_PATH}
+strategy: { name: parallel, groupSize: 2 }
+sampling: { temperature: 1, maxTokens: 8 }
+sft: { steps: 2, batchSize: 4, mistakeRate: 0 }
+train: { steps: 0, tasksPerStep: 2, evalEvery: 0, evalTasks: 4, evalTemperature: 0 }
+`);
+    const store = new FileStore(join(root, "store-warm-start"));
+    const { team } = await trainRun(warmOnly, store, "ws");
+    const start = (await new RunStore(store, "ws").readMetrics()).find((r) => r.source === "eval-start")!;
+
+    const publish = (...flags: string[]) => trainerInProcess(["publish", ...flags, "--store", store.uri]);
+    const published = await publish("--run", "ws@warm-start", "--name", "before-rl");
+    expect(published.stderr).toBe("");
+    expect(published.stdout).toContain(
+      "published before-rl@1 (run ws@warm-start: its team before RL, supervised step 1)",
+    );
+    expect(published.stdout).toContain("eval (metrics):");
+    const registry = createTeamRegistry(store);
+    const manifest = await registry.resolve("before-rl");
+    expect(manifest.source).toEqual({ store: store.uri, runId: "ws", step: 1, warmStart: true });
+    expect(manifest.eval).toEqual({
+      successRate: start.metrics.successRate,
+      ci95: [start.metrics.ci95Low, start.metrics.ci95High],
+      tasks: 4,
+      meanTeamReturn: start.metrics.meanTeamReturn,
+    });
+    // The weights are the cached warm start's last supervised step, byte for byte.
+    const cached = await new RunStore(store, warmStartId(warmOnly, team)).readCheckpoint("planner", 1);
+    const served = await registry.readFile(manifest, "planner", "model.safetensors");
+    expect(Buffer.from(served).equals(Buffer.from(cached["model.safetensors"]!))).toBe(true);
+
+    // Served with the run's seed, it scores every held-out task as the run's start evaluation did.
+    const trainerEnv = createEnvironment(warmOnly.environment.name, warmOnly.environment.options);
+    const backend = createOnnxBackend();
+    const loaded = await loadTeam(registry, manifest, backend);
+    let successes = 0;
+    let teamReturn = 0;
+    for (const task of evalTasks(trainerEnv, warmOnly)) {
+      const result = await solve(loaded, { task }, { sampling: { seed: warmOnly.seed } });
+      if (result.solved) successes++;
+      teamReturn += result.teamReturn;
+    }
+    await backend.close();
+    expect(successes / 4).toBe(start.metrics.successRate);
+    expect(teamReturn / 4).toBeCloseTo(start.metrics.meanTeamReturn as number, 9);
+
+    // One line for each wrong reference.
+    const noStep = await publish("--run", "ws", "--name", "x");
+    expect(noStep.stderr).toContain("publish: run ws has no committed step with checkpoints");
+    const both = await publish("--run", "ws@warm-start", "--step", "1", "--name", "x");
+    expect(both.stderr).toContain("publish: --run ws@warm-start already names the team; drop --step");
+    const badRef = await publish("--run", "ws@latest", "--name", "x");
+    expect(badRef.stderr).toContain('--run: expected id[@step|@warm-start], got "ws@latest"');
+    for (const r of [noStep, both, badRef])
+      expect([r.code, r.stderr.trim().split("\n").length]).toEqual([2, 1]);
   }, 180_000);
 });

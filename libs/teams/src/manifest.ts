@@ -120,6 +120,8 @@ export const TeamManifestSchema = z
       store: z.string().optional(),
       runId: z.string().min(1),
       step: z.number().int().min(0),
+      // The run's team before RL (its cached warm start); `step` is then the last supervised step.
+      warmStart: z.literal(true).optional(),
     }),
   })
   .superRefine((m, ctx) => {
