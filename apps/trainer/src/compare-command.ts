@@ -1,12 +1,15 @@
 /**
  *   nx run trainer:compare [-- --recipe <name|path>] [--set key=value]... [--seeds 1,2,3]
  *                             [--arms grpo,warm-start,...] [--id <compare id>] [--eval-tasks 500] [--samples n]
+ *                             [--finished]
  * Arms: the training strategies on a game (grpo, warm-start, magrpo, atgrpo-shared, atgrpo-per-role,
  * the default), `trained` (the recipe as it is) and the papers' test-time baselines (single,
  * naive-concat, sequential, discussion), which any recipe can run.
  * Runs every arm × seed of compare.ts one after another, then prints the table and writes it
  * to runs/<compare id>/compare.{json,md} with the plots curves.svg and final.svg. `--id` of an
- * earlier compare continues it.
+ * earlier compare continues it; with `--finished` it only tabulates the arm × seed runs that have
+ * finished (while the compare runs in another shell, or when arms have run different seeds).
+ * Below the table: the best arm minus each other arm, paired by seed.
  */
 import { readFileSync } from "node:fs";
 import { parseArgs } from "node:util";
@@ -32,6 +35,7 @@ export async function commandCompare(argv: string[], cli: CliContext): Promise<n
       samples: { type: "string" },
       id: { type: "string" },
       "eval-tasks": { type: "string" },
+      finished: { type: "boolean", default: false },
     },
     strict: true,
   });
@@ -45,6 +49,8 @@ export async function commandCompare(argv: string[], cli: CliContext): Promise<n
     return arm;
   });
   const samples = parseSamples(values.samples, base);
+  if (values.finished && values.id === undefined)
+    throw new RecipeError("--finished: name the compare to tabulate with --id");
   const compareId = values.id ?? `compare-${base.name}-${cli.timestampId()}`;
   const store = cli.storeFor(base);
   await checkStore(store); // before any work: a StoreError line naming it
@@ -52,8 +58,19 @@ export async function commandCompare(argv: string[], cli: CliContext): Promise<n
   reporter.note(
     `compare ${compareId}: arms ${arms.join(", ")} · seeds ${seeds.join(", ")} · ${base.train.steps} RL steps each · store ${base.store}`,
   );
-  const results = await compare({ base, store, compareId, arms, seeds, reporter, samples });
+  const results = await compare({
+    base,
+    store,
+    compareId,
+    arms,
+    seeds,
+    reporter,
+    samples,
+    finishedOnly: values.finished,
+  });
   reporter.finish();
+  if (results.length === 0)
+    throw new RecipeError(`compare ${compareId}: none of these arms × seeds has finished`);
   const written = await writeComparison(store, compareId, base, results);
   process.stdout.write(
     `\n${written.text}\n\nwritten to ${base.store.replace(/\/$/, "")}/${written.markdown} ` +

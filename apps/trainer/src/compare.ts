@@ -186,6 +186,8 @@ export interface CompareOptions {
   readonly reporter: TrainReporter;
   /** Episodes per held-out task at temperature 1 after each run, for pass@k (0: none). */
   readonly samples?: number;
+  /** Read back the finished arm × seed runs and run nothing (`compare --finished`). */
+  readonly finishedOnly?: boolean;
 }
 
 /** The k of pass@k compare reports (those not above the samples per task). */
@@ -279,6 +281,10 @@ export async function compare(options: CompareOptions): Promise<ArmResult[]> {
         results.push(
           parsed.curve ? parsed : { ...parsed, curve: await runCurve(options.store, parsed.runId) },
         );
+        continue;
+      }
+      if (options.finishedOnly) {
+        options.reporter.note(`compare: ${arm} seed ${seed} has not finished (left out)`);
         continue;
       }
       options.reporter.note(`compare: ${arm} seed ${seed}`);
@@ -385,11 +391,58 @@ function optionalMeans(runs: readonly ArmResult[]) {
   };
 }
 
+/**
+ * The best arm (highest mean success) against each other arm, paired by seed: on the seeds both
+ * finished, best − other per seed, with its t-interval over those seeds. Pairing takes out what
+ * a seed does to every arm alike (its held-out draws, its warm start), so an interval that excludes
+ * 0 says the best arm wins on seeds like these; the arms' own intervals can overlap meanwhile.
+ */
+export interface PairedDifference {
+  readonly arm: Arm;
+  readonly versus: Arm;
+  readonly seeds: readonly number[];
+  readonly perSeed: readonly number[];
+  readonly mean: number;
+  readonly ci95?: [number, number];
+}
+
+export function pairedDifferences(results: readonly ArmResult[]): PairedDifference[] {
+  const rows = summarise(results);
+  if (rows.length < 2) return [];
+  const best = rows.reduce((a, b) => (b.meanSuccess > a.meanSuccess ? b : a));
+  const bySeed = (arm: Arm) =>
+    new Map(results.filter((r) => r.arm === arm).map((r) => [r.seed, r.successRate]));
+  const mine = bySeed(best.arm);
+  return rows
+    .filter((row) => row.arm !== best.arm)
+    .flatMap((row) => {
+      const theirs = bySeed(row.arm);
+      const seeds = [...mine.keys()].filter((seed) => theirs.has(seed)).sort((a, b) => a - b);
+      if (seeds.length === 0) return [];
+      const perSeed = seeds.map((seed) => mine.get(seed)! - theirs.get(seed)!);
+      const { mean, ci95 } = seedInterval(perSeed, [-1, 1]);
+      return [{ arm: best.arm, versus: row.arm, seeds, perSeed, mean, ...(ci95 ? { ci95 } : {}) }];
+    });
+}
+
+/** The paired differences as table rows (points). */
+export function pairedRows(differences: readonly PairedDifference[]): Record<string, string | number>[] {
+  return differences.map((d) => ({
+    arm: d.arm,
+    "minus arm": d.versus,
+    "paired seeds": d.seeds.join(","),
+    "difference (points)": signedPoints(d.mean),
+    "95% CI (seeds)": interval(d.ci95, signedPoints),
+    "per seed (points)": d.perSeed.map(signedPoints).join(" "),
+  }));
+}
+
 /** The comparison as table rows: `table` prints them, `markdownTable` writes them for the README. */
 export function compareRows(rows: readonly CompareRow[]): Record<string, string | number>[] {
   return rows.map((row) => ({
     arm: row.arm,
     what: row.description,
+    seeds: row.seeds,
     "held-out success %": pct(row.meanSuccess),
     "95% CI (seeds)": interval(row.ci95Seeds),
     "pooled k/n": `${row.pooled.successes}/${row.pooled.tasks}`,
@@ -414,7 +467,11 @@ export async function writeComparison(
   results: readonly ArmResult[],
 ): Promise<{ json: string; markdown: string; curves: string; final: string; text: string }> {
   const rows = summarise(results);
-  const text = table(compareRows(rows));
+  const paired = pairedDifferences(results);
+  const pairedText = paired.length
+    ? `\n\npaired by seed (the best arm minus each other):\n${table(pairedRows(paired))}`
+    : "";
+  const text = `${table(compareRows(rows))}${pairedText}`;
   const folder = `runs/${compareId}`;
   const keys = {
     json: `${folder}/compare.json`,
@@ -425,8 +482,11 @@ export async function writeComparison(
   const groups = rows.map((row) => ({ name: row.arm, results: results.filter((r) => r.arm === row.arm) }));
   const what = `compare ${compareId}`;
   const encoder = new TextEncoder();
-  await store.put(keys.json, encoder.encode(`${JSON.stringify({ base, rows, results }, null, 2)}\n`));
-  await store.put(keys.markdown, encoder.encode(`${markdownTable(compareRows(rows))}\n`));
+  await store.put(keys.json, encoder.encode(`${JSON.stringify({ base, rows, paired, results }, null, 2)}\n`));
+  const pairedMarkdown = paired.length
+    ? `\n**Paired by seed** (the best arm minus each other, on the seeds both finished):\n\n${markdownTable(pairedRows(paired))}\n`
+    : "";
+  await store.put(keys.markdown, encoder.encode(`${markdownTable(compareRows(rows))}\n${pairedMarkdown}`));
   await store.put(keys.curves, encoder.encode(await learningCurvesSvg(groups, what)));
   await store.put(keys.final, encoder.encode(await finalSuccessSvg(groups, what)));
   return { ...keys, text };

@@ -73,12 +73,13 @@ ${RECIPE_FLAGS}`,
   --run     run id (default: the newest run of the recipe with a committed step)
   --step    a committed step with checkpoints (default: the newest committed step)
   --tasks   held-out tasks (default: the run's train.evalTasks)`,
-  compare: `usage: trainer compare [--recipe <name|path>] [--set key=value]... [--seeds 1,2,3] [--arms a,b] [--id <id>] [--eval-tasks 500]
+  compare: `usage: trainer compare [--recipe <name|path>] [--set key=value]... [--seeds 1,2,3] [--arms a,b] [--id <id>] [--eval-tasks 500] [--finished]
 ${RECIPE_FLAGS}
   --seeds       seeds of every arm (default 1,2,3)
   --arms        the arms to run (default: all)
   --id          the compare's id: the same id continues it, reading finished runs back
-  --eval-tasks  held-out tasks each run is evaluated on (default 500)`,
+  --eval-tasks  held-out tasks each run is evaluated on (default 500)
+  --finished    run nothing: tabulate the arms × seeds of --id that have finished`,
   sweep: `usage: trainer sweep --grid <name|file.yaml> [--seeds 1,2,3] [--recipe <name|path>] [--set key=value]... [--id <id>] [--eval-tasks 500]
   --grid        a sweep's grid file: a name from apps/trainer/sweeps or a YAML path (docs/training.md, "Sweeps")
 ${RECIPE_FLAGS}

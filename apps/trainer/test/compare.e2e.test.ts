@@ -3,6 +3,7 @@
  * table and the plots land in the store, and a second call reads the finished arms back instead
  * of rerunning.
  */
+import { writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { FileStore, RunStore } from "@troupe/storage/node";
 import { DOMParser } from "@xmldom/xmldom";
@@ -10,7 +11,7 @@ import { describe, expect, it } from "vitest";
 import { DEFAULT_ARMS as ARMS, compare, writeComparison } from "../src/compare.ts";
 import { loadRecipeText } from "../src/recipe.ts";
 import type { TrainReporter } from "../src/train.ts";
-import { TINY_ONE_TURN, tempRoot } from "./tiny.ts";
+import { TINY_ONE_TURN, tempRoot, trainerInProcess } from "./tiny.ts";
 
 const root = tempRoot("compare");
 
@@ -43,7 +44,7 @@ describe("trainer compare", () => {
 
     const written = await writeComparison(store, "c1", base, results);
     const markdown = new TextDecoder().decode(await store.get(written.markdown));
-    expect(markdown.split("\n")[0]).toMatch(/^\| arm \| what \| held-out success % \|/);
+    expect(markdown.split("\n")[0]).toMatch(/^\| arm \| what \| seeds \| held-out success % \|/);
     expect(markdown).toContain("| atgrpo-per-role | team, AT-GRPO (per-role) |");
     const svg = async (key: string) => {
       const text = new TextDecoder().decode(await store.get(key));
@@ -65,5 +66,39 @@ describe("trainer compare", () => {
     const again = await compare({ base, store, compareId: "c1", arms: ["grpo"], seeds: [5], reporter });
     expect(again).toEqual([results[0]]);
     expect(notes).toEqual(["compare: grpo seed 5 already done (c1-grpo-s5)"]);
+
+    // --finished: the table of what has finished, and nothing run (seed 6 was never started).
+    const recipePath = join(root, "recipe.yaml");
+    writeFileSync(
+      recipePath,
+      `name: tiny\nstore: file://${join(root, "store")}\n${TINY_ONE_TURN}\ntrain: { steps: 1, tasksPerStep: 2, evalEvery: 0, evalTasks: 4 }\n`,
+    );
+    const cli = (...flags: string[]) =>
+      trainerInProcess([
+        "compare",
+        "--recipe",
+        recipePath,
+        "--arms",
+        "grpo,atgrpo-shared",
+        "--seeds",
+        "5,6",
+        ...flags,
+      ]);
+    const finished = await cli("--id", "c1", "--finished");
+    expect(finished.code).toBe(0);
+    expect(finished.stderr).toContain("compare: grpo seed 6 has not finished (left out)");
+    expect(await store.head("runs/c1-grpo-s6/config.json")).toBeUndefined();
+    expect(finished.stdout).toMatch(/^atgrpo-shared +team, AT-GRPO \(shared policy\) +1 /m);
+    expect(finished.stdout).toContain("paired by seed (the best arm minus each other):");
+    const tabled = new TextDecoder().decode(await store.get("runs/c1/compare.md"));
+    expect(tabled).toContain("**Paired by seed**");
+    expect(tabled).toMatch(/\| (grpo|atgrpo-shared) \| (grpo|atgrpo-shared) \| 5 \|/);
+    const none = await cli("--id", "c2", "--finished");
+    expect([none.code, none.stderr.trim().split("\n").at(-1)]).toEqual([
+      2,
+      "error: compare c2: none of these arms × seeds has finished",
+    ]);
+    const noId = await cli("--finished");
+    expect(noId.stderr).toContain("--finished: name the compare to tabulate with --id");
   }, 120_000);
 });
