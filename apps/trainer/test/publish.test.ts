@@ -7,13 +7,13 @@
 import { join } from "node:path";
 import { teamPolicies } from "@troupe/core";
 import { FileStore, RunStore } from "@troupe/storage/node";
-import { createTeamRegistry, loadTeam, solve } from "@troupe/teams";
+import { createTeamRegistry, loadTeam, solve, type TeamManifest, type TeamRegistry } from "@troupe/teams";
 import { createOnnxBackend } from "@troupe/teams/onnx";
 import { describe, expect, it } from "vitest";
 import { createEngine } from "../src/engines.ts";
 import { createEnvironment, recipeTeam } from "../src/envs.ts";
 import { publishRun } from "../src/publish.ts";
-import { loadRecipeText } from "../src/recipe.ts";
+import { loadRecipeText, type Recipe } from "../src/recipe.ts";
 import { evalTasks, train } from "../src/train.ts";
 import { warmStartId } from "../src/warm-start.ts";
 import { quiet, TINY_PLAN_PATH, tempRoot, trainerInProcess, trainRun } from "./tiny.ts";
@@ -28,6 +28,27 @@ strategy: { name: parallel, groupSize: 2 }
 sampling: { temperature: 1, maxTokens: 8 }
 train: { steps: 2, tasksPerStep: 2, evalEvery: 0, evalTasks: 4, evalTemperature: 0, checkpointEvery: 1 }
 `);
+
+/**
+ * Serves a published team on every held-out task of its run's recipe with the run's seed and the
+ * embedded engine: the episodes the trainer's evaluation scored.
+ */
+async function serveHeldOut(registry: TeamRegistry, manifest: TeamManifest, recipe: Recipe) {
+  const trainerEnv = createEnvironment(recipe.environment.name, recipe.environment.options);
+  const backend = createOnnxBackend();
+  try {
+    const loaded = await loadTeam(registry, manifest, backend);
+    const results = [];
+    for (const task of evalTasks(trainerEnv, recipe))
+      results.push(await solve(loaded, { task }, { sampling: { seed: recipe.seed } }));
+    return results;
+  } finally {
+    await backend.close();
+  }
+}
+
+const sumReturns = (results: readonly { teamReturn: number }[]) =>
+  results.reduce((sum, r) => sum + r.teamReturn, 0);
 
 describe("trainer:publish", () => {
   it("publishes a trained run with its eval, and serving reproduces the evaluation task by task", async () => {
@@ -82,19 +103,10 @@ describe("trainer:publish", () => {
     const registry = createTeamRegistry(store);
     const resolved = await registry.resolve("pathfinders", "stable");
     expect(resolved).toEqual(manifest);
-    const backend = createOnnxBackend();
-    const loaded = await loadTeam(registry, resolved, backend);
-    let successes = 0;
-    let teamReturn = 0;
-    for (const task of evalTasks(trainerEnv, recipe)) {
-      const result = await solve(loaded, { task }, { sampling: { seed: recipe.seed } });
-      expect(result.turns.length).toBeGreaterThan(0);
-      if (result.solved) successes++;
-      teamReturn += result.teamReturn;
-    }
-    await backend.close();
-    expect(successes / 4).toBe(finalEval.result.successRate);
-    expect(teamReturn / 4).toBeCloseTo(finalEval.result.meanTeamReturn, 9);
+    const served = await serveHeldOut(registry, resolved, recipe);
+    for (const result of served) expect(result.turns.length).toBeGreaterThan(0);
+    expect(served.filter((r) => r.solved).length / 4).toBe(finalEval.result.successRate);
+    expect(sumReturns(served) / 4).toBeCloseTo(finalEval.result.meanTeamReturn, 9);
 
     // The command line: an earlier step without recorded eval metrics is evaluated on the spot.
     const publish = (...flags: string[]) =>
@@ -153,19 +165,9 @@ train: { steps: 0, tasksPerStep: 2, evalEvery: 0, evalTasks: 4, evalTemperature:
     expect(Buffer.from(served).equals(Buffer.from(cached["model.safetensors"]!))).toBe(true);
 
     // Served with the run's seed, it scores every held-out task as the run's start evaluation did.
-    const trainerEnv = createEnvironment(warmOnly.environment.name, warmOnly.environment.options);
-    const backend = createOnnxBackend();
-    const loaded = await loadTeam(registry, manifest, backend);
-    let successes = 0;
-    let teamReturn = 0;
-    for (const task of evalTasks(trainerEnv, warmOnly)) {
-      const result = await solve(loaded, { task }, { sampling: { seed: warmOnly.seed } });
-      if (result.solved) successes++;
-      teamReturn += result.teamReturn;
-    }
-    await backend.close();
-    expect(successes / 4).toBe(start.metrics.successRate);
-    expect(teamReturn / 4).toBeCloseTo(start.metrics.meanTeamReturn as number, 9);
+    const episodes = await serveHeldOut(registry, manifest, warmOnly);
+    expect(episodes.filter((r) => r.solved).length / 4).toBe(start.metrics.successRate);
+    expect(sumReturns(episodes) / 4).toBeCloseTo(start.metrics.meanTeamReturn as number, 9);
 
     // One line for each wrong reference.
     const noStep = await publish("--run", "ws", "--name", "x");
