@@ -146,6 +146,36 @@ def test_micro_batching_accumulates_to_the_full_batch_update() -> None:
         torch.testing.assert_close(w3[k], w1[k], rtol=1e-5, atol=1e-6)
 
 
+def test_a_token_budget_splits_micro_batches_and_keeps_the_update() -> None:
+    # Rows sorted longest first: 5 (row 0), 5 (row 1), 3 (row 2) tokens. A budget of 6 padded tokens
+    # holds one row per micro-batch; of 10, rows 0 + 1 then row 2.
+    from troupe_worker import distributed
+    lengths = [len(p) + len(c) for p, c in SEQS]
+    rows = distributed.shard_rows(lengths, 1, 0)
+    assert distributed.micro_batches(rows, lengths, 8, 6) == [[0], [1], [2]]
+    assert distributed.micro_batches(rows, lengths, 8, 10) == [[0, 1], [2]]
+    assert distributed.micro_batches(rows, lengths, 1, None) == [[0], [1], [2]]
+    with pytest.raises(ValueError, match="sequence 0 has 5 tokens, more than maxTokensPerMicroBatch 4"):
+        distributed.micro_batches(rows, lengths, 8, 4)
+    # Two ranks: rank 0 gets rows 0 and 2, rank 1 row 1 and a padding row; both run as many passes.
+    plans = [distributed.rank_micro_batches(lengths, 2, r, 8, 6) for r in (0, 1)]
+    assert plans == [[[0], [2]], [[1], [None]]]
+    results = []
+    for budget in (None, 6):
+        e = make_engine()
+        e.add_policy({"id": "p", "model": "m", "copy": False})
+        args = {**STEP, "policy": "p", "microBatchSize": 8}
+        if budget is not None:
+            args["maxTokensPerMicroBatch"] = budget
+        metrics = e.train_step(args, batch_payloads(SEQS, [1.0, -0.5, 2.0]))
+        results.append((metrics, {k: v.clone() for k, v in e.policies["p"].module.state_dict().items()}))
+    (m0, w0), (m6, w6) = results
+    assert m6["loss"] == pytest.approx(m0["loss"], rel=1e-5)
+    assert m6["gradNorm"] == pytest.approx(m0["gradNorm"], rel=1e-5)
+    for k in w0:
+        torch.testing.assert_close(w6[k], w0[k], rtol=1e-5, atol=1e-6)
+
+
 def test_schedule_and_clipping_metrics() -> None:
     e = make_engine()
     e.add_policy({"id": "p", "model": "m", "copy": False})

@@ -180,6 +180,41 @@ def barrier() -> None:
         dist.barrier()
 
 
+def micro_batches(rows: list[Optional[int]], lengths: list[int], micro: int,
+                  max_tokens: Optional[int], pad_length: int = 1) -> list[list[Optional[int]]]:
+    """Consecutive micro-batches of `rows` (indices into `lengths`; None = a zero-weight padding
+    row of `pad_length` tokens): at most `micro` rows each and, with `max_tokens`, at
+    most that many padded tokens (rows × the longest), as the TypeScript engines plan them
+    (libs/engine/src/micro-batch.ts). A row over `max_tokens` alone is refused."""
+    out: list[list[Optional[int]]] = []
+    current: list[Optional[int]] = []
+    longest = 0
+    for r in rows:
+        n = lengths[r] if r is not None else pad_length
+        if max_tokens is not None and n > max_tokens:
+            raise ValueError(f"sequence {r} has {n} tokens, more than maxTokensPerMicroBatch {max_tokens}")
+        grown = max(longest, n)
+        if current and (len(current) + 1 > micro or (max_tokens is not None and (len(current) + 1) * grown > max_tokens)):
+            out.append(current)
+            current, grown = [], n
+        current.append(r)
+        longest = grown
+    if current:
+        out.append(current)
+    return out
+
+
+def rank_micro_batches(lengths: list[int], world: int, rank_: int, micro: int,
+                       max_tokens: Optional[int], pad_length: int = 1) -> list[list[Optional[int]]]:
+    """This rank's micro-batches of a batch: its rows (shard_rows) cut by micro_batches, then padded
+    with one-padding-row micro-batches to the largest count any rank has, so that every rank runs
+    the same number of forward/backward passes (FSDP's collectives hang otherwise)."""
+    plans = [micro_batches(shard_rows(lengths, world, r), lengths, micro, max_tokens, pad_length) for r in range(world)]
+    mine = plans[rank_]
+    most = max(len(p) for p in plans)
+    return mine + [[None] for _ in range(most - len(mine))]
+
+
 def shard_rows(lengths: list[int], world: int, rank_: int) -> list[Optional[int]]:
     """This rank's rows of a batch: sorted by length (longest first) and dealt round-robin, so the
     ranks get similar token counts; then padded with None (a zero-weight row) to ⌈B / world⌉, so

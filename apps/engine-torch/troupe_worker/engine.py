@@ -275,9 +275,13 @@ class Engine:
         out: list[torch.Tensor] = []
         policy.module.eval()
         size = max(1, self.options.logprob_batch_size)
+        max_tokens = args.get("maxTokensPerMicroBatch")
+        lengths = [len(t) for t in batch.tokens]
+        # In batch order (the replies are read back in it), cut like a training step's micro-batches.
+        chunks = distributed.micro_batches(list(range(len(lengths))), lengths, size,
+                                           None if max_tokens is None else int(max_tokens))
         with torch.no_grad():
-            for start in range(0, len(batch.tokens), size):
-                rows = range(start, min(start + size, len(batch.tokens)))
+            for rows in chunks:
                 lp, _ = self.completion_logprobs(policy, [batch.tokens[b] for b in rows], [batch.prompt_lengths[b] for b in rows],
                                                  [batch.completion_lengths[b] for b in rows], usable_vocab=int(args.get("usableVocab", 0)))
                 out.append(lp.cpu())
@@ -326,8 +330,15 @@ class Engine:
         for c in batch.completion_lengths:
             starts.append(starts[-1] + c)
         world = distributed.world_size()
-        # Data parallel: every rank the same number of rows (None = a zero-weight padding row).
-        mine = distributed.shard_rows([len(t) for t in batch.tokens], world, distributed.rank())
+        # Data parallel: every rank the same number of micro-batches (None = a zero-weight padding
+        # row), each under microBatchSize rows and maxTokensPerMicroBatch padded tokens.
+        max_tokens = args.get("maxTokensPerMicroBatch")
+        if max_tokens is not None and int(max_tokens) < 1:
+            raise ValueError(f"maxTokensPerMicroBatch: must be ≥ 1, got {max_tokens}")
+        # A padding row runs the shortest row that has a completion, with zero weight.
+        pad_row = min((b for b in range(B) if batch.completion_lengths[b] > 0), key=lambda b: (len(batch.tokens[b]), b))
+        plan = distributed.rank_micro_batches([len(t) for t in batch.tokens], world, distributed.rank(), micro,
+                                              None if max_tokens is None else int(max_tokens), len(batch.tokens[pad_row]))
 
         named = policy.trainable()
         params = [p for _, p in named]
@@ -339,9 +350,7 @@ class Engine:
         policy.module.train()
         sums = {k: torch.zeros((), dtype=torch.float64) for k in ("loss", "pg", "kl", "entropy", "clipped", "old_minus_new", "tokens")}
         entropy_mode = "grad" if loss_cfg.entropy_coef != 0 else "detached"
-        pad_row = max(range(B), key=lambda b: batch.completion_lengths[b])  # any row with a completion
-        for start in range(0, len(mine), micro):
-            rows = mine[start : start + micro]
+        for rows in plan:
             real = [b if b is not None else pad_row for b in rows]
             lp, ent = self.completion_logprobs(policy, [batch.tokens[b] for b in real], [batch.prompt_lengths[b] for b in real],
                                                [batch.completion_lengths[b] for b in real], entropy=entropy_mode,

@@ -12,7 +12,7 @@ import { existsSync } from "node:fs";
 import { createRequire } from "node:module";
 import { dirname, isAbsolute, resolve } from "node:path";
 import { fileURLToPath } from "node:url";
-import { deriveSeed, type PolicyId } from "@troupe/core";
+import { deriveSeed, formatBytes, type PolicyId } from "@troupe/core";
 import {
   ByteTokenizer,
   type Engine,
@@ -21,7 +21,7 @@ import {
   type QwenConfig,
   tinyQwenConfig,
 } from "@troupe/engine";
-import { createOnnxEngine } from "@troupe/engine-onnx";
+import { createOnnxEngine, ModelRunner, policyFixedBytes } from "@troupe/engine-onnx";
 import {
   createTorchEngine,
   type TorchEngine,
@@ -29,7 +29,13 @@ import {
   type TorchPolicySpec,
   type WorkerProcessOptions,
 } from "@troupe/engine-torch";
-import { type ModelRecipe, type Recipe, RecipeError, type TorchEngineRecipe } from "./recipe.ts";
+import {
+  DEFAULT_MEMORY_BUDGET,
+  type ModelRecipe,
+  type Recipe,
+  RecipeError,
+  type TorchEngineRecipe,
+} from "./recipe.ts";
 import { checkServerRollouts, pairWithServers } from "./server-rollouts.ts";
 
 /** Relative paths in a recipe (python, model folders) are relative to the workspace root, like stores. */
@@ -43,7 +49,7 @@ export function checkEngineRecipe(recipe: Recipe, policyIds: readonly PolicyId[]
   switch (recipe.engine.kind) {
     case "onnx":
       if (recipe.model.from !== undefined) onnxFromError(recipe.model.from);
-      scratchConfig(recipe.model);
+      checkLongestSequence(recipe, onnxMemoryPlan(recipe, policyIds));
       return;
     case "torch":
       torchProcessOptions(recipe.engine);
@@ -80,12 +86,14 @@ export async function createEngine(recipe: Recipe, policyIds: readonly PolicyId[
   switch (recipe.engine.kind) {
     case "onnx": {
       if (recipe.model.from !== undefined) onnxFromError(recipe.model.from);
+      const memory = onnxMemoryPlan(recipe, policyIds);
       return createOnnxEngine({
         policies: policyIds.map((id) => ({
           id,
           config: scratchConfig(recipe.model),
           seed: deriveSeed(recipe.seed, "init", id),
         })),
+        activationBudgetBytes: memory.activationBytes,
       });
     }
     case "torch": {
@@ -99,6 +107,72 @@ export async function createEngine(recipe: Recipe, policyIds: readonly PolicyId[
     default:
       unsupportedEngine(recipe.engine.kind);
   }
+}
+
+/**
+ * Resident memory of the trainer before any batch: Node, tsx, the loaded modules and ONNX Runtime
+ * with its sessions. Measured as the peak RSS of the process group of one-step runs whose graph
+ * runs are small (bench/memory.ts: 330–420 MiB on the shipped recipes), with room to spare.
+ */
+export const RUNTIME_BYTES = 512 * 2 ** 20;
+
+export interface OnnxMemoryPlan {
+  /** The recipe's memoryBudget (or the default). */
+  readonly budgetBytes: number;
+  /** The runtime, and every policy's fixed bytes in each engine that holds it (the KL reference is a second). */
+  readonly fixedBytes: number;
+  /** What one graph run may take: the budget less the fixed part. */
+  readonly activationBytes: number;
+}
+
+/**
+ * How the embedded engine spends `memoryBudget`: the runtime, each policy's fixed bytes (weights,
+ * gradients, AdamW moments, the decode step's copies; twice with a KL reference engine), and what
+ * is left for one graph run at a time. A budget the fixed part already fills is a RecipeError.
+ */
+export function onnxMemoryPlan(recipe: Recipe, policyIds: readonly PolicyId[]): OnnxMemoryPlan {
+  const budgetBytes = recipe.memoryBudget ?? DEFAULT_MEMORY_BUDGET;
+  const engines = recipe.loss.klCoef > 0 ? 2 : 1;
+  const weightsBytes = engines * policyIds.length * policyFixedBytes(scratchConfig(recipe.model));
+  const fixedBytes = RUNTIME_BYTES + weightsBytes;
+  const activationBytes = budgetBytes - fixedBytes;
+  if (activationBytes <= 0) {
+    throw new RecipeError(
+      `recipe: memoryBudget ${formatBytes(budgetBytes)} is less than the trainer holds before any batch ` +
+        `(${formatBytes(fixedBytes)}: runtime ${formatBytes(RUNTIME_BYTES)}, weights and optimizer state ` +
+        `${formatBytes(weightsBytes)}); raise memoryBudget`,
+    );
+  }
+  return { budgetBytes, fixedBytes, activationBytes };
+}
+
+/**
+ * Before step 0: one sequence as long as the model takes (model.max_position_embeddings, prompt and
+ * answer together) must fit one graph run of each kind, or the run stops here with one line
+ * instead of meeting the budget (or the OOM killer) mid-run.
+ */
+function checkLongestSequence(recipe: Recipe, memory: OnnxMemoryPlan): void {
+  const tokens = recipe.model.max_position_embeddings;
+  const maxTokens = Math.min(recipe.sampling.maxTokens ?? 256, tokens - 1);
+  // The estimates read the graphs only: no session, no weights.
+  const config = scratchConfig(recipe.model);
+  const runner = new ModelRunner(config, "float32", "memory check", {
+    vocab: Math.min(new ByteTokenizer().vocabSize, config.vocab_size),
+  });
+  const bytes = {
+    train: runner.runBytes("train", 1, tokens),
+    score: runner.runBytes("score", 1, tokens),
+    generate: runner.generateBytes(1, tokens - maxTokens, maxTokens),
+  };
+  const [kind, needed] = Object.entries(bytes).reduce((a, b) => (b[1] > a[1] ? b : a));
+  if (needed <= memory.activationBytes) return;
+  throw new RecipeError(
+    `recipe: memoryBudget ${formatBytes(memory.budgetBytes)} is too small: one sequence of ${tokens} tokens ` +
+      `(model.max_position_embeddings) needs an estimated ${formatBytes(needed)} to ${kind === "generate" ? "generate" : kind}, ` +
+      `and the budget leaves ${formatBytes(memory.activationBytes)} after the runtime and weights ` +
+      `(${formatBytes(memory.fixedBytes)}); raise memoryBudget to at least ` +
+      `${formatBytes(memory.fixedBytes + needed)} or lower model.max_position_embeddings`,
+  );
 }
 
 /** The recipe's tiny from-scratch model as a full QwenConfig (HF names). */
@@ -250,5 +324,6 @@ async function createTorchEngineFor(
     ...torchProcessOptions(engine),
     ...torchTeamLayout(recipe, engine, policyIds),
     chatTemplateKwargs: engine.chatTemplateKwargs,
+    maxTokensPerMicroBatch: recipe.train.maxTokensPerMicroBatch,
   });
 }

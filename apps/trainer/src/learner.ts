@@ -55,6 +55,8 @@ export interface LearnerConfig {
   readonly loss: PolicyLossConfig;
   readonly optimizer: OptimizerConfig;
   readonly microBatchSize: number;
+  /** Padded tokens per micro-batch (TrainStepConfig.maxTokensPerMicroBatch); unbounded when absent. */
+  readonly maxTokensPerMicroBatch?: number | undefined;
   /** Optimizer updates over the same samples (PPO epochs); 1 = one on-policy update. */
   readonly epochs?: number;
   /**
@@ -89,6 +91,7 @@ export async function learnerStep(
     loss: config.loss,
     optimizer: config.optimizer,
     microBatchSize: config.microBatchSize,
+    maxTokensPerMicroBatch: config.maxTokensPerMicroBatch,
   };
   for (const [policyId, sequences] of batchesByPolicy(samples)) {
     if (sequences.every((s) => s.advantage === 0)) continue; // no signal: skip the update (and the optimizer step)

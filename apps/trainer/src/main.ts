@@ -15,6 +15,7 @@ import { dirname, join, resolve } from "node:path";
 import { fileURLToPath } from "node:url";
 import { parseArgs } from "node:util";
 import { teamPolicies } from "@troupe/core";
+import { MemoryBudgetError } from "@troupe/engine-onnx";
 import { TorchWorkerError, TorchWorkerExited } from "@troupe/engine-torch";
 import {
   checkStore,
@@ -448,6 +449,7 @@ function isUserError(error: unknown): boolean {
     error instanceof ObjectNotFoundError ||
     error instanceof IntegrityError ||
     error instanceof RetriesExhaustedError ||
+    error instanceof MemoryBudgetError ||
     ((error as { code?: string })?.code?.startsWith("ERR_PARSE_ARGS") ?? false)
   );
 }

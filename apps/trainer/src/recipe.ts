@@ -3,7 +3,7 @@
  * `--set path.to.key=value` overrides any field; a bad key or value fails naming the key and, for
  * enumerations, the allowed values.
  */
-import { SamplingParamsSchema } from "@troupe/core";
+import { ByteSizeSchema, SamplingParamsSchema } from "@troupe/core";
 import { defaultOptimizerConfig } from "@troupe/engine";
 import { BaselineSchema, EnvironmentOptionsError, environmentOptions } from "@troupe/envs";
 import { defaultPolicyLossConfig, StrategyConfigSchema } from "@troupe/rl";
@@ -213,6 +213,12 @@ export const RecipeSchema = z.strictObject({
       tasksPerStep: z.number().int().min(1).default(8),
       microBatchSize: z.number().int().min(1).default(16),
       /**
+       * Padded tokens (sequences × the longest) per forward/backward, a second bound on each
+       * micro-batch besides microBatchSize (verl's ppo_max_token_len_per_gpu). Optional: the
+       * embedded engine cuts by `memoryBudget` anyway; set it for the torch engine's GPU memory.
+       */
+      maxTokensPerMicroBatch: z.number().int().min(1).optional(),
+      /**
        * PPO epochs: optimizer updates per step over the same samples (PPO's K epochs; CleanRL's
        * `update_epochs`). Epoch 1 is on-policy (ratio 1); later epochs are kept near the sampling
        * policy by the clipped ratio. More epochs learn more per rollout, which is the costly part.
@@ -275,6 +281,14 @@ export const RecipeSchema = z.strictObject({
       decayFraction: z.number().gt(0).max(1).optional(),
     })
     .optional(),
+  /**
+   * Peak resident memory of the whole training process (`2GiB`, `512MiB` or bytes; default
+   * DEFAULT_MEMORY_BUDGET). The embedded engine cuts every training, scoring and generation run
+   * into micro-batches whose estimated peak fits what is left after the runtime and the weights;
+   * a recipe whose longest sequence cannot fit alone stops before step 0 with one error line.
+   * (Optional, so recipes without it parse and hash as before.)
+   */
+  memoryBudget: ByteSizeSchema.optional(),
   mode: z.enum(["all", "rollout", "learner"]).default("all"),
   /** Learner: the oldest policy version a rollout shard may come from (0 = strictly on-policy). */
   maxStaleness: z.number().int().min(0).default(0),
@@ -287,6 +301,9 @@ export const RecipeSchema = z.strictObject({
     .optional(),
 });
 export type Recipe = z.infer<typeof RecipeSchema>;
+
+/** `memoryBudget` when a recipe gives none: room for a test suite or a second run beside it. */
+export const DEFAULT_MEMORY_BUDGET = 2 * 2 ** 30;
 /** The warm start's imperfect demonstrator (`sft.cut`; sft.ts). */
 export type DemonstrationCut = NonNullable<NonNullable<Recipe["sft"]>["cut"]>;
 

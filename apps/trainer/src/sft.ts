@@ -29,7 +29,7 @@ import {
   type Team,
   turnStages,
 } from "@troupe/core";
-import type { Engine, OptimizerConfig, TrainMetrics } from "@troupe/engine";
+import type { Engine, OptimizerConfig, TrainMetrics, TrainStepConfig } from "@troupe/engine";
 import { defaultPolicyLossConfig } from "@troupe/rl";
 import type { TrainerEnvironment } from "./envs.ts";
 import type { DemonstrationCut } from "./recipe.ts";
@@ -134,7 +134,7 @@ export async function sftStep(
   engine: Engine,
   demos: readonly Demonstration[],
   optimizer: OptimizerConfig,
-  microBatchSize: number,
+  microBatching: Pick<TrainStepConfig, "microBatchSize" | "maxTokensPerMicroBatch">,
 ): Promise<Map<PolicyId, SftMetrics>> {
   const byPolicy = new Map<PolicyId, Demonstration[]>();
   for (const d of demos) {
@@ -155,7 +155,7 @@ export async function sftStep(
     const train = await engine.trainStep(
       policyId,
       sequences.map((s, i) => ({ ...s, oldLogprobs: current[i]!, advantage: 1 })),
-      { loss: { ...defaultPolicyLossConfig, aggregation: "token-mean" }, optimizer, microBatchSize },
+      { loss: { ...defaultPolicyLossConfig, aggregation: "token-mean" }, optimizer, ...microBatching },
     );
     out.set(policyId, { nll: tokens ? nll / tokens : 0, train });
   }

@@ -20,7 +20,7 @@ import {
   type Team,
   teamPolicies,
 } from "@troupe/core";
-import { type Engine, enginePolicy, type OptimizerConfig } from "@troupe/engine";
+import { type Engine, enginePolicy, type OptimizerConfig, type TrainStepConfig } from "@troupe/engine";
 import { estimateAdvantages, type FilterReport, runStrategy } from "@troupe/rl";
 import type { MetricValue, RunStore } from "@troupe/storage";
 import type { TrainerEnvironment } from "./envs.ts";
@@ -77,6 +77,18 @@ export interface TrainSummary {
   readonly evals: { step: number; result: EvalResult }[];
   /** Time the loop spent waiting for storage writes (the part the next step's work did not hide). */
   readonly storageWaitMs: number;
+}
+
+/** The recipe's micro-batch bounds, as the engines take them. */
+export function microBatching(
+  recipe: Recipe,
+): Pick<TrainStepConfig, "microBatchSize" | "maxTokensPerMicroBatch"> {
+  return {
+    microBatchSize: recipe.train.microBatchSize,
+    ...(recipe.train.maxTokensPerMicroBatch === undefined
+      ? {}
+      : { maxTokensPerMicroBatch: recipe.train.maxTokensPerMicroBatch }),
+  };
 }
 
 export function optimizerConfig(recipe: Recipe): OptimizerConfig {
@@ -305,7 +317,7 @@ export async function train(options: TrainOptions): Promise<TrainSummary> {
       const learner = await learnerStep(engine, samples, {
         loss: recipe.loss,
         optimizer: optimizerConfig(recipe),
-        microBatchSize: recipe.train.microBatchSize,
+        ...microBatching(recipe),
         epochs: recipe.train.epochs,
         ...(reference ? { reference } : {}),
       });

@@ -12,7 +12,14 @@ import { recipeEnvironment, type TrainerEnvironment } from "./envs.ts";
 import { faultPoint } from "./faults.ts";
 import { type Recipe, RecipeError } from "./recipe.ts";
 import { collectDemonstrations, sftStep } from "./sft.ts";
-import { restoreStep, type TrainOptions, type TrainReporter, type TrainSummary, train } from "./train.ts";
+import {
+  microBatching,
+  restoreStep,
+  type TrainOptions,
+  type TrainReporter,
+  type TrainSummary,
+  train,
+} from "./train.ts";
 
 /** Everything that determines a warm start's result; its hash names the cached run. */
 export function warmStartKey(recipe: Recipe, team: Team) {
@@ -170,7 +177,7 @@ export async function warmStart(
       cut: sft.cut,
       seed: deriveSeed(recipe.seed, "sft", step),
     });
-    const metrics = await sftStep(engine, demos, optimizerAt(step), recipe.train.microBatchSize);
+    const metrics = await sftStep(engine, demos, optimizerAt(step), microBatching(recipe));
     for (const policyId of teamPolicies(team)) {
       await runStore.writeCheckpoint(policyId, step, await engine.save(policyId));
     }

@@ -127,6 +127,21 @@ describe("bad input: one error line naming the field, no stack", () => {
       /--set seed=3: --resume .* only --set train\.steps/,
     ],
     ["an unknown command", ["frobnicate"], /unknown command "frobnicate"/],
+    [
+      "a memory budget that is not a size",
+      [...train, "--set", "memoryBudget=lots"],
+      /memoryBudget: expected a size such as 2GiB/,
+    ],
+    [
+      "a memory budget below what the trainer holds",
+      [...train, "--set", "memoryBudget=256MiB"],
+      /memoryBudget 256 MiB is less than the trainer holds before any batch \(.*\); raise memoryBudget/,
+    ],
+    [
+      "a memory budget too small for the model's longest sequence",
+      [...train, "--set", "memoryBudget=540MiB", "--set", "model.max_position_embeddings=4096"],
+      /memoryBudget 540 MiB is too small: one sequence of 4096 tokens \(model\.max_position_embeddings\) needs an estimated .* raise memoryBudget to at least .* or lower model\.max_position_embeddings/,
+    ],
   ];
 
   it("each bad input", async () => {

@@ -1,3 +1,4 @@
+export * from "./bytes.ts";
 export * from "./environment.ts";
 export * from "./hash.ts";
 export * from "./messages.ts";

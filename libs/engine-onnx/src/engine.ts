@@ -6,12 +6,18 @@
  * trainStep = for each micro-batch: forward + backward of the PPO loss (one ORT run) → sum the
  * gradients → AdamW (global-norm clip, schedule, decoupled decay; a non-finite norm means no
  * update and an error naming the first bad gradient entry).
- * Calls on one policy run one at a time (a per-policy queue), so a generation never sees
- * half-updated weights.
+ * Calls run one at a time (one queue for the engine), so a generation never sees half-updated
+ * weights and at most one graph run holds activations at any moment.
+ *
+ * Memory: with `activationBudgetBytes`, every run — a training micro-batch, a scoring chunk, a
+ * generation's row group — is cut so that its estimated peak (model/memory.ts: the graph's
+ * liveness at that shape, times ORT's measured overhead) stays under the budget; a sequence that
+ * cannot fit alone is refused with a `MemoryBudgetError` before anything runs.
  */
 import {
   type Completion,
   canonicalJson,
+  formatBytes,
   type Observation,
   type PolicyId,
   type SamplingParams,
@@ -28,8 +34,11 @@ import {
   type EngineGenerateRequest,
   encodeCheckpoint,
   initQwenWeights,
+  type MicroBatch,
+  MicroBatchTooLargeError,
   type OptimizerConfig,
   type PolicyInfo,
+  planMicroBatches,
   type QwenConfig,
   qwenParameterCount,
   type Tokenizer,
@@ -65,6 +74,24 @@ export interface OnnxPolicySpec {
 
 export interface OnnxEngineOptions {
   readonly policies: readonly OnnxPolicySpec[];
+  /**
+   * Bytes one graph run may take beyond the weights (activations, host inputs, ORT's scratch):
+   * runs are cut into micro-batches / row groups that stay under it. Default: unbounded.
+   */
+  readonly activationBudgetBytes?: number;
+}
+
+/** A run that cannot be cut small enough for the activation budget (one sequence is already over). */
+export class MemoryBudgetError extends Error {
+  constructor(
+    message: string,
+    /** The estimated bytes of the smallest run, and the budget. */
+    readonly neededBytes: number,
+    readonly budgetBytes: number,
+  ) {
+    super(message);
+    this.name = "MemoryBudgetError";
+  }
 }
 
 interface PolicyState {
@@ -80,11 +107,10 @@ interface PolicyState {
   optimizerStep: number;
   /** Changes whenever the weights change (updates, loads): the decode session bakes them in per version. */
   weightsVersion: number;
-  queue: Promise<unknown>;
 }
 
 export async function createOnnxEngine(options: OnnxEngineOptions): Promise<OnnxEngine> {
-  const engine = new OnnxEngine();
+  const engine = new OnnxEngine(options.activationBudgetBytes);
   for (const spec of options.policies) engine.addPolicy(spec);
   return engine;
 }
@@ -92,6 +118,13 @@ export async function createOnnxEngine(options: OnnxEngineOptions): Promise<Onnx
 export class OnnxEngine implements Engine {
   readonly kind = "onnx";
   private readonly states = new Map<PolicyId, PolicyState>();
+  /** The engine's one queue: every call runs after the earlier ones have finished. */
+  private queue: Promise<unknown> = Promise.resolve();
+
+  constructor(readonly activationBudgetBytes = Number.POSITIVE_INFINITY) {
+    if (!(activationBudgetBytes > 0))
+      throw new Error(`onnx engine: activationBudgetBytes must be > 0, got ${activationBudgetBytes}`);
+  }
 
   addPolicy(spec: OnnxPolicySpec): void {
     if (this.states.has(spec.id)) throw new Error(`onnx engine: duplicate policy id "${spec.id}"`);
@@ -131,7 +164,6 @@ export class OnnxEngine implements Engine {
       pendingOptimizerState: optimizerState,
       optimizerStep,
       weightsVersion: 0,
-      queue: Promise.resolve(),
     });
   }
 
@@ -168,11 +200,62 @@ export class OnnxEngine implements Engine {
     return s;
   }
 
-  /** Runs `fn` after every earlier call on the same policy has finished. */
-  private exclusive<T>(s: PolicyState, fn: () => Promise<T>): Promise<T> {
-    const run = s.queue.then(fn, fn);
-    s.queue = run.catch(() => undefined);
+  /** Runs `fn` after every earlier call has finished (see the module comment). */
+  private exclusive<T>(_s: PolicyState, fn: () => Promise<T>): Promise<T> {
+    const run = this.queue.then(fn, fn);
+    this.queue = run.catch(() => undefined);
     return run;
+  }
+
+  /**
+   * The micro-batches of a run over sequences of `lengths` tokens: at most `maxSequences` each
+   * (and `maxTokens` padded tokens), and each under the activation budget by `bytes(rows, longest)`.
+   */
+  private plan(
+    s: PolicyState,
+    what: string,
+    lengths: readonly number[],
+    limits: { maxSequences: number; maxTokens?: number | undefined },
+    bytes: (rows: number, longest: number) => number,
+  ): MicroBatch[] {
+    const budget = this.activationBudgetBytes;
+    const bounded = Number.isFinite(budget);
+    try {
+      return planMicroBatches(lengths, {
+        ...limits,
+        fits: bounded ? (rows, longest) => bytes(rows, longest) <= budget : undefined,
+      });
+    } catch (error) {
+      if (!(error instanceof MicroBatchTooLargeError)) throw error;
+      const needed = bytes(1, error.length);
+      if (bounded && needed > budget) {
+        throw new MemoryBudgetError(
+          `onnx engine: policy "${s.id}": ${what} one sequence of ${error.length} tokens needs an estimated ` +
+            `${formatBytes(needed)}, more than the ${formatBytes(budget)} the memory budget leaves for one run (raise memoryBudget)`,
+          needed,
+          budget,
+        );
+      }
+      throw new Error(`onnx engine: policy "${s.id}": ${error.message}`);
+    }
+  }
+
+  /**
+   * Estimated peak bytes of one run of one sequence of `tokens` tokens (prompt + completion) —
+   * training, scoring, and generation with `maxTokens` of them new — beyond the weights. The
+   * trainer checks the longest sequence a run can see against its budget before step 0.
+   */
+  sequenceBytes(
+    policyId: PolicyId,
+    tokens: number,
+    maxTokens: number,
+  ): Record<"train" | "score" | "generate", number> {
+    const { runner } = this.state(policyId);
+    return {
+      train: runner.runBytes("train", 1, tokens),
+      score: runner.runBytes("score", 1, tokens),
+      generate: runner.generateBytes(1, Math.max(1, tokens - maxTokens), maxTokens),
+    };
   }
 
   async generate(
@@ -191,13 +274,33 @@ export class OnnxEngine implements Engine {
     });
     for (const [policyId, indices] of byPolicy) {
       const s = this.state(policyId);
-      const completions = await this.exclusive(s, () => {
+      const completions = await this.exclusive(s, async () => {
         const prompts = indices.map((i) => s.tokenizer.encodeChat(requests[i]!.observation.messages));
         const seeds = indices.map((i) => requests[i]!.seed);
-        return generateBatch(s.runner, s.weights, s.tokenizer, prompts, seeds, params, {
-          weightsVersion: s.weightsVersion,
-          ...options,
-        });
+        // Row groups under the budget; each row samples alone (its own seed), so a completion is
+        // the same whichever group it lands in.
+        const groups = this.plan(
+          s,
+          "generating for",
+          prompts.map((p) => p.length),
+          { maxSequences: prompts.length },
+          (rows, longest) => s.runner.generateBytes(rows, longest, params.maxTokens),
+        );
+        const out: Completion[] = [];
+        for (const g of groups) {
+          out.push(
+            ...(await generateBatch(
+              s.runner,
+              s.weights,
+              s.tokenizer,
+              prompts.slice(g.start, g.end),
+              seeds.slice(g.start, g.end),
+              params,
+              { weightsVersion: s.weightsVersion, ...options },
+            )),
+          );
+        }
+        return out;
       });
       indices.forEach((i, k) => {
         results[i] = completions[k]!;
@@ -219,11 +322,16 @@ export class OnnxEngine implements Engine {
     const s = this.state(policyId);
     return this.exclusive(s, async () => {
       s.runner.checkTokens(sequences);
+      const chunks = this.plan(
+        s,
+        "scoring",
+        sequences.map((q) => q.promptTokenIds.length + q.completionTokenIds.length),
+        { maxSequences: DEFAULT_SCORING_BATCH },
+        (rows, longest) => s.runner.runBytes("score", rows, longest),
+      );
       const out: number[][] = [];
-      for (let i = 0; i < sequences.length; i += DEFAULT_SCORING_BATCH) {
-        const chunk = sequences.slice(i, i + DEFAULT_SCORING_BATCH);
-        out.push(...(await s.runner.score(s.weights, chunk)).logprobs);
-      }
+      for (const c of chunks)
+        out.push(...(await s.runner.score(s.weights, sequences.slice(c.start, c.end))).logprobs);
       return out;
     });
   }
@@ -281,13 +389,22 @@ export class OnnxEngine implements Engine {
       tokenWeights: tokenWeights[b]!,
     }));
 
+    // Micro-batches of at most `micro` sequences under the token and memory budgets. Token
+    // weights were taken over the whole batch above, so the summed gradient is the batch's.
+    const plan = this.plan(
+      s,
+      "training on",
+      batch.map((q) => q.promptTokenIds.length + q.completionTokenIds.length),
+      { maxSequences: micro, maxTokens: config.maxTokensPerMicroBatch },
+      (rows, longest) => s.runner.runBytes("train", rows, longest),
+    );
     const sums = emptyLossSums();
     const grads = new Map<string, Float32Array>();
     // The runner writes each micro-batch's gradients into the same reused buffers; with several
     // micro-batches the first is copied into a sum that the later ones are added to.
-    const several = inputs.length > micro;
-    for (let start = 0; start < inputs.length; start += micro) {
-      const part = inputs.slice(start, start + micro);
+    const several = plan.length > 1;
+    for (const { start, end } of plan) {
+      const part = inputs.slice(start, end);
       if (part.every((p) => p.completionTokenIds.length === 0)) continue;
       const r = await s.runner.trainMicroBatch(s.weights, part, loss, { reuseGradientBuffers: true });
       addLossSums(sums, r);

@@ -7,6 +7,7 @@ export * from "./graph/session.ts";
 export * from "./model/decoder.ts";
 export * from "./model/graphs.ts";
 export * from "./model/host-inputs.ts";
+export * from "./model/memory.ts";
 export * from "./model/ppo-loss.ts";
 export * from "./model/rms-norm.ts";
 export * from "./model/runner.ts";

@@ -100,6 +100,11 @@ export interface TorchEngineOptions extends WorkerProcessOptions {
   readonly chatTemplateKwargs?: Readonly<Record<string, unknown>>;
   /** Where save()/load() stage checkpoint folders for the worker (default: the OS temp folder). */
   readonly scratchDir?: string;
+  /**
+   * Padded tokens (rows × the longest) per scoring chunk in `logprobs`, as trainStep's
+   * `maxTokensPerMicroBatch` bounds its micro-batches (GPU memory); unbounded when absent.
+   */
+  readonly maxTokensPerMicroBatch?: number | undefined;
   /** Warnings (a model without a chat template), default console.warn. */
   readonly warn?: (message: string) => void;
 }
@@ -209,11 +214,16 @@ export class TorchEngine implements Engine {
   private readonly chatTemplateKwargs: Readonly<Record<string, unknown>>;
   private readonly scratchDir: string;
   private readonly warn: (message: string) => void;
+  private readonly maxTokensPerMicroBatch: number | undefined;
 
   constructor(
     private readonly worker: WorkerProcess,
-    options: Pick<TorchEngineOptions, "chatTemplateKwargs" | "scratchDir" | "warn"> = {},
+    options: Pick<
+      TorchEngineOptions,
+      "chatTemplateKwargs" | "scratchDir" | "warn" | "maxTokensPerMicroBatch"
+    > = {},
   ) {
+    this.maxTokensPerMicroBatch = options.maxTokensPerMicroBatch;
     this.chatTemplateKwargs = options.chatTemplateKwargs ?? {};
     this.scratchDir = options.scratchDir ?? tmpdir();
     this.warn = options.warn ?? ((m) => console.warn(m));
@@ -462,7 +472,13 @@ export class TorchEngine implements Engine {
     const reply = await this.worker.request(
       "logprobs",
       // Scored over the tokenizer's ids only: the distribution generate() samples from.
-      { policy: policyId, usableVocab: tokenizer.vocabSize },
+      {
+        policy: policyId,
+        usableVocab: tokenizer.vocabSize,
+        ...(this.maxTokensPerMicroBatch === undefined
+          ? {}
+          : { maxTokensPerMicroBatch: this.maxTokensPerMicroBatch }),
+      },
       this.sequencePayloads(sequences),
     );
     const flat = payload(reply, "logprobs", Float32Array);
@@ -507,6 +523,9 @@ export class TorchEngine implements Engine {
         loss: config.loss,
         optimizer: config.optimizer,
         microBatchSize: config.microBatchSize,
+        ...(config.maxTokensPerMicroBatch === undefined
+          ? {}
+          : { maxTokensPerMicroBatch: config.maxTokensPerMicroBatch }),
         usableVocab: state.tokenizer.vocabSize,
       },
       payloads,

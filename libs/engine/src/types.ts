@@ -66,6 +66,12 @@ export interface TrainStepConfig {
   readonly optimizer: OptimizerConfig;
   /** Sequences per forward/backward; gradients are accumulated over micro-batches into one update. */
   readonly microBatchSize: number;
+  /**
+   * Padded tokens (sequences × the longest) per forward/backward, a second bound on each
+   * micro-batch (verl's `ppo_max_token_len_per_gpu`); unbounded when absent. An engine with a memory
+   * budget cuts further where its estimate says a micro-batch would not fit.
+   */
+  readonly maxTokensPerMicroBatch?: number | undefined;
 }
 
 export interface TrainMetrics extends LossMetrics {

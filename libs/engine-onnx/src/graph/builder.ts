@@ -68,6 +68,8 @@ export class Graph {
   readonly inputs: Value[] = [];
   readonly outputs: Value[] = [];
   readonly tape: TapeEntry[] = [];
+  /** Dtype and shape of every value a node produces, by name (memory estimates read them). */
+  readonly valueInfo = new Map<string, { readonly dtype: DType; readonly shape: Shape }>();
   private readonly initializers: Initializer[] = [];
   private readonly names = new Set<string>();
   private counter = 0;
@@ -98,6 +100,7 @@ export class Graph {
       if (this.names.has(name)) throw new Error(`graph ${this.name}: duplicate value name ${name}`);
       this.names.add(name);
       out = { graph: this, name, dtype: value.dtype, shape: value.shape };
+      this.valueInfo.set(name, out);
       this.nodes.push({ opType: "Identity", inputs: [value.name], outputs: [name], attrs: {}, domain: "" });
     }
     this.outputs.push(out);
@@ -148,6 +151,7 @@ export class Graph {
       dtype: o.dtype,
       shape: o.shape,
     }));
+    for (const v of outs) this.valueInfo.set(v.name, v);
     this.nodes.push({
       opType,
       inputs: inputs.map((v) => v?.name ?? ""),

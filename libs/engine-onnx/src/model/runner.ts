@@ -4,7 +4,7 @@
  * seen by the next run), and the host-side batching of sequences into padded tensors.
  */
 import { type QwenConfig, qwenParameterCount } from "@troupe/engine";
-import type { FloatDType } from "../graph/builder.ts";
+import type { FloatDType, Graph } from "../graph/builder.ts";
 import { GraphSession, int64Tensor, type ort, tensor } from "../graph/session.ts";
 import { fusedData, type GraphWeightSpec, graphWeightSpecs } from "./fused-weights.ts";
 import {
@@ -24,6 +24,7 @@ import {
   TRAIN_INPUTS,
 } from "./graphs.ts";
 import { attentionBias, MASKED_BIAS, padBatch, ropeTables } from "./host-inputs.ts";
+import { estimateGraphPeakBytes, ORT_OVERHEAD } from "./memory.ts";
 
 export type FloatArray = Float32Array | Float64Array;
 
@@ -94,6 +95,10 @@ export class ModelRunner {
   private bakedStep?: { weights: HostWeights; version: number; session: Promise<GraphSession> } | undefined;
   private gradientBuffers?: Record<string, ort.Tensor> | undefined;
 
+  /** Built graphs (no sessions) whose liveness the memory estimates read, by kind. */
+  private readonly estimateGraphs = new Map<string, Graph>();
+  private readonly estimates = new Map<string, number>();
+
   /** Largest model (parameters) whose decode step session gets the weights baked in as constants. */
   readonly maxConstantParameters: number;
   /**
@@ -153,6 +158,51 @@ export class ModelRunner {
       else feeds[spec.name] = tensor(this.dtype, t.data, t.shape);
     }
     return feeds;
+  }
+
+  /**
+   * Estimated peak bytes of one run (activations, host inputs, ORT's overhead; not the weights)
+   * that trains on, or scores, `rows` sequences padded to `tokens` tokens (prompt + completion).
+   */
+  runBytes(kind: "train" | "score", rows: number, tokens: number): number {
+    // The graphs see every token but the last (it is only a target).
+    return this.estimate(kind, { B: rows, T: Math.max(1, tokens - 1) });
+  }
+
+  /**
+   * Estimated peak bytes of generating for `rows` prompts, the longest of `promptTokens` tokens,
+   * up to `maxTokens` new ones: the prefill run over the left-padded prompts, plus the KV cache
+   * and logits the generation holds (the single-token steps after it are far smaller).
+   */
+  generateBytes(rows: number, promptTokens: number, maxTokens: number): number {
+    const C = promptTokens + maxTokens;
+    const { num_hidden_layers: L, num_key_value_heads: KV, head_dim: D, vocab_size: V } = this.config;
+    const valueBytes = this.dtype === "float32" ? 4 : 8;
+    const cache = rows * (2 * L * KV * C * D + V) * valueBytes + rows * C;
+    return this.estimate("prefill", { B: rows, T: promptTokens, C }) + cache;
+  }
+
+  private estimate(kind: "train" | "score" | "prefill", dims: Readonly<Record<string, number>>): number {
+    const key = `${kind}:${Object.values(dims).join(",")}`;
+    let bytes = this.estimates.get(key);
+    if (bytes === undefined) {
+      let graph = this.estimateGraphs.get(kind);
+      if (graph === undefined) {
+        const vocab = { vocab: this.vocab };
+        graph =
+          kind === "train"
+            ? buildTrainGraph(this.config, this.dtype, vocab)
+            : kind === "score"
+              ? buildScoringGraph(this.config, this.dtype, vocab)
+              : buildCachedDecodeGraph(this.config, this.dtype);
+        this.estimateGraphs.set(kind, graph);
+      }
+      bytes = Math.ceil(ORT_OVERHEAD * estimateGraphPeakBytes(graph, dims));
+      // Keyed by shape: a run's plan asks the same few shapes many times.
+      if (this.estimates.size > 4096) this.estimates.clear();
+      this.estimates.set(key, bytes);
+    }
+    return bytes;
   }
 
   /** Throws naming the sequence, the position and the id of the first token outside the vocabulary. */
@@ -400,6 +450,7 @@ export class ModelRunner {
     if (!bake) {
       this.stepWithInputs ??= GraphSession.create(
         buildCachedDecodeGraph(this.config, this.dtype, { singleToken: true }),
+        { memoryArena: true },
       );
       return { session: await this.stepWithInputs, baked: false };
     }
@@ -409,6 +460,7 @@ export class ModelRunner {
       if (previous !== undefined) await (await previous.session).release();
       const session = GraphSession.create(
         buildCachedDecodeGraph(this.config, this.dtype, { singleToken: true, constantWeights: weights }),
+        { memoryArena: true },
       );
       this.bakedStep = { weights, version: weightsVersion, session };
       this.bakedSessionsBuilt++;
