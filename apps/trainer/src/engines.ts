@@ -159,11 +159,7 @@ function checkLongestSequence(recipe: Recipe, memory: OnnxMemoryPlan): void {
   const runner = new ModelRunner(config, "float32", "memory check", {
     vocab: Math.min(new ByteTokenizer().vocabSize, config.vocab_size),
   });
-  const bytes = {
-    train: runner.runBytes("train", 1, tokens),
-    score: runner.runBytes("score", 1, tokens),
-    generate: runner.generateBytes(1, tokens - maxTokens, maxTokens),
-  };
+  const bytes = runner.sequenceBytes(tokens, maxTokens);
   const [kind, needed] = Object.entries(bytes).reduce((a, b) => (b[1] > a[1] ? b : a));
   if (needed <= memory.activationBytes) return;
   throw new RecipeError(

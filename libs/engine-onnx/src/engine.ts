@@ -240,22 +240,13 @@ export class OnnxEngine implements Engine {
     }
   }
 
-  /**
-   * Estimated peak bytes of one run of one sequence of `tokens` tokens (prompt + completion) —
-   * training, scoring, and generation with `maxTokens` of them new — beyond the weights. The
-   * trainer checks the longest sequence a run can see against its budget before step 0.
-   */
+  /** The policy's `ModelRunner.sequenceBytes`: one sequence's estimated peak per kind of run. */
   sequenceBytes(
     policyId: PolicyId,
     tokens: number,
     maxTokens: number,
   ): Record<"train" | "score" | "generate", number> {
-    const { runner } = this.state(policyId);
-    return {
-      train: runner.runBytes("train", 1, tokens),
-      score: runner.runBytes("score", 1, tokens),
-      generate: runner.generateBytes(1, Math.max(1, tokens - maxTokens), maxTokens),
-    };
+    return this.state(policyId).runner.sequenceBytes(tokens, maxTokens);
   }
 
   async generate(

@@ -182,6 +182,18 @@ export class ModelRunner {
     return this.estimate("prefill", { B: rows, T: promptTokens, C }) + cache;
   }
 
+  /**
+   * Estimated peak bytes of one run on one sequence of `tokens` tokens (prompt + completion) —
+   * training, scoring, and generating its last `maxTokens` of them — beyond the weights.
+   */
+  sequenceBytes(tokens: number, maxTokens: number): Record<"train" | "score" | "generate", number> {
+    return {
+      train: this.runBytes("train", 1, tokens),
+      score: this.runBytes("score", 1, tokens),
+      generate: this.generateBytes(1, Math.max(1, tokens - maxTokens), maxTokens),
+    };
+  }
+
   private estimate(kind: "train" | "score" | "prefill", dims: Readonly<Record<string, number>>): number {
     const key = `${kind}:${Object.values(dims).join(",")}`;
     let bytes = this.estimates.get(key);
