@@ -132,18 +132,24 @@ SEQS = [([3, 4, 5], [6, 7]), ([8], [9, 10, 11, 12]), ([13, 14], [15])]
 STEP = {"loss": {"aggregation": "sequence-mean", "entropyCoef": 0.01}, "optimizer": {"lr": 1e-2, "eps": 1e-4, "maxGradNorm": 0.5}}
 
 
+def one_step(**micro_batching: int) -> tuple[dict, dict[str, torch.Tensor]]:
+    """One train_step of a fresh engine on SEQS with these micro-batch arguments: metrics and weights."""
+    e = make_engine()
+    e.add_policy({"id": "p", "model": "m", "copy": False})
+    metrics = e.train_step({**STEP, "policy": "p", **micro_batching}, batch_payloads(SEQS, [1.0, -0.5, 2.0]))
+    return metrics, {k: v.clone() for k, v in e.policies["p"].module.state_dict().items()}
+
+
+def assert_same_update(a: tuple[dict, dict[str, torch.Tensor]], b: tuple[dict, dict[str, torch.Tensor]]) -> None:
+    (ma, wa), (mb, wb) = a, b
+    assert ma["loss"] == pytest.approx(mb["loss"], rel=1e-5)
+    assert ma["gradNorm"] == pytest.approx(mb["gradNorm"], rel=1e-5)
+    for k in wa:
+        torch.testing.assert_close(wa[k], wb[k], rtol=1e-5, atol=1e-6)
+
+
 def test_micro_batching_accumulates_to_the_full_batch_update() -> None:
-    results = []
-    for micro in (3, 1):
-        e = make_engine()
-        e.add_policy({"id": "p", "model": "m", "copy": False})
-        metrics = e.train_step({**STEP, "policy": "p", "microBatchSize": micro}, batch_payloads(SEQS, [1.0, -0.5, 2.0]))
-        results.append((metrics, {k: v.clone() for k, v in e.policies["p"].module.state_dict().items()}))
-    (m3, w3), (m1, w1) = results
-    assert m3["loss"] == pytest.approx(m1["loss"], rel=1e-5)
-    assert m3["gradNorm"] == pytest.approx(m1["gradNorm"], rel=1e-5)
-    for k in w3:
-        torch.testing.assert_close(w3[k], w1[k], rtol=1e-5, atol=1e-6)
+    assert_same_update(one_step(microBatchSize=3), one_step(microBatchSize=1))
 
 
 def test_a_token_budget_splits_micro_batches_and_keeps_the_update() -> None:
@@ -160,20 +166,7 @@ def test_a_token_budget_splits_micro_batches_and_keeps_the_update() -> None:
     # Two ranks: rank 0 gets rows 0 and 2, rank 1 row 1 and a padding row; both run as many passes.
     plans = [distributed.rank_micro_batches(lengths, 2, r, 8, 6) for r in (0, 1)]
     assert plans == [[[0], [2]], [[1], [None]]]
-    results = []
-    for budget in (None, 6):
-        e = make_engine()
-        e.add_policy({"id": "p", "model": "m", "copy": False})
-        args = {**STEP, "policy": "p", "microBatchSize": 8}
-        if budget is not None:
-            args["maxTokensPerMicroBatch"] = budget
-        metrics = e.train_step(args, batch_payloads(SEQS, [1.0, -0.5, 2.0]))
-        results.append((metrics, {k: v.clone() for k, v in e.policies["p"].module.state_dict().items()}))
-    (m0, w0), (m6, w6) = results
-    assert m6["loss"] == pytest.approx(m0["loss"], rel=1e-5)
-    assert m6["gradNorm"] == pytest.approx(m0["gradNorm"], rel=1e-5)
-    for k in w0:
-        torch.testing.assert_close(w6[k], w0[k], rtol=1e-5, atol=1e-6)
+    assert_same_update(one_step(microBatchSize=8, maxTokensPerMicroBatch=6), one_step(microBatchSize=8))
 
 
 def test_schedule_and_clipping_metrics() -> None:

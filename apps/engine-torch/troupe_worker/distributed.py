@@ -193,12 +193,12 @@ def micro_batches(rows: list[Optional[int]], lengths: list[int], micro: int,
         n = lengths[r] if r is not None else pad_length
         if max_tokens is not None and n > max_tokens:
             raise ValueError(f"sequence {r} has {n} tokens, more than maxTokensPerMicroBatch {max_tokens}")
-        grown = max(longest, n)
-        if current and (len(current) + 1 > micro or (max_tokens is not None and (len(current) + 1) * grown > max_tokens)):
+        count = len(current) + 1
+        if current and (count > micro or (max_tokens is not None and count * max(longest, n) > max_tokens)):
             out.append(current)
-            current, grown = [], n
+            current, longest = [], 0
         current.append(r)
-        longest = grown
+        longest = max(longest, n)
     if current:
         out.append(current)
     return out

@@ -164,7 +164,7 @@ function checkLongestSequence(recipe: Recipe, memory: OnnxMemoryPlan): void {
   if (needed <= memory.activationBytes) return;
   throw new RecipeError(
     `recipe: memoryBudget ${formatBytes(memory.budgetBytes)} is too small: one sequence of ${tokens} tokens ` +
-      `(model.max_position_embeddings) needs an estimated ${formatBytes(needed)} to ${kind === "generate" ? "generate" : kind}, ` +
+      `(model.max_position_embeddings) needs an estimated ${formatBytes(needed)} to ${kind}, ` +
       `and the budget leaves ${formatBytes(memory.activationBytes)} after the runtime and weights ` +
       `(${formatBytes(memory.fixedBytes)}); raise memoryBudget to at least ` +
       `${formatBytes(memory.fixedBytes + needed)} or lower model.max_position_embeddings`,

@@ -201,7 +201,7 @@ export class OnnxEngine implements Engine {
   }
 
   /** Runs `fn` after every earlier call has finished (see the module comment). */
-  private exclusive<T>(_s: PolicyState, fn: () => Promise<T>): Promise<T> {
+  private exclusive<T>(fn: () => Promise<T>): Promise<T> {
     const run = this.queue.then(fn, fn);
     this.queue = run.catch(() => undefined);
     return run;
@@ -265,7 +265,7 @@ export class OnnxEngine implements Engine {
     });
     for (const [policyId, indices] of byPolicy) {
       const s = this.state(policyId);
-      const completions = await this.exclusive(s, async () => {
+      const completions = await this.exclusive(async () => {
         const prompts = indices.map((i) => s.tokenizer.encodeChat(requests[i]!.observation.messages));
         const seeds = indices.map((i) => requests[i]!.seed);
         // Row groups under the budget; each row samples alone (its own seed), so a completion is
@@ -311,7 +311,7 @@ export class OnnxEngine implements Engine {
 
   async logprobs(policyId: PolicyId, sequences: readonly TokenSequence[]): Promise<number[][]> {
     const s = this.state(policyId);
-    return this.exclusive(s, async () => {
+    return this.exclusive(async () => {
       s.runner.checkTokens(sequences);
       const chunks = this.plan(
         s,
@@ -333,7 +333,7 @@ export class OnnxEngine implements Engine {
     config: TrainStepConfig,
   ): Promise<TrainMetrics> {
     const s = this.state(policyId);
-    return this.exclusive(s, () => this.trainStepLocked(s, batch, config));
+    return this.exclusive(() => this.trainStepLocked(s, batch, config));
   }
 
   private async trainStepLocked(
@@ -439,7 +439,7 @@ export class OnnxEngine implements Engine {
 
   async save(policyId: PolicyId): Promise<CheckpointFiles> {
     const s = this.state(policyId);
-    return this.exclusive(s, async () =>
+    return this.exclusive(async () =>
       encodeCheckpoint({
         config: s.config,
         weights: s.weights,
@@ -452,7 +452,7 @@ export class OnnxEngine implements Engine {
 
   async load(policyId: PolicyId, files: CheckpointFiles): Promise<void> {
     const s = this.state(policyId);
-    await this.exclusive(s, async () => {
+    await this.exclusive(async () => {
       const ckpt = decodeCheckpoint(files);
       // The graphs depend on the config and on the tokenizer's vocabulary size (the scored ids).
       if (
@@ -476,7 +476,7 @@ export class OnnxEngine implements Engine {
   }
 
   async close(): Promise<void> {
-    for (const s of this.states.values()) await this.exclusive(s, () => s.runner.release());
+    for (const s of this.states.values()) await this.exclusive(() => s.runner.release());
   }
 }
 
