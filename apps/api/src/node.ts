@@ -23,6 +23,7 @@ import { dirname, resolve } from "node:path";
 import { fileURLToPath } from "node:url";
 import { parseArgs } from "node:util";
 import { serve } from "@hono/node-server";
+import { checkStore, StoreError } from "@troupe/storage";
 import { DEFAULT_STORE_URI, openStore } from "@troupe/storage/node";
 import { createOpenAIBackend, createTeamRegistry, type InferenceBackend } from "@troupe/teams";
 import { createOnnxBackend } from "@troupe/teams/onnx";
@@ -114,6 +115,9 @@ export async function startServer(config: ServeConfig) {
     );
   }
   const store = openStore(config.store, { cwd: workspaceRoot });
+  // Before listening, as `train` does: a store that cannot hold teams (a folder that does not
+  // exist, a file, /proc; S3 without credentials) is one line, not a server whose every solve fails.
+  await checkStore(store, { write: false });
   const backend: InferenceBackend =
     config.backend === "openai"
       ? createOpenAIBackend({ baseUrl: config.openaiBaseUrl!, apiKey: config.openaiApiKey })
@@ -189,7 +193,15 @@ async function main(argv: string[]): Promise<number> {
     process.stderr.write(`error: ${(error as Error).message}\n${USAGE}\n`);
     return 2;
   }
-  const { shutdown } = await startServer(config);
+  let started: Awaited<ReturnType<typeof startServer>>;
+  try {
+    started = await startServer(config);
+  } catch (error) {
+    if (!(error instanceof StoreError)) throw error;
+    process.stderr.write(`error: ${error.message}\n`);
+    return 2;
+  }
+  const { shutdown } = started;
   await new Promise<void>((done) => {
     for (const signal of ["SIGTERM", "SIGINT"] as const) {
       process.once(signal, () => void shutdown(signal).then(done));

@@ -63,3 +63,13 @@ def test_policy_loss_metrics() -> None:
     assert out["tokens"].item() == 4
     with pytest.raises(ValueError, match="loss.aggregation"):
         LossConfig.from_json({"aggregation": "mean"})
+
+
+def test_supervised_term() -> None:
+    # A = 0, β_NLL = 1 (the warm start's loss): L = −ℓ whatever ℓ_old, and ∂L/∂ℓ = −1.
+    cfg = LossConfig.from_json({"aggregation": "token-mean", "nllCoef": 1})
+    lp = t(-0.5, -2.0).requires_grad_(True)
+    terms = token_loss(lp, t(0.0, -9.0), torch.zeros(1, 1, dtype=torch.float64), cfg)
+    assert terms.loss.flatten().tolist() == pytest.approx([0.5, 2.0])
+    terms.loss.sum().backward()
+    assert lp.grad.flatten().tolist() == pytest.approx([-1.0, -1.0])

@@ -3,7 +3,7 @@
     r    = exp(ℓ − ℓ_old)
     L^pg = max(−A·r, −A·clip(r, 1−ε_low, 1+ε_high));   dual-clip where A < 0: min(L^pg, −A·c)
     k3   = exp(δ) − δ − 1,  δ = ℓ_ref − ℓ
-    L    = L^pg + β_KL·k3 − β_H·H
+    L    = L^pg + β_KL·k3 − β_H·H − β_NLL·ℓ
 
 Aggregation weights w (token-mean, sequence-mean, sequence-sum) are computed over the WHOLE batch
 before it is cut into micro-batches, so that Σ over micro-batches of Σ w·L is exactly the batch
@@ -27,6 +27,7 @@ class LossConfig:
     dual_clip: Optional[float] = None
     kl_coef: float = 0.0
     entropy_coef: float = 0.0
+    nll_coef: float = 0.0
     aggregation: str = "token-mean"
 
     @staticmethod
@@ -44,6 +45,7 @@ class LossConfig:
             dual_clip=None if dual is None else float(dual),
             kl_coef=float(raw.get("klCoef", 0.0)),
             entropy_coef=float(raw.get("entropyCoef", 0.0)),
+            nll_coef=float(raw.get("nllCoef") or 0.0),
             aggregation=agg,
         )
 
@@ -93,6 +95,8 @@ def token_loss(logprobs: torch.Tensor, old_logprobs: torch.Tensor, advantages: t
     loss = pg + config.kl_coef * kl
     if config.entropy_coef != 0 and entropies is not None:
         loss = loss - config.entropy_coef * entropies
+    if config.nll_coef != 0:
+        loss = loss - config.nll_coef * logprobs
     return TokenLoss(loss=loss, pg=pg, kl=kl, clipped=clipped)
 
 

@@ -93,7 +93,8 @@ export async function createEngine(recipe: Recipe, policyIds: readonly PolicyId[
           config: scratchConfig(recipe.model),
           seed: deriveSeed(recipe.seed, "init", id),
         })),
-        activationBudgetBytes: memory.activationBytes,
+        activationBudgetBytes: memory.runBytes,
+        memoryArena: recipe.engine.memoryArena === true,
       });
     }
     case "torch": {
@@ -121,8 +122,14 @@ export interface OnnxMemoryPlan {
   readonly budgetBytes: number;
   /** The runtime, and every policy's fixed bytes in each engine that holds it (the KL reference is a second). */
   readonly fixedBytes: number;
-  /** What one graph run may take: the budget less the fixed part. */
+  /** What the graph runs may take together: the budget less the fixed part. */
   readonly activationBytes: number;
+  /**
+   * What one graph run may take: all of `activationBytes` (runs take turns and give their memory
+   * back), or with `engine.memoryArena` an equal share for each arena that keeps its largest run
+   * (train, score and prefill per policy; score per policy in a KL reference engine).
+   */
+  readonly runBytes: number;
 }
 
 /**
@@ -143,7 +150,12 @@ export function onnxMemoryPlan(recipe: Recipe, policyIds: readonly PolicyId[]): 
         `${formatBytes(weightsBytes)}); raise memoryBudget`,
     );
   }
-  return { budgetBytes, fixedBytes, activationBytes };
+  const policies = policyIds.length;
+  const arenas =
+    recipe.engine.kind === "onnx" && recipe.engine.memoryArena === true
+      ? 3 * policies + (engines - 1) * policies
+      : 1;
+  return { budgetBytes, fixedBytes, activationBytes, runBytes: activationBytes / arenas };
 }
 
 /**
@@ -161,11 +173,11 @@ function checkLongestSequence(recipe: Recipe, memory: OnnxMemoryPlan): void {
   });
   const bytes = runner.sequenceBytes(tokens, maxTokens);
   const [kind, needed] = Object.entries(bytes).reduce((a, b) => (b[1] > a[1] ? b : a));
-  if (needed <= memory.activationBytes) return;
+  if (needed <= memory.runBytes) return;
   throw new RecipeError(
     `recipe: memoryBudget ${formatBytes(memory.budgetBytes)} is too small: one sequence of ${tokens} tokens ` +
       `(model.max_position_embeddings) needs an estimated ${formatBytes(needed)} to ${kind}, ` +
-      `and the budget leaves ${formatBytes(memory.activationBytes)} after the runtime and weights ` +
+      `and the budget leaves ${formatBytes(memory.runBytes)} for one run after the runtime and weights ` +
       `(${formatBytes(memory.fixedBytes)}); raise memoryBudget to at least ` +
       `${formatBytes(memory.fixedBytes + needed)} or lower model.max_position_embeddings`,
   );

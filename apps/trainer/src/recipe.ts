@@ -50,7 +50,17 @@ export const OptimizerSchema = z.strictObject({
 });
 
 /** Which engine computes the policies (docs/gpu.md). `kind` defaults to the embedded CPU engine. */
-const OnnxEngineSchema = z.strictObject({ kind: z.literal("onnx") });
+const OnnxEngineSchema = z.strictObject({
+  kind: z.literal("onnx"),
+  /**
+   * ORT's CPU arena for every graph (default false: the decode step only). Runs allocate from
+   * memory their session keeps instead of fresh pages (≈ 1.2–1.5× faster training and prefill on
+   * short sequences); each arena keeps what its largest run took, so the budget is shared out
+   * between them (engines.ts, onnxMemoryPlan) and long sequences may no longer fit one share.
+   * Optional: run ids stay.
+   */
+  memoryArena: z.boolean().optional(),
+});
 
 /**
  * Rollouts on OpenAI-compatible servers (vLLM, SGLang) paired with the torch learner
@@ -279,6 +289,12 @@ export const RecipeSchema = z.strictObject({
       schedule: z.enum(["constant", "cosine", "linear", "wsd"]).optional(),
       minLrRatio: z.number().min(0).max(1).optional(),
       decayFraction: z.number().gt(0).max(1).optional(),
+      /**
+       * A warm start that stops when it is good enough: after the step where every policy's mean
+       * negative log-likelihood over its last SFT_STOP_WINDOW steps is at or below this, instead of
+       * at `steps` (then a maximum). The schedule still counts over `steps`. (Optional: cache ids stay.)
+       */
+      stopAtNll: z.number().gt(0).optional(),
     })
     .optional(),
   /**

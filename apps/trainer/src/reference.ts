@@ -16,7 +16,7 @@ import type { Engine } from "@troupe/engine";
 import { type ObjectStore, RunStore } from "@troupe/storage";
 import { createEngine } from "./engines.ts";
 import type { Recipe } from "./recipe.ts";
-import { warmStartId } from "./warm-start.ts";
+import { finishedWarmStartStep, warmStartId } from "./warm-start.ts";
 
 export async function createReferenceEngine(recipe: Recipe, team: Team, store: ObjectStore): Promise<Engine> {
   const engine = await createEngine(recipe, teamPolicies(team));
@@ -24,15 +24,16 @@ export async function createReferenceEngine(recipe: Recipe, team: Team, store: O
     const sft = recipe.sft;
     if (sft && sft.steps > 0) {
       const cache = new RunStore(store, warmStartId(recipe, team));
-      const latest = await cache.latestCommittedStep();
-      if (latest !== sft.steps - 1) {
+      const final = await finishedWarmStartStep(cache, sft);
+      if (final === undefined) {
+        const latest = await cache.latestCommittedStep();
         throw new Error(
           `reference policy: the warm start ${cache.runId} is not finished (newest committed step ${latest ?? "none"} of ${sft.steps}); ` +
             "the KL penalty (loss.klCoef > 0) pulls towards it, so run the warm start first",
         );
       }
       for (const policyId of teamPolicies(team))
-        await engine.load(policyId, await cache.readCheckpoint(policyId, latest));
+        await engine.load(policyId, await cache.readCheckpoint(policyId, final));
     }
     return engine;
   } catch (error) {

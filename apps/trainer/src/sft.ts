@@ -129,7 +129,13 @@ export interface SftMetrics {
   readonly train: TrainMetrics;
 }
 
-/** One supervised update per policy on a batch of demonstrations. */
+/**
+ * One supervised update per policy on a batch of demonstrations, in one forward/backward pass:
+ * the loss is the token-mean negative log-likelihood −ℓ (β_NLL = 1) with every advantage 0, so the
+ * policy-gradient term is 0 whatever ℓ_old is (0 is fed) and the loss the step reports *is* the
+ * NLL before the update. (Scoring ℓ_old first to train with A = 1 and a ratio of 1 gives the same
+ * gradient at a third more compute.)
+ */
 export async function sftStep(
   engine: Engine,
   demos: readonly Demonstration[],
@@ -145,19 +151,15 @@ export async function sftStep(
   const out = new Map<PolicyId, SftMetrics>();
   for (const [policyId, list] of byPolicy) {
     const sequences = list.map((d) => engine.encode(policyId, d.observation, d.target));
-    const current = await engine.logprobs(policyId, sequences);
-    let tokens = 0;
-    let nll = 0;
-    for (const row of current) {
-      for (const lp of row) nll -= lp;
-      tokens += row.length;
-    }
     const train = await engine.trainStep(
       policyId,
-      sequences.map((s, i) => ({ ...s, oldLogprobs: current[i]!, advantage: 1 })),
-      { loss: { ...defaultPolicyLossConfig, aggregation: "token-mean" }, optimizer, ...microBatching },
+      sequences.map((s) => ({ ...s, oldLogprobs: s.completionTokenIds.map(() => 0), advantage: 0 })),
+      { loss: SUPERVISED_LOSS, optimizer, ...microBatching },
     );
-    out.set(policyId, { nll: tokens ? nll / tokens : 0, train });
+    out.set(policyId, { nll: train.loss, train });
   }
   return out;
 }
+
+/** The warm start's loss: token-mean −ℓ alone (no clip, KL or entropy term can act with A = 0). */
+const SUPERVISED_LOSS = { ...defaultPolicyLossConfig, aggregation: "token-mean", nllCoef: 1 } as const;

@@ -81,6 +81,24 @@ export function warmStartLr(step: number, sft: NonNullable<Recipe["sft"]>): numb
   return step < stable ? sft.lr : decay(step - stable + 1, sft.steps - stable);
 }
 
+/** Supervised steps whose mean NLL `sft.stopAtNll` compares (enough to average out batch noise). */
+export const SFT_STOP_WINDOW = 10;
+
+/**
+ * The last step of a finished warm start in `runStore`, or undefined while it is not finished: the
+ * step `sft.steps − 1`, or an earlier one committed as final when `sft.stopAtNll` was reached.
+ */
+export async function finishedWarmStartStep(
+  runStore: RunStore,
+  sft: NonNullable<Recipe["sft"]>,
+): Promise<number | undefined> {
+  const latest = await runStore.latestCommittedStep();
+  if (latest === undefined) return undefined;
+  if (latest === sft.steps - 1) return latest;
+  const manifest = await runStore.readStepManifest(latest);
+  return manifest.meta.final === true ? latest : undefined;
+}
+
 export function warmStartId(recipe: Recipe, team: Team): string {
   return `sft-${stableHash(warmStartKey(recipe, team)).slice(0, 16)}`;
 }
@@ -114,17 +132,20 @@ export async function cachedWarmStart(
   recipe: Recipe,
   team: Team,
 ): Promise<{ readonly runStore: RunStore; readonly step: number }> {
-  const steps = recipe.sft?.steps ?? 0;
-  if (steps === 0) throw new RecipeError(`run ${runId}: its recipe has no warm start`);
+  const sft = recipe.sft;
+  if (sft === undefined || sft.steps === 0)
+    throw new RecipeError(`run ${runId}: its recipe has no warm start`);
   const runStore = new RunStore(store, warmStartId(recipe, team));
-  const latest = await runStore.latestCommittedStep();
-  if (latest !== steps - 1)
+  const final = await finishedWarmStartStep(runStore, sft);
+  if (final === undefined) {
+    const latest = await runStore.latestCommittedStep();
     throw new RecipeError(
       `run ${runId}: its warm start ${runStore.runId} is not finished in this store (` +
-        (latest === undefined ? "no supervised step" : `supervised step ${latest + 1} of ${steps}`) +
+        (latest === undefined ? "no supervised step" : `supervised step ${latest + 1} of ${sft.steps}`) +
         ")",
     );
-  return { runStore, step: steps - 1 };
+  }
+  return { runStore, step: final };
 }
 
 export interface WarmStartResult {
@@ -149,8 +170,8 @@ export async function warmStart(
   await runStore.writeConfig({ kind: "sft", ...warmStartKey(recipe, team) });
   const latest = await runStore.latestCommittedStep();
   if (latest !== undefined) await restoreStep(engine, runStore, team, latest);
-  if (latest === sft.steps - 1) {
-    reporter.note(`warm start: loaded cached ${runStore.runId} (${sft.steps} supervised steps)`);
+  if ((await finishedWarmStartStep(runStore, sft)) !== undefined) {
+    reporter.note(`warm start: loaded cached ${runStore.runId} (${latest! + 1} supervised steps)`);
     await freshOptimizer(engine, team);
     return { runId: runStore.runId, cached: true, finalNll: {} };
   }
@@ -168,6 +189,31 @@ export async function warmStart(
   // Enough episodes per step to fill the batch: an episode gives one demonstration per role turn.
   const tasksPerStep = Math.max(1, Math.ceil(sft.batchSize / team.roles.length));
   let finalNll: Record<string, number> = {};
+  // Each policy's NLL of the last SFT_STOP_WINDOW steps (refilled from the metrics on a resume).
+  const recent = new Map<string, number[]>();
+  const remember = (policyId: string, nll: number) => {
+    const list = recent.get(policyId) ?? [];
+    list.push(nll);
+    if (list.length > SFT_STOP_WINDOW) list.shift();
+    recent.set(policyId, list);
+  };
+  if (sft.stopAtNll !== undefined && latest !== undefined) {
+    const rows = (await runStore.readMetrics({ committedOnly: true })).sort((a, b) => a.step - b.step);
+    for (const row of rows) {
+      for (const policyId of teamPolicies(team)) {
+        const nll = row.metrics[`${policyId}/nll`];
+        if (typeof nll === "number") remember(policyId, nll);
+      }
+    }
+  }
+  const goodEnough = () =>
+    sft.stopAtNll !== undefined &&
+    teamPolicies(team).every((policyId) => {
+      const list = recent.get(policyId) ?? [];
+      return (
+        list.length === SFT_STOP_WINDOW && list.reduce((a, b) => a + b, 0) / list.length <= sft.stopAtNll!
+      );
+    });
   const started = performance.now();
   for (let step = (latest ?? -1) + 1; step < sft.steps; step++) {
     const tasks = demoEnv.generateTasks("train", tasksPerStep, deriveSeed(recipe.seed, "sft-tasks", step));
@@ -182,6 +228,8 @@ export async function warmStart(
       await runStore.writeCheckpoint(policyId, step, await engine.save(policyId));
     }
     finalNll = Object.fromEntries([...metrics].map(([id, m]) => [id, m.nll]));
+    for (const [policyId, m] of metrics) remember(policyId, m.nll);
+    const stop = goodEnough();
     await runStore.writeMetrics(step, {
       demonstrations: demos.length,
       ...Object.fromEntries(
@@ -191,17 +239,23 @@ export async function warmStart(
         ]),
       ),
     });
-    await runStore.commitStep(step, new Map(), { kind: "sft" });
+    await runStore.commitStep(step, new Map(), { kind: "sft", ...(stop ? { final: true } : {}) });
     // Only the newest warm-start checkpoint is ever read (to resume, or as the cached result).
     await runStore.pruneCheckpoints(step, { keepEvery: sft.steps });
     faultPoint("sft-after-step", step);
-    if ((step + 1) % 10 === 0 || step === sft.steps - 1) {
+    if ((step + 1) % 10 === 0 || step === sft.steps - 1 || stop) {
       const elapsed = (performance.now() - started) / 1000;
       reporter.note(
         `warm start ${step + 1}/${sft.steps}: nll ${Object.entries(finalNll)
           .map(([id, v]) => `${id} ${v.toFixed(3)}`)
           .join(", ")} (${elapsed.toFixed(0)} s)`,
       );
+    }
+    if (stop) {
+      reporter.note(
+        `warm start: stopped after ${step + 1} steps, the mean nll of the last ${SFT_STOP_WINDOW} at or below ${sft.stopAtNll}`,
+      );
+      break;
     }
   }
   await freshOptimizer(engine, team);

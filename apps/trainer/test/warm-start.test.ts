@@ -5,12 +5,19 @@
  */
 import { join } from "node:path";
 import { sha256Hex, teamPolicies } from "@troupe/core";
+import { RunStore } from "@troupe/storage";
 import { FileStore } from "@troupe/storage/node";
 import { describe, expect, it } from "vitest";
 import { createEngine } from "../src/engines.ts";
 import { createEnvironment, recipeTeam } from "../src/envs.ts";
 import { loadRecipeText } from "../src/recipe.ts";
-import { warmStart, warmStartId } from "../src/warm-start.ts";
+import {
+  cachedWarmStart,
+  finishedWarmStartStep,
+  SFT_STOP_WINDOW,
+  warmStart,
+  warmStartId,
+} from "../src/warm-start.ts";
 import { quiet, TINY_PLAN_PATH, tempRoot } from "./tiny.ts";
 
 const root = tempRoot("warm-start");
@@ -107,5 +114,58 @@ describe("warm start", () => {
   it("hands RL the warm-start weights with a fresh optimizer, computed or loaded from the cache", async () => {
     const computed = await warmStartWeights("{ lr: 0.001 }", "fresh");
     expect(await warmStartWeights("{ lr: 0.001 }", "fresh", true)).toBe(computed);
+  });
+
+  it("stops when the mean NLL of its last SFT_STOP_WINDOW steps reaches sft.stopAtNll, and is then finished", async () => {
+    const store = new FileStore(join(root, "stop"));
+    const run = async (stopAtNll: number, steps: number) => {
+      const recipe = loadRecipeText(
+        recipeText("{ lr: 0.001 }").replace(
+          "sft: { steps: 3,",
+          `sft: { steps: ${steps}, stopAtNll: ${stopAtNll},`,
+        ),
+      );
+      const trainerEnv = createEnvironment(recipe.environment.name, recipe.environment.options);
+      const team = recipeTeam(trainerEnv, recipe.team);
+      const engine = await createEngine(recipe, teamPolicies(team));
+      try {
+        const notes: string[] = [];
+        const result = await warmStart(recipe, trainerEnv, team, engine, store, {
+          ...quiet,
+          note: (m) => notes.push(m),
+        });
+        const runStore = new RunStore(store, warmStartId(recipe, team));
+        return {
+          result,
+          notes,
+          runStore,
+          recipe,
+          team,
+          final: await finishedWarmStartStep(runStore, recipe.sft!),
+        };
+      } finally {
+        await engine.close();
+      }
+    };
+    // Any NLL is below 100: it stops as soon as every policy's window is full (the fixer has a
+    // demonstration only where the planner's plan did not solve), long before `steps`.
+    const early = await run(100, 40);
+    expect(early.result?.cached).toBe(false);
+    const last = (await early.runStore.latestCommittedStep())!;
+    expect(last).toBeGreaterThanOrEqual(SFT_STOP_WINDOW - 1);
+    expect(last).toBeLessThan(39);
+    expect(early.final).toBe(last);
+    expect(early.notes.at(-1)).toBe(
+      `warm start: stopped after ${last + 1} steps, the mean nll of the last ${SFT_STOP_WINDOW} at or below 100`,
+    );
+    // A second run finds it finished (cached), and publish/eval find its last step.
+    const again = await run(100, 40);
+    expect(again.result?.cached).toBe(true);
+    expect((await cachedWarmStart(store, "r", again.recipe, again.team)).step).toBe(last);
+    // A threshold no tiny model reaches runs every step (a different cache id: the field is in the key).
+    const never = await run(1e-9, SFT_STOP_WINDOW + 2);
+    expect(await never.runStore.latestCommittedStep()).toBe(SFT_STOP_WINDOW + 1);
+    expect(never.final).toBe(SFT_STOP_WINDOW + 1);
+    expect(never.runStore.runId).not.toBe(early.runStore.runId);
   });
 });

@@ -79,6 +79,13 @@ export interface OnnxEngineOptions {
    * runs are cut into micro-batches / row groups that stay under it. Default: unbounded.
    */
   readonly activationBudgetBytes?: number;
+  /**
+   * Keep ORT's CPU arena for every graph (`ModelRunner.memoryArena`): faster on short sequences,
+   * but each policy's train, score and prefill sessions keep what their largest run took, so the
+   * caller gives each run a share of what it can spare (`activationBudgetBytes`). Default false:
+   * only the decode step, whose shape hardly changes, keeps one.
+   */
+  readonly memoryArena?: boolean;
 }
 
 /** A run that cannot be cut small enough for the activation budget (one sequence is already over). */
@@ -110,7 +117,7 @@ interface PolicyState {
 }
 
 export async function createOnnxEngine(options: OnnxEngineOptions): Promise<OnnxEngine> {
-  const engine = new OnnxEngine(options.activationBudgetBytes);
+  const engine = new OnnxEngine(options.activationBudgetBytes, options.memoryArena);
   for (const spec of options.policies) engine.addPolicy(spec);
   return engine;
 }
@@ -121,7 +128,10 @@ export class OnnxEngine implements Engine {
   /** The engine's one queue: every call runs after the earlier ones have finished. */
   private queue: Promise<unknown> = Promise.resolve();
 
-  constructor(readonly activationBudgetBytes = Number.POSITIVE_INFINITY) {
+  constructor(
+    readonly activationBudgetBytes = Number.POSITIVE_INFINITY,
+    readonly memoryArena = false,
+  ) {
     if (!(activationBudgetBytes > 0))
       throw new Error(`onnx engine: activationBudgetBytes must be > 0, got ${activationBudgetBytes}`);
   }
@@ -158,6 +168,7 @@ export class OnnxEngine implements Engine {
       tokenizer,
       runner: new ModelRunner(config, "float32", `policy "${spec.id}"`, {
         vocab: Math.min(tokenizer.vocabSize, config.vocab_size),
+        memoryArena: this.memoryArena,
       }),
       optimizer: undefined,
       optimizerKey: undefined,
@@ -462,6 +473,7 @@ export class OnnxEngine implements Engine {
         await s.runner.release();
         s.runner = new ModelRunner(ckpt.config, "float32", `policy "${s.id}"`, {
           vocab: Math.min(ckpt.tokenizer.vocabSize, ckpt.config.vocab_size),
+          memoryArena: this.memoryArena,
         });
         s.config = ckpt.config;
       }

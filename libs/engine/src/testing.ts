@@ -26,13 +26,14 @@ export const SMALL_QWEN_SHAPE = {
   head_dim: 8,
 } as const;
 
-/** Every term of the policy loss on (dual clip, KL, entropy), per-sequence means. */
+/** Every term of the policy loss on (dual clip, KL, entropy, the supervised term), per-sequence means. */
 export const FULL_POLICY_LOSS: PolicyLossConfig = {
   clipLow: 0.2,
   clipHigh: 0.28,
   dualClip: 3,
   klCoef: 0.1,
   entropyCoef: 0.01,
+  nllCoef: 0.3,
   aggregation: "sequence-mean",
 };
 

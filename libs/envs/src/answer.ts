@@ -43,6 +43,8 @@ export interface BoardAnswer {
   readonly board: string[];
   readonly movesTaken: number;
   readonly report: string | null;
+  /** The `tool-call` roles: each turn's command, the tool's output and the plan, in order. */
+  readonly calls?: readonly ToolCallTurn[];
 }
 
 /** One test of a run, as the answer shows it. */

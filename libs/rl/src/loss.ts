@@ -12,7 +12,8 @@
  *   dual-clip (Ye et al. 2020), only where A < 0:   L^pg = min(L^pg, −A · c)      (c > 1)
  *   KL to a reference policy, k3 estimator (Schulman 2020), δ = ℓ_ref − ℓ:
  *             k3  = exp(δ) − δ − 1                           (≥ 0, unbiased for KL(π_θ‖π_ref))
- *   per-token loss  L = L^pg + β_KL · k3 − β_H · H           (H = entropy of π_θ at that position)
+ *   per-token loss  L = L^pg + β_KL · k3 − β_H · H − β_NLL · ℓ
+ *                                      (H = entropy of π_θ at that position; β_NLL: a supervised term)
  *
  * Aggregation over the mask M (1 for completion tokens, 0 for prompt and padding):
  *   token-mean     Σ_{b,t} M·L / Σ_{b,t} M                   (every token weighs the same; the default)
@@ -34,6 +35,12 @@ export interface PolicyLossConfig {
   readonly klCoef: number;
   /** β_H: weight of the entropy bonus; 0 disables it. */
   readonly entropyCoef: number;
+  /**
+   * β_NLL: weight of a supervised term −ℓ (the negative log-likelihood of the sequence's tokens);
+   * 0 (the default when absent) disables it. The warm start trains with A = 0 and β_NLL = 1: one
+   * pass, no separate scoring of ℓ_old.
+   */
+  readonly nllCoef?: number | undefined;
   readonly aggregation: LossAggregation;
 }
 
@@ -175,7 +182,9 @@ export function tokenLoss(
     grad += config.klCoef * (1 - Math.exp(delta)); // ∂k3/∂ℓ = −e^δ + 1
   }
   const entropyTerm = config.entropyCoef !== 0 && entropy !== undefined ? config.entropyCoef * entropy : 0;
-  return { loss: pg + config.klCoef * kl - entropyTerm, pg, kl, clipped, grad };
+  const nllCoef = config.nllCoef ?? 0;
+  grad -= nllCoef; // ∂(−β_NLL·ℓ)/∂ℓ
+  return { loss: pg + config.klCoef * kl - entropyTerm - nllCoef * logprob, pg, kl, clipped, grad };
 }
 
 /** Aggregation weight of each token: loss = Σ_{b,t} w_{b,t} · L_{b,t}. */

@@ -99,6 +99,19 @@ describe("policyLoss", () => {
     );
   });
 
+  it("the supervised term: with A = 0 and β_NLL = 1 the loss is the token-mean −ℓ, whatever ℓ_old", () => {
+    const out = policyLoss(
+      [
+        { logprobs: [-0.5, -2], oldLogprobs: [0, 0], advantage: 0, mask: [1, 1] },
+        { logprobs: [-1], oldLogprobs: [-7], advantage: 0, mask: [1] },
+      ],
+      { ...cfg, aggregation: "token-mean", nllCoef: 1 },
+    );
+    expect(out.loss).toBeCloseTo((0.5 + 2 + 1) / 3, 12);
+    expect(Math.abs(out.pgLoss)).toBe(0);
+    expect(out.gradLogprobs).toEqual([[-1 / 3, -1 / 3], [-1 / 3]]);
+  });
+
   it("refuses a batch with no masked-in token", () => {
     expect(() => policyLoss([{ logprobs: [-1], oldLogprobs: [-1], advantage: 1, mask: [0] }])).toThrow(
       /no masked-in/,
@@ -117,7 +130,7 @@ describe("policyLoss", () => {
         fc.array(seq, { minLength: 1, maxLength: 3 }),
         fc.constantFrom("token-mean" as const, "sequence-mean" as const, "sequence-sum" as const),
         (raw, aggregation) => {
-          const config = { ...cfg, aggregation, klCoef: 0.05, dualClip: 3 };
+          const config = { ...cfg, aggregation, klCoef: 0.05, dualClip: 3, nllCoef: 0.3 };
           const batch = raw.map((s) => ({
             logprobs: s.logprobs,
             oldLogprobs: s.logprobs.map((l, t) => l + s.shift[t]!),

@@ -18,7 +18,7 @@
  * process left in the pid namespace: daemons and `setsid` escapes cannot outlive the run. The
  * teardown after every run makes sure of it without relying on init.
  */
-import { lstatSync, readlinkSync } from "node:fs";
+import { existsSync, lstatSync, readlinkSync } from "node:fs";
 import { joinCgroupArgs } from "./cgroup.ts";
 import type { SandboxLimits } from "./types.ts";
 
@@ -34,6 +34,33 @@ export interface BubblewrapTools {
   /** Extra host directories bound read-only at the same path (e.g. a pyenv prefix). */
   readonly extraReadOnly: readonly string[];
 }
+
+/**
+ * Host kernel files under /proc that a program has no use for and that tell it about the host:
+ * kernel symbols and modules (addresses for exploits), memory maps and allocator state, timers and
+ * keys (the list Docker and runc mask, plus kallsyms and modules). Each is bound over with /dev/null:
+ * it reads as empty. Only those the running kernel has (a fresh /proc has the same files).
+ */
+export const MASKED_PROC_FILES: readonly string[] = [
+  "/proc/kallsyms",
+  "/proc/modules",
+  "/proc/kcore",
+  "/proc/keys",
+  "/proc/key-users",
+  "/proc/kmsg",
+  "/proc/iomem",
+  "/proc/ioports",
+  "/proc/vmallocinfo",
+  "/proc/slabinfo",
+  "/proc/pagetypeinfo",
+  "/proc/zoneinfo",
+  "/proc/buddyinfo",
+  "/proc/timer_list",
+  "/proc/sched_debug",
+  "/proc/latency_stats",
+  "/proc/sysrq-trigger",
+  "/proc/config.gz",
+];
 
 /** Where the private working directory is mounted inside the sandbox. */
 export const SANDBOX_WORKDIR = "/work";
@@ -143,6 +170,8 @@ export function bubblewrapCommand(spec: SandboxedCommand): string[] {
   for (const dir of tools.extraReadOnly) bwrap.push("--ro-bind", dir, dir);
   // /dev/shm: its own size-limited tmpfs (a submount, so /dev itself stays read-only).
   bwrap.push("--proc", "/proc", "--dev", "/dev");
+  // The fresh /proc still shows the host kernel's files; a program has no use for them.
+  for (const path of MASKED_PROC_FILES) if (existsSync(path)) bwrap.push("--ro-bind", "/dev/null", path);
   bwrap.push("--size", String(spec.shmBytes), "--tmpfs", "/dev/shm", "--remount-ro", "/dev");
   bwrap.push("--size", String(spec.tmpfsBytes), "--tmpfs", SANDBOX_WORKDIR);
   bwrap.push("--symlink", SANDBOX_WORKDIR, "/tmp");

@@ -5,8 +5,10 @@
  * before the filter and the teardown existed. And ordinary programs (threads, subprocesses,
  * multiprocessing, numpy) still work under them.
  */
+import { existsSync } from "node:fs";
 import { arch } from "node:os";
 import { beforeAll, describe, expect, test } from "vitest";
+import { MASKED_PROC_FILES } from "../src/bubblewrap.ts";
 import { createSandbox, type Sandbox } from "../src/index.ts";
 import { markedPython, marker, processesAfter, processesWith } from "./helpers.ts";
 
@@ -201,6 +203,29 @@ for name, args in [("shmget", (0, 4096, 0o1600)), ("msgget", (0, 0o1600)), ("mem
 `;
     const result = await sandbox.run({ language: "python", code });
     expect(result.stdout.trim().split("\n")).toEqual(["shmget EPERM", "msgget EPERM", "memfd_secret EPERM"]);
+  });
+
+  test("host kernel files read as empty: /proc/kallsyms (5 MB on the host) and the rest of the masked list", async () => {
+    const shown = MASKED_PROC_FILES.filter((path) => existsSync(path));
+    expect(shown).toContain("/proc/kallsyms");
+    const code = `
+import os
+for path in ${JSON.stringify(shown)}:
+    try:
+        with open(path, "rb") as f:
+            print(path, len(f.read(1 << 20)))
+    except OSError as e:
+        print(path, type(e).__name__)
+print("/proc/self/status", os.path.getsize("/proc/self/status") >= 0)
+`;
+    const result = await sandbox.run({ language: "python", code });
+    expect(result.status).toBe("ok");
+    const lines = result.stdout.trim().split("\n");
+    // Each masked file is /dev/null: it opens, and reads 0 bytes (or cannot be opened at all).
+    for (const [i, path] of shown.entries())
+      expect(lines[i]).toMatch(new RegExp(`^${path} (0|PermissionError)$`));
+    // The program's own /proc files are still there.
+    expect(lines.at(-1)).toBe("/proc/self/status True");
   });
 
   test("/dev/shm is a tmpfs of `fileBytes`: POSIX shared memory works, and stops there", async () => {

@@ -305,7 +305,8 @@ function toolCalls(calls) {
 /** Sokoban, Sudoku: the final board as text, and the environment's last report. */
 function renderBoard(answer) {
   return el("div", {}, el("pre", { id: "board" }, answer.board.join("\n")),
-    el("div", { class: "legend" }, (answer.kind || "board") + " · " + answer.movesTaken + " move(s)" + (answer.report ? " · " + answer.report : "")));
+    el("div", { class: "legend" }, (answer.kind || "board") + " · " + answer.movesTaken + " move(s)" + (answer.report ? " · " + answer.report : "")),
+    Array.isArray(answer.calls) ? toolCalls(answer.calls) : null);
 }
 
 /** A test run of a code answer: "label: p/t passed", then each test with its outcome. */

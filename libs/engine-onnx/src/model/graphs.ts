@@ -246,6 +246,7 @@ export const TRAIN_INPUTS = {
   dualClipOn: "dual_clip_on",
   klCoef: "kl_coef",
   entropyCoef: "entropy_coef",
+  nllCoef: "nll_coef",
 } as const;
 
 export const gradName = (weight: string) => `grad.${weight}`;
@@ -275,6 +276,7 @@ export function buildTrainGraph(config: QwenConfig, dtype: FloatDType, options: 
     dualClipOn: scalar(TRAIN_INPUTS.dualClipOn),
     klCoef: scalar(TRAIN_INPUTS.klCoef),
     entropyCoef: scalar(TRAIN_INPUTS.entropyCoef),
+    nllCoef: scalar(TRAIN_INPUTS.nllCoef),
   };
   const { hidden } = decoderForward(config, m.weights, m);
   const logits = lmHead(config, m.weights, hidden, vocab);

@@ -8,7 +8,7 @@
  *   pg = max(−A·r, −A·clip(r, 1 − ε_low, 1 + ε_high))               (ties take the unclipped branch)
  *   dual-clip where A < 0:  pg = min(pg, −A·c)
  *   k3 = exp(δ) − δ − 1,  δ = ℓ_ref − ℓ
- *   L = pg + β_KL·k3 − β_H·H
+ *   L = pg + β_KL·k3 − β_H·H − β_NLL·ℓ
  */
 import type { Value } from "../graph/builder.ts";
 import * as op from "../graph/ops.ts";
@@ -28,6 +28,7 @@ export interface PpoLossInputs {
   readonly dualClipOn: Value;
   readonly klCoef: Value;
   readonly entropyCoef: Value;
+  readonly nllCoef: Value;
 }
 
 export interface PpoLossOutputs {
@@ -56,7 +57,10 @@ export function ppoLoss(x: PpoLossInputs): PpoLossOutputs {
   const pg = op.where(dualActive, op.min(ppo, dualBound), ppo);
   const delta = op.sub(x.refLogprobs, lp);
   const k3 = op.sub(op.sub(op.exp(delta), delta), one);
-  const perToken = op.sub(op.add(pg, op.mul(x.klCoef, k3)), op.mul(x.entropyCoef, x.entropy));
+  const perToken = op.sub(
+    op.sub(op.add(pg, op.mul(x.klCoef, k3)), op.mul(x.entropyCoef, x.entropy)),
+    op.mul(x.nllCoef, lp),
+  );
   const weighted = (v: Value) => op.sumAll(op.mul(x.tokenWeights, v));
   const graph = lp.graph;
   const metrics = graph.untaped(() => {

@@ -64,8 +64,16 @@ function boardAnswer(
   kind: "sokoban" | "sudoku",
   text: string,
   state: GameState<unknown, unknown>,
+  actions: readonly ExecutedAction[],
 ): BoardAnswer {
-  return { kind, board: text.split("\n"), movesTaken: state.movesTaken, report: state.report };
+  const calls = toolCallTurns(actions);
+  return {
+    kind,
+    board: text.split("\n"),
+    movesTaken: state.movesTaken,
+    report: state.report,
+    ...(calls.length > 0 ? { calls } : {}),
+  };
 }
 
 function planPathAnswer(state: unknown, actions: readonly ExecutedAction[]): PlanPathAnswer {
@@ -129,16 +137,21 @@ export const planPathEntry = gameEntry(
 );
 
 export const sokobanEntry = gameEntry(
-  "push every box onto a target",
+  "push every box onto a target (planner + fixer, tool + plan, a single planner, or tool calls + plan)",
   SokobanOptionsSchema,
   sokobanEnv,
-  (state) => {
+  (state, actions) => {
     const s = state as GameState<SokobanPuzzle, SokobanBoard>;
-    return boardAnswer("sokoban", renderSokoban(s.puzzle, s.board), s);
+    return boardAnswer("sokoban", renderSokoban(s.puzzle, s.board), s, actions);
   },
 );
 
-export const sudokuEntry = gameEntry("fill the Sudoku grid", SudokuOptionsSchema, sudokuEnv, (state) => {
-  const s = state as GameState<SudokuPuzzle, SudokuBoard>;
-  return boardAnswer("sudoku", renderSudoku(s.puzzle, s.board), s);
-});
+export const sudokuEntry = gameEntry(
+  "fill the Sudoku grid (planner + fixer, tool + plan, a single planner, or tool calls + plan)",
+  SudokuOptionsSchema,
+  sudokuEnv,
+  (state, actions) => {
+    const s = state as GameState<SudokuPuzzle, SudokuBoard>;
+    return boardAnswer("sudoku", renderSudoku(s.puzzle, s.board), s, actions);
+  },
+);

@@ -232,16 +232,27 @@ export function gameEnvironment<Puzzle, Board, Move>(
   }
 
   /**
-   * Runs the tool agent's command; its output line goes to the plan agent. Local reward: 1 when
-   * the path it gave reaches the goal (executed from the board, stopping there), 0 when it gave
-   * none or one that does not, the invalid penalty when the command could not be run.
+   * Runs the tool agent's command; its output line goes to the plan agent. Local reward: the
+   * invalid penalty when the command could not be run; else for a tool whose calls plan to a target
+   * (`GameToolCall.plans` "solution") 1 when the path it gave reaches the goal (executed from the
+   * board, stopping there), 0 when it gave none or one that does not; for one whose calls plan a
+   * part ("part"), the progress that part would make (`toolPlanProgress`).
    */
   function callTool(puzzle: Puzzle, draft: Draft, agent: AgentId, text: string): void {
-    const call = game.toolCall!.run(puzzle, draft.board, text);
+    const tool = game.toolCall!;
+    const call = tool.run(puzzle, draft.board, text);
     draft.toolOutput = call.output;
     const reachesGoal =
       call.moves !== null && executePlan(game, puzzle, draft.board, call.moves, options.maxPlanLength).solved;
-    draft.local[agent] = call.bad ? planProgress(1, 1, true, rewards.invalid) : reachesGoal ? 1 : 0;
+    draft.local[agent] = call.bad
+      ? planProgress(1, 1, true, rewards.invalid)
+      : tool.plans === "part"
+        ? call.moves === null
+          ? 0
+          : toolPlanProgress(game, puzzle, draft.board, call.moves, options.maxPlanLength)
+        : reachesGoal
+          ? 1
+          : 0;
     draft.info[agent] = { command: text, output: call.output, bad: call.bad, reachesGoal };
   }
 
@@ -421,6 +432,19 @@ export function gameEnvironment<Puzzle, Board, Move>(
   return env;
 }
 
+/** What a plan executed from `board` would do, as `planProgress` (the board is not changed). */
+function toolPlanProgress<Puzzle, Board, Move>(
+  game: Game<Puzzle, Board, Move>,
+  puzzle: Puzzle,
+  board: Board,
+  moves: readonly Move[],
+  maxPlanLength: number,
+): number {
+  const run = executePlan(game, puzzle, board, moves, maxPlanLength);
+  const hAfter = run.solved ? 0 : game.remaining(puzzle, run.board);
+  return planProgress(game.remaining(puzzle, board), hAfter, run.invalid !== null, game.rewards.invalid);
+}
+
 // ---------------------------------------------------------------------------------------------
 // Observations
 
@@ -544,6 +568,17 @@ export function gameDemo<Puzzle, Board, Move>(
     return game.toolCall.demo(state.puzzle, state.board);
   }
   if (agent === "tool") return `\`\`\`python\n${game.toolSolverCode}\`\`\``;
+  if (
+    agent === "plan" &&
+    roles === "tool-call" &&
+    game.toolCall?.plans === "part" &&
+    state.toolOutput !== null
+  ) {
+    // The tool's part of a solution, when it is one that makes progress: the plan agent copies it.
+    const part = game.parsePlan(state.toolOutput);
+    if (part !== null && toolPlanProgress(game, state.puzzle, state.board, part, maxPlanLength) > 0)
+      return game.formatPlan(part.slice(0, maxPlanLength));
+  }
   const moves = game.solve(state.puzzle, state.board);
   if (moves === null) throw new Error(`${game.name} demo: task ${task.id} cannot be solved from this board`);
   const plan = game.formatPlan(moves.slice(0, maxPlanLength));

@@ -100,6 +100,16 @@ export interface GameToolCall<Puzzle, Board, Move> {
   run(puzzle: Puzzle, board: Board, text: string): ToolCallResult<Move>;
   /** The command a solver would give on the board (the tool role's demonstration). */
   demo(puzzle: Puzzle, board: Board): string;
+  /**
+   * What one call's plan is (default `solution`):
+   *   solution  a plan to the target the command names (Plan-Path's `path R C`, Sokoban's
+   *             `push R C`): the tool earns 1 when it solves the puzzle from the board, 0 when not,
+   *             and a call on the target gives the solver's plan, the plan agent's demonstration
+   *   part      one part of a solution (Sudoku's `row R`): the tool earns its plan's progress
+   *             (`planProgress`), and the plan agent's demonstration is the tool's output when
+   *             that makes progress, the solver's plan when not
+   */
+  readonly plans?: "solution" | "part";
 }
 
 export interface Execution<Board> {

@@ -20,8 +20,8 @@
  */
 import type { Rng, Task } from "@troupe/core";
 import { z } from "zod";
-import type { GameEnvironment, GameState } from "./episode.ts";
-import type { Game } from "./game.ts";
+import { type GameEnvironment, type GameState, RolesVariantSchema } from "./episode.ts";
+import type { CompactHint, Game, GameToolCall, ToolCallResult } from "./game.ts";
 import { gameModule, gameOptionsSchema } from "./game-env.ts";
 import { DELTA, DIRECTIONS, type Direction, formatPos, type Pos, parseDirections } from "./grid.ts";
 import { SplitFractionsSchema, splitTaskGenerator } from "./splits.ts";
@@ -83,7 +83,10 @@ export const SokobanRewardsSchema = z.object({
 });
 export type SokobanRewards = z.output<typeof SokobanRewardsSchema>;
 
-export const SokobanOptionsSchema = gameOptionsSchema(SokobanGenerationSchema, SokobanRewardsSchema);
+export const SokobanOptionsSchema = gameOptionsSchema(SokobanGenerationSchema, SokobanRewardsSchema).extend({
+  /** Every protocol, `tool-call` (tool, plan: the tool answers `push R C`) included. */
+  roles: RolesVariantSchema.default("compact"),
+});
 export type SokobanOptions = z.input<typeof SokobanOptionsSchema>;
 
 // ---------------------------------------------------------------------------------------------
@@ -112,14 +115,35 @@ export function sokobanSolved(puzzle: Pick<SokobanPuzzle, "targets">, board: Sok
  * in a 10×10 room there are < 100·C(100,2) ≈ 5·10^5 positions, a bounded search.
  */
 export function solveSokoban(puzzle: SokobanPuzzle, board: SokobanBoard): Direction[] | null {
+  const targetSet = new Set(puzzle.targets.map((t) => index(puzzle.cols, t)));
+  return searchPushes(puzzle, board, (boxes) => boxes.every((b) => targetSet.has(b)));
+}
+
+/**
+ * The shortest plan after which some box stands on `cell` (ties in U, D, L, R order), or null if
+ * no push gets one there; [] when one already does. The tool of the `tool-call` roles.
+ */
+export function planBoxTo(puzzle: SokobanPuzzle, board: SokobanBoard, cell: Pos): Direction[] | null {
+  const goal = index(puzzle.cols, cell);
+  return searchPushes(puzzle, board, (boxes) => boxes.includes(goal));
+}
+
+/**
+ * BFS over positions from `board` to the first whose box cells (sorted indices) satisfy `done`;
+ * `done` is only asked after a push, and of the start (see `solveSokoban` for the encoding).
+ */
+function searchPushes(
+  puzzle: Pick<SokobanPuzzle, "rows" | "cols" | "walls">,
+  board: SokobanBoard,
+  done: (boxes: readonly number[]) => boolean,
+): Direction[] | null {
   const { cols } = puzzle;
   const cells = puzzle.rows * cols;
   const encode = (player: number, boxes: readonly number[]) =>
     boxes.reduce((key, b, k) => key + b * cells ** (k + 1), player);
-  const targetSet = new Set(puzzle.targets.map((t) => index(cols, t)));
   const startBoxes = board.boxes.map((b) => index(cols, b)).sort((a, b) => a - b);
   const startKey = encode(index(cols, board.player), startBoxes);
-  if (startBoxes.every((b) => targetSet.has(b))) return [];
+  if (done(startBoxes)) return [];
   const parent = new Map<number, { prev: number; move: Direction }>();
   const seen = new Set<number>([startKey]);
   let frontier: { player: number; boxes: number[]; key: number }[] = [
@@ -146,7 +170,7 @@ export function solveSokoban(puzzle: SokobanPuzzle, board: SokobanBoard): Direct
         if (seen.has(key)) continue;
         seen.add(key);
         parent.set(key, { prev: node.key, move });
-        if (hit >= 0 && boxes.every((b) => targetSet.has(b))) return unwind(parent, key, startKey);
+        if (hit >= 0 && done(boxes)) return unwind(parent, key, startKey);
         next.push({ player: to, boxes, key });
       }
     }
@@ -331,6 +355,75 @@ function checkSokobanPuzzle(puzzle: SokobanPuzzle, where: string): void {
 }
 
 // ---------------------------------------------------------------------------------------------
+// Tool call
+
+/*
+ * Sokoban's environment-provided tool, for the `tool-call` roles: the tool agent answers one short
+ * command and the environment runs it.
+ *
+ *   push R C    a shortest plan from the board after which a box stands on row R, column C
+ *               (0-based, row 0 at the top, the border walls included), as moves, e.g. `RRDL`
+ *
+ * The grammar is strict, as Plan-Path's `path R C`: after trimming the text's ends, exactly `push`,
+ * a space, R, a space, C, decimal numbers without leading zeros. What the plan agent reads:
+ *   `RRDL`                                the plan (ties broken in U, D, L, R order, so a call on the
+ *                                         target of a one-box level gives the solver's plan)
+ *   `no path`                             no sequence of pushes gets a box onto (R, C)
+ *   `bad command: expected "push R C"`    anything else
+ *   `bad command: R C is off the board`
+ *   `bad command: R C is a wall`
+ *   `bad command: R C already holds a box`
+ * A call on a cell other than a target gives a real plan to that cell: the tool is only as good as
+ * the coordinates it is given.
+ */
+const COMMAND = /^push (0|[1-9][0-9]?) (0|[1-9][0-9]?)$/;
+
+export type PushCommand = { readonly target: readonly [number, number] } | { readonly error: string };
+
+/** The tool agent's text as a `push R C` command, or why it is not one. */
+export function parsePushCommand(text: string): PushCommand {
+  const match = COMMAND.exec(text.trim());
+  if (match === null) return { error: 'expected "push R C"' };
+  return { target: [Number(match[1]), Number(match[2])] };
+}
+
+const bad = (why: string): ToolCallResult<Direction> => ({
+  output: `bad command: ${why}`,
+  moves: null,
+  bad: true,
+});
+
+/** Runs one tool command on the board (see the file comment for every outcome). */
+export function runPushCommand(
+  puzzle: SokobanPuzzle,
+  board: SokobanBoard,
+  text: string,
+): ToolCallResult<Direction> {
+  const command = parsePushCommand(text);
+  if ("error" in command) return bad(command.error);
+  const [r, c] = command.target;
+  if (r >= puzzle.rows || c >= puzzle.cols) return bad(`${r} ${c} is off the board`);
+  if (puzzle.walls[r]![c] === "#") return bad(`${r} ${c} is a wall`);
+  if (board.boxes.some((b) => b[0] === r && b[1] === c)) return bad(`${r} ${c} already holds a box`);
+  const moves = planBoxTo(puzzle, board, command.target);
+  if (moves === null) return { output: "no path", moves: null, bad: false };
+  return { output: moves.join(""), moves, bad: false };
+}
+
+/**
+ * The tool of the `tool-call` roles; its demonstration is a call on the first target (row-major)
+ * without a box. With one box that is the target, and the tool's plan is the solver's.
+ */
+export const sokobanToolCall: GameToolCall<SokobanPuzzle, SokobanBoard, Direction> = {
+  run: runPushCommand,
+  demo(puzzle, board) {
+    const open = puzzle.targets.find((t) => !board.boxes.some((b) => b[0] === t[0] && b[1] === t[1]));
+    if (open === undefined) throw new Error("sokoban tool demo: every target already holds a box");
+    return `push ${open[0]} ${open[1]}`;
+  },
+};
+
+// ---------------------------------------------------------------------------------------------
 // Game
 
 const SOKOBAN_TOOL_CODE = `from collections import deque
@@ -444,7 +537,51 @@ export function sokobanGame(
       "'#'/'_'), targets, boxes, player as [row, col].",
     planFormat: "letters U/D/L/R, e.g. UURDL",
     toolSolverCode: SOKOBAN_TOOL_CODE,
+    toolCall: sokobanToolCall,
+    hint: sokobanHint,
   };
+}
+
+/**
+ * The compact observation's extra lines (see `CompactHint`; boxes and targets in row-major order):
+ *   position    `at 2,3 box 3,3 target 4,1`
+ *   positions   `player 2 3`, `box 3 3`, `target 4 1`, a line each, numbers a tool command copies
+ *   offset      each box's moves to its target ignoring walls, `box D1 L2` (`box here` when on it)
+ *   neighbours  the cell behind each move as the picture draws it, e.g. `near U_ D# L$ R.`
+ */
+export function sokobanHint(kind: CompactHint, puzzle: SokobanPuzzle, board: SokobanBoard): string {
+  const [r, c] = board.player;
+  switch (kind) {
+    case "position":
+      return [
+        `at ${r},${c}`,
+        ...board.boxes.map((b) => `box ${b[0]},${b[1]}`),
+        ...puzzle.targets.map((t) => `target ${t[0]},${t[1]}`),
+      ].join(" ");
+    case "positions":
+      return [
+        `player ${r} ${c}`,
+        ...board.boxes.map((b) => `box ${b[0]} ${b[1]}`),
+        ...puzzle.targets.map((t) => `target ${t[0]} ${t[1]}`),
+      ].join("\n");
+    case "offset":
+      return board.boxes
+        .map((b, k) => {
+          const t = puzzle.targets[k]!;
+          const parts = [];
+          if (t[0] !== b[0]) parts.push(`${t[0] < b[0] ? "U" : "D"}${Math.abs(t[0] - b[0])}`);
+          if (t[1] !== b[1]) parts.push(`${t[1] < b[1] ? "L" : "R"}${Math.abs(t[1] - b[1])}`);
+          return `box ${parts.join(" ") || "here"}`;
+        })
+        .join("; ");
+    case "neighbours": {
+      const picture = renderSokoban(puzzle, board).split("\n");
+      return `near ${DIRECTIONS.map((d) => {
+        const [nr, nc] = [r + DELTA[d][0], c + DELTA[d][1]];
+        return `${d}${picture[nr]?.[nc] ?? "x"}`;
+      }).join(" ")}`;
+    }
+  }
 }
 
 export type SokobanState = GameState<SokobanPuzzle, SokobanBoard>;
@@ -458,7 +595,11 @@ const SOKOBAN_MODULE = gameModule({
   checkPuzzle: checkSokobanPuzzle,
 });
 
-/** The Sokoban environment. `options.roles`: "compact" (planner, fixer; default) or "tool" (tool, plan). */
+/**
+ * The Sokoban environment. `options.roles`: "compact" (planner, fixer; default), "tool" (tool, plan:
+ * Python in the sandbox), "single" (the planner alone) or "tool-call" (tool, plan: the tool answers
+ * `push R C`).
+ */
 export const sokobanEnv: (options?: SokobanOptions) => SokobanEnvironment = SOKOBAN_MODULE.env;
 
 /** The solver's next action text for `agent` ("planner" | "fixer" | "tool" | "plan"). */

@@ -21,8 +21,8 @@
  */
 import type { Rng, Task } from "@troupe/core";
 import { z } from "zod";
-import type { GameEnvironment, GameState } from "./episode.ts";
-import type { Game } from "./game.ts";
+import { type GameEnvironment, type GameState, RolesVariantSchema } from "./episode.ts";
+import type { Game, GameToolCall, ToolCallResult } from "./game.ts";
 import { gameModule, gameOptionsSchema } from "./game-env.ts";
 import { answerText } from "./grid.ts";
 import { SplitFractionsSchema, splitTaskGenerator } from "./splits.ts";
@@ -68,6 +68,11 @@ export const SudokuGenerationSchema = z.object({
   size: z.union([z.literal(4), z.literal(6), z.literal(9)]).default(4),
   /** Clues kept; default DEFAULT_SUDOKU_GIVENS[size]. */
   givens: z.number().int().min(0).optional(),
+  /**
+   * When set, each puzzle keeps a number of clues drawn uniformly from [givens, maxGivens] (one
+   * draw per puzzle), so a split mixes puzzles with fewer and more blanks.
+   */
+  maxGivens: z.number().int().min(0).max(SUDOKU_MAX_CELLS).optional(),
   splitFractions: SplitFractionsSchema.default({ test: 0.1, validation: 0.1 }),
 });
 export type SudokuGeneration = z.output<typeof SudokuGenerationSchema>;
@@ -81,7 +86,10 @@ export const SudokuRewardsSchema = z.object({
 });
 export type SudokuRewards = z.output<typeof SudokuRewardsSchema>;
 
-export const SudokuOptionsSchema = gameOptionsSchema(SudokuGenerationSchema, SudokuRewardsSchema);
+export const SudokuOptionsSchema = gameOptionsSchema(SudokuGenerationSchema, SudokuRewardsSchema).extend({
+  /** Every protocol, `tool-call` (tool, plan: the tool answers `row R`) included. */
+  roles: RolesVariantSchema.default("compact"),
+});
 export type SudokuOptions = z.input<typeof SudokuOptionsSchema>;
 
 // ---------------------------------------------------------------------------------------------
@@ -223,7 +231,12 @@ export function generateSudokuPuzzle(
   const shape = sudokuShape(config.size);
   const solution = randomSudokuGrid(rng, config.size);
   if (!inSplit(sudokuSplitKey(config.size, solution))) return null;
-  const target = config.givens ?? DEFAULT_SUDOKU_GIVENS[config.size]!;
+  const least = config.givens ?? DEFAULT_SUDOKU_GIVENS[config.size]!;
+  // No draw without maxGivens, so puzzles of recipes without it stay as they were.
+  if (config.maxGivens !== undefined && config.maxGivens < least) {
+    throw new Error(`sudoku options: maxGivens (${config.maxGivens}) is below givens (${least})`);
+  }
+  const target = config.maxGivens === undefined ? least : rng.intBetween(least, config.maxGivens);
   const givens = [...solution];
   let left = givens.length;
   for (const i of rng.shuffled([...givens.keys()])) {
@@ -289,6 +302,70 @@ function checkSudokuPuzzle(puzzle: SudokuPuzzle, where: string): void {
     throw new Error(`${where}: payload.solution breaks the Sudoku rules`);
   }
 }
+
+// ---------------------------------------------------------------------------------------------
+// Tool call
+
+/*
+ * Sudoku's environment-provided tool, for the `tool-call` roles: the tool agent answers one command
+ * and the environment runs it.
+ *
+ *   row R       the solver's placements that complete row R (0-based) from the board: erasures of
+ *               wrong values first, then the missing values, e.g. `101 123`
+ *
+ * The grammar is strict: after trimming the text's ends, exactly `row`, a space and R (a decimal
+ * number without leading zeros). What the plan agent reads:
+ *   `101 123`                             the row's placements
+ *   `row R is complete`                   nothing to do there (no progress, no penalty)
+ *   `bad command: expected "row R"`       anything else
+ *   `bad command: row R is off the board`
+ * The tool stands for the paper's tool agent, whose program solves the puzzle, a row at a time so
+ * that a tiny model copies at most 4 placements a turn: the tool agent picks a row that is not
+ * complete, the plan agent copies its placements (the demonstrations call the first such row).
+ */
+const ROW_COMMAND = /^row (0|[1-9][0-9]?)$/;
+
+/** Runs one tool command on the board (see the comment above for its outcomes). */
+export function runRowCommand(
+  puzzle: SudokuPuzzle,
+  board: SudokuBoard,
+  text: string,
+): ToolCallResult<SudokuMove> {
+  const match = ROW_COMMAND.exec(text.trim());
+  if (match === null) return { output: 'bad command: expected "row R"', moves: null, bad: true };
+  const row = Number(match[1]);
+  if (row >= puzzle.size)
+    return { output: `bad command: row ${row} is off the board`, moves: null, bad: true };
+  const moves = solveSudokuBoard(puzzle, board).filter((m) => m.row === row);
+  if (moves.length === 0) return { output: `row ${row} is complete`, moves: null, bad: false };
+  return { output: formatSudokuPlan(moves), moves, bad: false };
+}
+
+/** Erase wrong values first, then fill: every placement is then consistent (a subset of the solution). */
+function solveSudokuBoard(puzzle: SudokuPuzzle, board: SudokuBoard): SudokuMove[] {
+  const erase: SudokuMove[] = [];
+  const place: SudokuMove[] = [];
+  board.cells.forEach((v, i) => {
+    const target = puzzle.solution[i]!;
+    if (v === target) return;
+    const row = Math.floor(i / puzzle.size);
+    const col = i % puzzle.size;
+    if (v !== 0) erase.push({ row, col, value: 0 });
+    place.push({ row, col, value: target });
+  });
+  return [...erase, ...place];
+}
+
+/** The tool of the `tool-call` roles; its demonstration calls the first row that is not solved yet. */
+export const sudokuToolCall: GameToolCall<SudokuPuzzle, SudokuBoard, SudokuMove> = {
+  run: runRowCommand,
+  demo(puzzle, board) {
+    const first = board.cells.findIndex((v, i) => v !== puzzle.solution[i]);
+    if (first < 0) throw new Error("sudoku tool demo: the board is already solved");
+    return `row ${Math.floor(first / puzzle.size)}`;
+  },
+  plans: "part",
+};
 
 // ---------------------------------------------------------------------------------------------
 // Game
@@ -406,20 +483,7 @@ export function sudokuGame(rewards: SudokuRewards): Game<SudokuPuzzle, SudokuBoa
     isSolved: (_puzzle, board) => board.cells.every((v) => v !== 0),
     // Cells still to set to their solution value.
     remaining: (puzzle, board) => board.cells.filter((v, i) => v !== puzzle.solution[i]).length,
-    solve(puzzle, board) {
-      // Erase wrong values first, then fill: every placement is then consistent (a subset of the solution).
-      const erase: SudokuMove[] = [];
-      const place: SudokuMove[] = [];
-      board.cells.forEach((v, i) => {
-        const target = puzzle.solution[i]!;
-        if (v === target) return;
-        const row = Math.floor(i / puzzle.size);
-        const col = i % puzzle.size;
-        if (v !== 0) erase.push({ row, col, value: 0 });
-        place.push({ row, col, value: target });
-      });
-      return [...erase, ...place];
-    },
+    solve: solveSudokuBoard,
     optimalMoves: () => null,
     render: renderSudoku,
     status: (_puzzle, board) => `${board.cells.filter((v) => v === 0).length} empty`,
@@ -441,6 +505,7 @@ export function sudokuGame(rewards: SudokuRewards): Game<SudokuPuzzle, SudokuBoa
       "box_cols, grid (rows, 0 = empty), givens (rows, 0 = not given).",
     planFormat: "moves rcv separated by spaces, e.g. 013 102 231",
     toolSolverCode: SUDOKU_TOOL_CODE,
+    toolCall: sudokuToolCall,
   };
 }
 
@@ -455,7 +520,11 @@ const SUDOKU_MODULE = gameModule({
   checkPuzzle: checkSudokuPuzzle,
 });
 
-/** The Sudoku environment. `options.roles`: "compact" (planner, fixer; default) or "tool" (tool, plan). */
+/**
+ * The Sudoku environment. `options.roles`: "compact" (planner, fixer; default), "tool" (tool, plan:
+ * Python in the sandbox), "single" (the planner alone) or "tool-call" (tool, plan: the tool answers
+ * `row R`).
+ */
 export const sudokuEnv: (options?: SudokuOptions) => SudokuEnvironment = SUDOKU_MODULE.env;
 
 /** The solver's next action text for `agent` ("planner" | "fixer" | "tool" | "plan"). */
