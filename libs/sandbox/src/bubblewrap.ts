@@ -170,9 +170,9 @@ export function bubblewrapCommand(spec: SandboxedCommand): string[] {
   for (const dir of tools.extraReadOnly) bwrap.push("--ro-bind", dir, dir);
   // /dev/shm: its own size-limited tmpfs (a submount, so /dev itself stays read-only).
   bwrap.push("--proc", "/proc", "--dev", "/dev");
+  bwrap.push("--size", String(spec.shmBytes), "--tmpfs", "/dev/shm", "--remount-ro", "/dev");
   // The fresh /proc still shows the host kernel's files; a program has no use for them.
   for (const path of MASKED_PROC_FILES) if (existsSync(path)) bwrap.push("--ro-bind", "/dev/null", path);
-  bwrap.push("--size", String(spec.shmBytes), "--tmpfs", "/dev/shm", "--remount-ro", "/dev");
   bwrap.push("--size", String(spec.tmpfsBytes), "--tmpfs", SANDBOX_WORKDIR);
   bwrap.push("--symlink", SANDBOX_WORKDIR, "/tmp");
   const made = new Set<string>();

@@ -1,7 +1,9 @@
 /** Pure parts: status classification, exit decoding, the bwrap command line, request validation. */
+
+import { existsSync } from "node:fs";
 import fc from "fast-check";
 import { describe, expect, test } from "vitest";
-import { bubblewrapCommand } from "../src/bubblewrap.ts";
+import { bubblewrapCommand, MASKED_PROC_FILES } from "../src/bubblewrap.ts";
 import { checkRelativePath, defaultLimits, resolveRequest } from "../src/limits.ts";
 import { type ClassifyInput, classifyRun, decodeShellStyleExit } from "../src/status.ts";
 
@@ -123,8 +125,13 @@ describe("bubblewrapCommand", () => {
       "--perms 0644 --file 3 /work/main.py",
       "--dir /work/a --dir /work/a/b --perms 0644 --file 4 /work/a/b/c.txt",
       "--remount-ro / --chdir /work --clearenv --setenv HOME /work --",
+      // After /proc is mounted, the host kernel files this machine has are bound over with /dev/null.
+      ...MASKED_PROC_FILES.filter((path) => existsSync(path)).map((path) => `--ro-bind /dev/null ${path}`),
     ])
       expect(joined).toContain(flag);
+    expect(joined.indexOf("--ro-bind /dev/null /proc/kallsyms")).toBeGreaterThan(
+      joined.indexOf("--proc /proc"),
+    );
     expect(joined).not.toContain("--share-net");
   });
 
