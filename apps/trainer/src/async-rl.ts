@@ -35,7 +35,7 @@ import { recipeEnvironment, type TrainerEnvironment } from "./envs.ts";
 import type { Recipe } from "./recipe.ts";
 import { consoleReporter } from "./reporter.ts";
 import { policySet, type RolloutSource, restoreStep, type TrainReporter, trainTasks } from "./train.ts";
-import { finishedWarmStartStep, warmStart, warmStartId } from "./warm-start.ts";
+import { warmStart, warmStartId, warmStartProgress } from "./warm-start.ts";
 
 /** How long a worker's lease on a unit lasts before another worker may take it over. */
 export const DEFAULT_LEASE_MS = 60_000;
@@ -295,8 +295,8 @@ export async function loadInitialWeights(
   let noted = false;
   const idle = idleClock(idleMs);
   for (;;) {
-    if ((await finishedWarmStartStep(cache, sft)) !== undefined) break;
-    const latest = await cache.latestCommittedStep();
+    const { latest, finished } = await warmStartProgress(cache, sft);
+    if (finished) break;
     idle.observe(latest);
     if (idle.expired()) {
       throw new Error(

@@ -16,7 +16,7 @@ import type { Engine } from "@troupe/engine";
 import { type ObjectStore, RunStore } from "@troupe/storage";
 import { createEngine } from "./engines.ts";
 import type { Recipe } from "./recipe.ts";
-import { finishedWarmStartStep, warmStartId } from "./warm-start.ts";
+import { warmStartId, warmStartProgress } from "./warm-start.ts";
 
 export async function createReferenceEngine(recipe: Recipe, team: Team, store: ObjectStore): Promise<Engine> {
   const engine = await createEngine(recipe, teamPolicies(team));
@@ -24,16 +24,15 @@ export async function createReferenceEngine(recipe: Recipe, team: Team, store: O
     const sft = recipe.sft;
     if (sft && sft.steps > 0) {
       const cache = new RunStore(store, warmStartId(recipe, team));
-      const final = await finishedWarmStartStep(cache, sft);
-      if (final === undefined) {
-        const latest = await cache.latestCommittedStep();
+      const { latest, finished } = await warmStartProgress(cache, sft);
+      if (!finished || latest === undefined) {
         throw new Error(
           `reference policy: the warm start ${cache.runId} is not finished (newest committed step ${latest ?? "none"} of ${sft.steps}); ` +
             "the KL penalty (loss.klCoef > 0) pulls towards it, so run the warm start first",
         );
       }
       for (const policyId of teamPolicies(team))
-        await engine.load(policyId, await cache.readCheckpoint(policyId, final));
+        await engine.load(policyId, await cache.readCheckpoint(policyId, latest));
     }
     return engine;
   } catch (error) {

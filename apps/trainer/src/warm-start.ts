@@ -85,18 +85,19 @@ export function warmStartLr(step: number, sft: NonNullable<Recipe["sft"]>): numb
 export const SFT_STOP_WINDOW = 10;
 
 /**
- * The last step of a finished warm start in `runStore`, or undefined while it is not finished: the
- * step `sft.steps − 1`, or an earlier one committed as final when `sft.stopAtNll` was reached.
+ * Where a warm start in `runStore` stands: its newest committed step, and whether that step is its
+ * last — the step `sft.steps − 1`, or an earlier one committed as final when `sft.stopAtNll` was
+ * reached.
  */
-export async function finishedWarmStartStep(
+export async function warmStartProgress(
   runStore: RunStore,
   sft: NonNullable<Recipe["sft"]>,
-): Promise<number | undefined> {
+): Promise<{ readonly latest: number | undefined; readonly finished: boolean }> {
   const latest = await runStore.latestCommittedStep();
-  if (latest === undefined) return undefined;
-  if (latest === sft.steps - 1) return latest;
+  if (latest === undefined) return { latest, finished: false };
+  if (latest === sft.steps - 1) return { latest, finished: true };
   const manifest = await runStore.readStepManifest(latest);
-  return manifest.meta.final === true ? latest : undefined;
+  return { latest, finished: manifest.meta.final === true };
 }
 
 export function warmStartId(recipe: Recipe, team: Team): string {
@@ -136,16 +137,15 @@ export async function cachedWarmStart(
   if (sft === undefined || sft.steps === 0)
     throw new RecipeError(`run ${runId}: its recipe has no warm start`);
   const runStore = new RunStore(store, warmStartId(recipe, team));
-  const final = await finishedWarmStartStep(runStore, sft);
-  if (final === undefined) {
-    const latest = await runStore.latestCommittedStep();
+  const { latest, finished } = await warmStartProgress(runStore, sft);
+  if (!finished || latest === undefined) {
     throw new RecipeError(
       `run ${runId}: its warm start ${runStore.runId} is not finished in this store (` +
         (latest === undefined ? "no supervised step" : `supervised step ${latest + 1} of ${sft.steps}`) +
         ")",
     );
   }
-  return { runStore, step: final };
+  return { runStore, step: latest };
 }
 
 export interface WarmStartResult {
@@ -168,9 +168,9 @@ export async function warmStart(
   const demoEnv = demonstrationEnvironment(recipe, trainerEnv);
   const runStore = new RunStore(store, warmStartId(recipe, team));
   await runStore.writeConfig({ kind: "sft", ...warmStartKey(recipe, team) });
-  const latest = await runStore.latestCommittedStep();
+  const { latest, finished } = await warmStartProgress(runStore, sft);
   if (latest !== undefined) await restoreStep(engine, runStore, team, latest);
-  if ((await finishedWarmStartStep(runStore, sft)) !== undefined) {
+  if (finished) {
     reporter.note(`warm start: loaded cached ${runStore.runId} (${latest! + 1} supervised steps)`);
     await freshOptimizer(engine, team);
     return { runId: runStore.runId, cached: true, finalNll: {} };

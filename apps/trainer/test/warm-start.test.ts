@@ -13,10 +13,10 @@ import { createEnvironment, recipeTeam } from "../src/envs.ts";
 import { loadRecipeText } from "../src/recipe.ts";
 import {
   cachedWarmStart,
-  finishedWarmStartStep,
   SFT_STOP_WINDOW,
   warmStart,
   warmStartId,
+  warmStartProgress,
 } from "../src/warm-start.ts";
 import { quiet, TINY_PLAN_PATH, tempRoot } from "./tiny.ts";
 
@@ -141,7 +141,7 @@ describe("warm start", () => {
           runStore,
           recipe,
           team,
-          final: await finishedWarmStartStep(runStore, recipe.sft!),
+          progress: await warmStartProgress(runStore, recipe.sft!),
         };
       } finally {
         await engine.close();
@@ -154,7 +154,7 @@ describe("warm start", () => {
     const last = (await early.runStore.latestCommittedStep())!;
     expect(last).toBeGreaterThanOrEqual(SFT_STOP_WINDOW - 1);
     expect(last).toBeLessThan(39);
-    expect(early.final).toBe(last);
+    expect(early.progress).toEqual({ latest: last, finished: true });
     expect(early.notes.at(-1)).toBe(
       `warm start: stopped after ${last + 1} steps, the mean nll of the last ${SFT_STOP_WINDOW} at or below 100`,
     );
@@ -165,7 +165,7 @@ describe("warm start", () => {
     // A threshold no tiny model reaches runs every step (a different cache id: the field is in the key).
     const never = await run(1e-9, SFT_STOP_WINDOW + 2);
     expect(await never.runStore.latestCommittedStep()).toBe(SFT_STOP_WINDOW + 1);
-    expect(never.final).toBe(SFT_STOP_WINDOW + 1);
+    expect(never.progress).toEqual({ latest: SFT_STOP_WINDOW + 1, finished: true });
     expect(never.runStore.runId).not.toBe(early.runStore.runId);
   });
 });

@@ -17,20 +17,8 @@ import {
   planPathEnv,
   renderPlanPath,
 } from "./plan-path.ts";
-import {
-  renderSokoban,
-  type SokobanBoard,
-  SokobanOptionsSchema,
-  type SokobanPuzzle,
-  sokobanEnv,
-} from "./sokoban.ts";
-import {
-  renderSudoku,
-  type SudokuBoard,
-  SudokuOptionsSchema,
-  type SudokuPuzzle,
-  sudokuEnv,
-} from "./sudoku.ts";
+import { renderSokoban, SokobanOptionsSchema, sokobanEnv } from "./sokoban.ts";
+import { renderSudoku, SudokuOptionsSchema, sudokuEnv } from "./sudoku.ts";
 
 type GameFactory = typeof planPathEnv | typeof sokobanEnv | typeof sudokuEnv;
 
@@ -60,19 +48,21 @@ function gameEntry<S extends z.ZodObject>(
   });
 }
 
-function boardAnswer(
+/** The answer of a board game: its final board as `render` draws it, and each turn's tool call. */
+function boardAnswer<Puzzle, Board>(
   kind: "sokoban" | "sudoku",
-  text: string,
-  state: GameState<unknown, unknown>,
-  actions: readonly ExecutedAction[],
-): BoardAnswer {
-  const calls = toolCallTurns(actions);
-  return {
-    kind,
-    board: text.split("\n"),
-    movesTaken: state.movesTaken,
-    report: state.report,
-    ...(calls.length > 0 ? { calls } : {}),
+  render: (puzzle: Puzzle, board: Board) => string,
+) {
+  return (state: unknown, actions: readonly ExecutedAction[]): BoardAnswer => {
+    const s = state as GameState<Puzzle, Board>;
+    const calls = toolCallTurns(actions);
+    return {
+      kind,
+      board: render(s.puzzle, s.board).split("\n"),
+      movesTaken: s.movesTaken,
+      report: s.report,
+      ...(calls.length > 0 ? { calls } : {}),
+    };
   };
 }
 
@@ -140,18 +130,12 @@ export const sokobanEntry = gameEntry(
   "push every box onto a target (planner + fixer, tool + plan, a single planner, or tool calls + plan)",
   SokobanOptionsSchema,
   sokobanEnv,
-  (state, actions) => {
-    const s = state as GameState<SokobanPuzzle, SokobanBoard>;
-    return boardAnswer("sokoban", renderSokoban(s.puzzle, s.board), s, actions);
-  },
+  boardAnswer("sokoban", renderSokoban),
 );
 
 export const sudokuEntry = gameEntry(
   "fill the Sudoku grid (planner + fixer, tool + plan, a single planner, or tool calls + plan)",
   SudokuOptionsSchema,
   sudokuEnv,
-  (state, actions) => {
-    const s = state as GameState<SudokuPuzzle, SudokuBoard>;
-    return boardAnswer("sudoku", renderSudoku(s.puzzle, s.board), s, actions);
-  },
+  boardAnswer("sudoku", renderSudoku),
 );

@@ -244,15 +244,10 @@ export function gameEnvironment<Puzzle, Board, Move>(
     draft.toolOutput = call.output;
     const reachesGoal =
       call.moves !== null && executePlan(game, puzzle, draft.board, call.moves, options.maxPlanLength).solved;
-    draft.local[agent] = call.bad
-      ? planProgress(1, 1, true, rewards.invalid)
-      : tool.plans === "part"
-        ? call.moves === null
-          ? 0
-          : toolPlanProgress(game, puzzle, draft.board, call.moves, options.maxPlanLength)
-        : reachesGoal
-          ? 1
-          : 0;
+    if (call.bad) draft.local[agent] = planProgress(1, 1, true, rewards.invalid);
+    else if (tool.plans !== "part") draft.local[agent] = reachesGoal ? 1 : 0;
+    else if (call.moves === null) draft.local[agent] = 0;
+    else draft.local[agent] = toolPlanProgress(game, puzzle, draft.board, call.moves, options.maxPlanLength);
     draft.info[agent] = { command: text, output: call.output, bad: call.bad, reachesGoal };
   }
 

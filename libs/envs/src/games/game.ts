@@ -94,6 +94,24 @@ export interface ToolCallResult<Move> {
   readonly bad: boolean;
 }
 
+/** A tool call that could not be run: what the plan agent reads is `bad command: <why>`. */
+export function badToolCall<Move>(why: string): ToolCallResult<Move> {
+  return { output: `bad command: ${why}`, moves: null, bad: true };
+}
+
+export type CellCommand = { readonly target: readonly [number, number] } | { readonly error: string };
+
+/**
+ * The tool agent's text as the command `<verb> R C` (Plan-Path's `path`, Sokoban's `push`), or why
+ * it is not one. The grammar is strict: after trimming the text's ends, exactly the verb, a space,
+ * R, a space, C, with R and C decimal numbers of at most two digits without leading zeros.
+ */
+export function parseCellCommand(verb: string, text: string): CellCommand {
+  const match = new RegExp(`^${verb} (0|[1-9][0-9]?) (0|[1-9][0-9]?)$`).exec(text.trim());
+  if (match === null) return { error: `expected "${verb} R C"` };
+  return { target: [Number(match[1]), Number(match[2])] };
+}
+
 /** A short command language a tiny model can use instead of writing a program. */
 export interface GameToolCall<Puzzle, Board, Move> {
   /** Runs the tool agent's text as one command on the board. */

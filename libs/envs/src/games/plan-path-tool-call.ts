@@ -17,26 +17,20 @@
  * A call on a cell other than the goal gives a real path to that cell: the tool is only as good as
  * the coordinates it is given.
  */
-import type { GameToolCall, ToolCallResult } from "./game.ts";
+import {
+  badToolCall,
+  type CellCommand,
+  type GameToolCall,
+  parseCellCommand,
+  type ToolCallResult,
+} from "./game.ts";
 import { bfsDistances, type Direction, descendPath, samePos } from "./grid.ts";
 import type { PlanPathBoard, PlanPathPuzzle } from "./plan-path.ts";
 
-const COMMAND = /^path (0|[1-9][0-9]?) (0|[1-9][0-9]?)$/;
-
-export type PathCommand = { readonly target: readonly [number, number] } | { readonly error: string };
+export type PathCommand = CellCommand;
 
 /** The tool agent's text as a `path R C` command, or why it is not one. */
-export function parsePathCommand(text: string): PathCommand {
-  const match = COMMAND.exec(text.trim());
-  if (match === null) return { error: 'expected "path R C"' };
-  return { target: [Number(match[1]), Number(match[2])] };
-}
-
-const bad = (why: string): ToolCallResult<Direction> => ({
-  output: `bad command: ${why}`,
-  moves: null,
-  bad: true,
-});
+export const parsePathCommand = (text: string): PathCommand => parseCellCommand("path", text);
 
 /** Runs one tool command from the agent's cell (see the file comment for every outcome). */
 export function runPathCommand(
@@ -45,11 +39,11 @@ export function runPathCommand(
   text: string,
 ): ToolCallResult<Direction> {
   const command = parsePathCommand(text);
-  if ("error" in command) return bad(command.error);
+  if ("error" in command) return badToolCall(command.error);
   const [r, c] = command.target;
-  if (r >= puzzle.rows || c >= puzzle.cols) return bad(`${r} ${c} is off the board`);
-  if (puzzle.grid[r]![c] !== ".") return bad(`${r} ${c} is a wall`);
-  if (samePos(board.pos, command.target)) return bad(`${r} ${c} is the agent's cell`);
+  if (r >= puzzle.rows || c >= puzzle.cols) return badToolCall(`${r} ${c} is off the board`);
+  if (puzzle.grid[r]![c] !== ".") return badToolCall(`${r} ${c} is a wall`);
+  if (samePos(board.pos, command.target)) return badToolCall(`${r} ${c} is the agent's cell`);
   const dist = bfsDistances(puzzle.rows, puzzle.cols, (rr, cc) => puzzle.grid[rr]![cc] === ".", [r, c]);
   const moves = descendPath(puzzle.rows, puzzle.cols, dist, board.pos);
   if (moves === null) return { output: "no path", moves: null, bad: false };

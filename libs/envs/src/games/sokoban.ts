@@ -21,7 +21,15 @@
 import type { Rng, Task } from "@troupe/core";
 import { z } from "zod";
 import { type GameEnvironment, type GameState, RolesVariantSchema } from "./episode.ts";
-import type { CompactHint, Game, GameToolCall, ToolCallResult } from "./game.ts";
+import {
+  badToolCall,
+  type CellCommand,
+  type CompactHint,
+  type Game,
+  type GameToolCall,
+  parseCellCommand,
+  type ToolCallResult,
+} from "./game.ts";
 import { gameModule, gameOptionsSchema } from "./game-env.ts";
 import { DELTA, DIRECTIONS, type Direction, formatPos, type Pos, parseDirections } from "./grid.ts";
 import { SplitFractionsSchema, splitTaskGenerator } from "./splits.ts";
@@ -376,35 +384,23 @@ function checkSokobanPuzzle(puzzle: SokobanPuzzle, where: string): void {
  * A call on a cell other than a target gives a real plan to that cell: the tool is only as good as
  * the coordinates it is given.
  */
-const COMMAND = /^push (0|[1-9][0-9]?) (0|[1-9][0-9]?)$/;
-
-export type PushCommand = { readonly target: readonly [number, number] } | { readonly error: string };
+export type PushCommand = CellCommand;
 
 /** The tool agent's text as a `push R C` command, or why it is not one. */
-export function parsePushCommand(text: string): PushCommand {
-  const match = COMMAND.exec(text.trim());
-  if (match === null) return { error: 'expected "push R C"' };
-  return { target: [Number(match[1]), Number(match[2])] };
-}
+export const parsePushCommand = (text: string): PushCommand => parseCellCommand("push", text);
 
-const bad = (why: string): ToolCallResult<Direction> => ({
-  output: `bad command: ${why}`,
-  moves: null,
-  bad: true,
-});
-
-/** Runs one tool command on the board (see the file comment for every outcome). */
+/** Runs one tool command on the board (see the comment above for every outcome). */
 export function runPushCommand(
   puzzle: SokobanPuzzle,
   board: SokobanBoard,
   text: string,
 ): ToolCallResult<Direction> {
   const command = parsePushCommand(text);
-  if ("error" in command) return bad(command.error);
+  if ("error" in command) return badToolCall(command.error);
   const [r, c] = command.target;
-  if (r >= puzzle.rows || c >= puzzle.cols) return bad(`${r} ${c} is off the board`);
-  if (puzzle.walls[r]![c] === "#") return bad(`${r} ${c} is a wall`);
-  if (board.boxes.some((b) => b[0] === r && b[1] === c)) return bad(`${r} ${c} already holds a box`);
+  if (r >= puzzle.rows || c >= puzzle.cols) return badToolCall(`${r} ${c} is off the board`);
+  if (puzzle.walls[r]![c] === "#") return badToolCall(`${r} ${c} is a wall`);
+  if (board.boxes.some((b) => b[0] === r && b[1] === c)) return badToolCall(`${r} ${c} already holds a box`);
   const moves = planBoxTo(puzzle, board, command.target);
   if (moves === null) return { output: "no path", moves: null, bad: false };
   return { output: moves.join(""), moves, bad: false };

@@ -22,7 +22,7 @@
 import type { Rng, Task } from "@troupe/core";
 import { z } from "zod";
 import { type GameEnvironment, type GameState, RolesVariantSchema } from "./episode.ts";
-import type { Game, GameToolCall, ToolCallResult } from "./game.ts";
+import { badToolCall, type Game, type GameToolCall, type ToolCallResult } from "./game.ts";
 import { gameModule, gameOptionsSchema } from "./game-env.ts";
 import { answerText } from "./grid.ts";
 import { SplitFractionsSchema, splitTaskGenerator } from "./splits.ts";
@@ -332,7 +332,7 @@ export function runRowCommand(
   text: string,
 ): ToolCallResult<SudokuMove> {
   const match = ROW_COMMAND.exec(text.trim());
-  if (match === null) return { output: 'bad command: expected "row R"', moves: null, bad: true };
+  if (match === null) return badToolCall('expected "row R"');
   const row = Number(match[1]);
   if (row >= puzzle.size)
     return { output: `bad command: row ${row} is off the board`, moves: null, bad: true };

@@ -19,26 +19,9 @@ import {
 } from "../../src/games/index.ts";
 import { renderAnswer } from "../../src/registry.ts";
 import { expectWithinRewardBounds } from "./expect.ts";
+import { oneBox, puzzle as sudoku } from "./hand-puzzles.ts";
 import { stepSync } from "./step-sync.ts";
 
-/**
- *   ######
- *   #@___#     player (1,1)
- *   #_$_##     box (2,2)
- *   #__._#     target (3,3)
- *   ##___#
- *   ######
- * Optimal: DRURD (ties in U, D, L, R order).
- */
-const oneBox: SokobanPuzzle = {
-  rows: 6,
-  cols: 6,
-  walls: ["######", "#____#", "#___##", "#____#", "##___#", "######"],
-  targets: [[3, 3]],
-  boxes: [[2, 2]],
-  player: [1, 1],
-  optimal: 5,
-};
 const sokobanTask: Task<SokobanPuzzle> = { id: "hand", split: "test", payload: oneBox };
 const start = { player: oneBox.player, boxes: oneBox.boxes };
 
@@ -141,20 +124,6 @@ describe("Sokoban tool-call roles", () => {
   });
 });
 
-/**
- * Solution      Givens (8 blanks)
- *   1 2 3 4       1 . . 4
- *   3 4 1 2       . 4 1 .
- *   2 1 4 3       2 . . 3
- *   4 3 2 1       . 3 2 .
- */
-const sudoku: SudokuPuzzle = {
-  size: 4,
-  boxRows: 2,
-  boxCols: 2,
-  givens: [1, 0, 0, 4, 0, 4, 1, 0, 2, 0, 0, 3, 0, 3, 2, 0],
-  solution: [1, 2, 3, 4, 3, 4, 1, 2, 2, 1, 4, 3, 4, 3, 2, 1],
-};
 const sudokuTask: Task<SudokuPuzzle> = { id: "hand-4x4", split: "test", payload: sudoku };
 
 describe("the Sudoku row command", () => {

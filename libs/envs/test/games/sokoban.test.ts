@@ -9,27 +9,8 @@ import {
   sokobanGame,
   solveSokoban,
 } from "../../src/games/index.ts";
+import { oneBox } from "./hand-puzzles.ts";
 import { stepSync } from "./step-sync.ts";
-
-/**
- * One box, 6×6 room (the generator's default size):
- *   ######
- *   #@___#     player (1,1)
- *   #_$_##     box (2,2)
- *   #__._#     target (3,3)
- *   ##___#
- *   ######
- * Optimal: 5 moves (DRURD or RDLDR: one push right, one push down, three steps to get behind).
- */
-const oneBox: SokobanPuzzle = {
-  rows: 6,
-  cols: 6,
-  walls: ["######", "#____#", "#___##", "#____#", "##___#", "######"],
-  targets: [[3, 3]],
-  boxes: [[2, 2]],
-  player: [1, 1],
-  optimal: 5,
-};
 
 /**
  * Two boxes:

@@ -10,23 +10,9 @@ import {
   sudokuEnv,
   sudokuShape,
 } from "../../src/games/index.ts";
+import { puzzle } from "./hand-puzzles.ts";
 import { stepSync } from "./step-sync.ts";
 
-/**
- * Solution      Givens (8 blanks → each fill earns 0.5 / 8 = 0.0625)
- *   1 2 3 4       1 . . 4
- *   3 4 1 2       . 4 1 .
- *   2 1 4 3       2 . . 3
- *   4 3 2 1       . 3 2 .
- */
-const solution = [1, 2, 3, 4, 3, 4, 1, 2, 2, 1, 4, 3, 4, 3, 2, 1];
-const puzzle: SudokuPuzzle = {
-  size: 4,
-  boxRows: 2,
-  boxCols: 2,
-  givens: [1, 0, 0, 4, 0, 4, 1, 0, 2, 0, 0, 3, 0, 3, 2, 0],
-  solution,
-};
 const task: Task<SudokuPuzzle> = { id: "hand-4x4", split: "test", payload: puzzle };
 
 /** Independent brute force: completions of a 4×4 grid, trying every value in every empty cell. */
