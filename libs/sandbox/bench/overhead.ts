@@ -1,7 +1,8 @@
 /**
  * Start-up overhead of one sandboxed run: a python `pass` through the sandbox, against the same
  * interpreter spawned directly, the sandbox without its seccomp filter and PID-namespace teardown
- * (what they cost), and the unsafe fallback. Sequential runs (no queueing), medians. Then
+ * (what they cost), the sandbox without its run cgroup (the budget divided between processes:
+ * what the cgroup costs), and the unsafe fallback. Sequential runs (no queueing), medians. Then
  * throughput with the default pool (one run per CPU at once).
  *
  *   npx nx run sandbox:bench      (RUNS=200 for more samples)
@@ -32,17 +33,21 @@ const sandboxed = async (sandbox: Sandbox) => {
 
 const bubblewrap = await createSandbox();
 const unhardened = await createSandbox({}, { seccomp: false, teardown: false });
+const withoutCgroup = await createSandbox({ cgroup: false });
 const unsafe = await createSandbox({ bwrap: "/nonexistent", unsafe: true });
 const HARDENED = "python in the bubblewrap sandbox";
 const UNHARDENED = "  the same without filter + teardown";
+const NO_CGROUP = "  the same without a run cgroup";
 const variants: Record<string, () => Promise<unknown>> = {
   "python3 -c pass, spawned directly": direct,
   [HARDENED]: () => sandboxed(bubblewrap),
   [UNHARDENED]: () => sandboxed(unhardened),
+  [NO_CGROUP]: () => sandboxed(withoutCgroup),
   "python in the unsafe-rlimits fallback": () => sandboxed(unsafe),
   "bare command (/usr/bin/true) in bubblewrap": () =>
     bubblewrap.run({ language: "command", argv: ["/usr/bin/true"] }),
 };
+console.log(`memory bound of a run: ${bubblewrap.memoryBound}`);
 console.log(
   `load average before: ${loadavg()
     .map((l) => l.toFixed(1))
@@ -73,6 +78,11 @@ const ratio = (q: number) => quantile(times[HARDENED]!, q) / quantile(times[UNHA
 console.log(
   `seccomp filter + teardown per run: ${hardening(0.5).toFixed(1)} ms (median), ${hardening(0.1).toFixed(1)} ms (p10); ` +
     `ratio with/without ${ratio(0.5).toFixed(3)} (median), ${ratio(0.1).toFixed(3)} (p10)`,
+);
+const cgroupRatio = (q: number) => quantile(times[HARDENED]!, q) / quantile(times[NO_CGROUP]!, q);
+console.log(
+  `run cgroup: ratio with/without ${cgroupRatio(0.5).toFixed(3)} (median), ${cgroupRatio(0.1).toFixed(3)} (p10); ` +
+    `sandbox / direct spawn ${(quantile(times[HARDENED]!, 0.5) / quantile(times["python3 -c pass, spawned directly"]!, 0.5)).toFixed(2)} (median)`,
 );
 
 const parallel = RUNS * 2;

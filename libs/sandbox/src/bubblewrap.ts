@@ -1,7 +1,8 @@
 /**
  * The bubblewrap command line for one run. Layers, outermost first:
  *
- * 0. (optional) `sh` joining the run's own cgroup v2, then exec'ing the rest (`cgroup.ts`).
+ * 0. (where the kernel offers one) `sh` joining the run's own cgroup(s), then exec'ing the rest
+ *    (`cgroup.ts`).
  * 1. `timeout -s KILL` — a deadline that holds even if this Node process dies mid-run.
  * 2. `setpriv` to nobody (only when we are root) — as root, bwrap would keep every capability
  *    inside its namespace and RLIMIT_NPROC does not apply to uid 0 at all; as nobody, neither.
@@ -114,8 +115,8 @@ export interface SandboxedCommand {
   readonly seccompFd: number | null;
   /** fd bwrap writes its JSON report to (`--info-fd`: init's host pid, namespace inodes); null for none. */
   readonly infoFd: number | null;
-  /** `cgroup.procs` of the run's own cgroup v2, which the first process joins; null for none. */
-  readonly cgroupProcs?: string | null;
+  /** `cgroup.procs` of the run's own cgroup(s) (v2: one; v1: memory, pids), which the first process joins. */
+  readonly cgroupProcs?: readonly string[];
   readonly env: Readonly<Record<string, string>>;
   readonly argv: readonly string[];
 }
@@ -136,7 +137,7 @@ export function prlimitArgs(prlimit: string, limits: SandboxLimits, extraProcess
 /** The full argv (program first) that runs `argv` in a fresh sandbox. */
 export function bubblewrapCommand(spec: SandboxedCommand): string[] {
   const { tools, limits } = spec;
-  const outer: string[] = spec.cgroupProcs ? joinCgroupArgs(spec.cgroupProcs) : [];
+  const outer: string[] = spec.cgroupProcs?.length ? joinCgroupArgs(spec.cgroupProcs) : [];
   if (tools.timeout !== null) {
     const seconds = Math.ceil(limits.wallMs / 1000) + BACKSTOP_GRACE_S;
     outer.push(tools.timeout, "-s", "KILL", `${seconds}s`);

@@ -14,7 +14,11 @@ export const defaultLimits: SandboxLimits = Object.freeze({
   cpuSeconds: 10,
   /** Wall clock: the whole sandbox is SIGKILLed past it (sleeping programs use no CPU). */
   wallMs: 15_000,
-  /** RLIMIT_AS. CPython needs ~30 MiB to start; 512 MiB leaves room for real work. */
+  /**
+   * Memory of the whole run: every process together, its tmpfs and shared memory (a cgroup), or
+   * divided between its processes where no cgroup can be used (`perProcessShare`). Each process
+   * also has it as RLIMIT_AS. CPython starts in 16 MiB of address space; 512 MiB leaves room.
+   */
   memoryBytes: 512 * MiB,
   /** RLIMIT_NPROC for the run's own processes and threads (the sandbox's init is not counted). */
   processes: 32,
@@ -41,6 +45,34 @@ export const SandboxLimitsSchema = z.object({
   openFiles: positiveInt("limits.openFiles").min(4, "limits.openFiles must be at least 4 (stdio + one)"),
   outputBytes: positiveInt("limits.outputBytes"),
 });
+
+/**
+ * The address space each process gets where no cgroup bounds the run as a whole: at least this
+ * much, so that a program that forks or starts threads still has room to work.
+ */
+export const MIN_PROCESS_SHARE_BYTES = 96 * MiB;
+/** Less than this left for processes (after the tmpfs) is refused: CPython needs 16 MiB to start. */
+const MIN_PROCESS_BUDGET_BYTES = 16 * MiB;
+
+/**
+ * Without a cgroup, RLIMIT_AS and RLIMIT_NPROC are the only bounds, and both are per process: with
+ * the defaults a run could hold 32 × 512 MiB. So the budget is divided instead: what the tmpfs
+ * (`fixedBytes`: /work and /dev/shm) leaves is shared by at most `floor(left / 96 MiB)` processes
+ * and threads, each with an equal share as its address space, and their sum cannot exceed
+ * `memoryBytes`. The cost: with the defaults 4 processes/threads of 120 MiB instead of 32 of 512 MiB
+ * (address space, which counts shared libraries and thread stacks in full, so it overstates RSS).
+ */
+export function perProcessShare(limits: SandboxLimits, fixedBytes: number): SandboxLimits {
+  const budget = limits.memoryBytes - fixedBytes;
+  if (budget < MIN_PROCESS_BUDGET_BYTES)
+    throw new Error(
+      `sandbox: limits.memoryBytes (${limits.memoryBytes} bytes) leaves ${budget} bytes for processes after ` +
+        `the run's tmpfs (${fixedBytes} bytes); without a cgroup the run needs at least ${MIN_PROCESS_BUDGET_BYTES} ` +
+        "(raise memoryBytes or lower fileBytes)",
+    );
+  const processes = Math.max(1, Math.min(limits.processes, Math.floor(budget / MIN_PROCESS_SHARE_BYTES)));
+  return { ...limits, processes, memoryBytes: Math.floor(budget / processes) };
+}
 
 /**
  * A file name inside the private working directory: relative, no `..`, no empty segments.

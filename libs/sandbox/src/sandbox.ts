@@ -13,9 +13,21 @@ import { dirname, join } from "node:path";
 import pLimit, { type LimitFunction } from "p-limit";
 import { z } from "zod";
 import { type BubblewrapTools, bubblewrapCommand, SANDBOX_WORKDIR } from "./bubblewrap.ts";
-import { cgroupParentProblem, RunCgroup } from "./cgroup.ts";
+import {
+  cgroupParentProblem,
+  describeCgroupParent,
+  findRunCgroupParent,
+  RunCgroup,
+  type RunCgroupParent,
+} from "./cgroup.ts";
 import { findPython, type PythonInstall, which } from "./host.ts";
-import { defaultLimits, PROGRAM_FILE, resolveRequest, SandboxLimitsSchema } from "./limits.ts";
+import {
+  defaultLimits,
+  PROGRAM_FILE,
+  perProcessShare,
+  resolveRequest,
+  SandboxLimitsSchema,
+} from "./limits.ts";
 import { type ProcessOutcome, type StartedProcess, startProcess } from "./run-process.ts";
 import { seccompFilter } from "./seccomp.ts";
 import { classifyRun, decodeShellStyleExit } from "./status.ts";
@@ -37,11 +49,14 @@ export const SandboxOptionsSchema = z.object({
   /** Host uid/gid to drop to before bwrap when running as root. Default 65534 (nobody). */
   rootDropsTo: z.object({ uid: z.number().int(), gid: z.number().int() }).default({ uid: 65534, gid: 65534 }),
   /**
-   * A delegated cgroup v2 directory (memory and pids enabled in its `cgroup.subtree_control`,
-   * writable) to give each run its own cgroup in: memory.max, pids.max, cgroup.kill. Default
-   * `$TROUPE_SANDBOX_CGROUP`, else none (README, "Teardown").
+   * Where each run gets its own cgroup (one memory budget for all its processes; README, "Memory
+   * of a run"). Default `$TROUPE_SANDBOX_CGROUP`, else found: this process's own cgroup v2 when
+   * delegated, else its cgroup v1 `memory` (+ `pids`); where neither can be used, the budget is
+   * divided between processes. A directory: a delegated cgroup v2 directory (`memory` and `pids`
+   * in its `cgroup.subtree_control`, writable), refused when unusable. `false` (or the variable set
+   * to `off`): no cgroup, the budget divided between processes.
    */
-  cgroup: z.string().optional(),
+  cgroup: z.union([z.string().min(1, "cgroup must be a directory or false"), z.literal(false)]).optional(),
 });
 export type SandboxOptions = z.input<typeof SandboxOptionsSchema>;
 
@@ -83,8 +98,8 @@ type Backend =
       readonly kind: "bubblewrap";
       readonly tools: BubblewrapTools;
       readonly hardening: Hardening;
-      /** Directory for the runs' cgroups (`cgroup.ts`), or null. */
-      readonly cgroupParent: string | null;
+      /** Where the runs' cgroups are made (`cgroup.ts`); null: the budget divided between processes. */
+      readonly cgroupParent: RunCgroupParent | null;
     }
   | { readonly kind: "unsafe-rlimits"; readonly reason: string };
 
@@ -100,6 +115,13 @@ export class Sandbox implements ConnectedRunner {
   ) {
     this.pool = pLimit(concurrency);
     this.isolation = backend.kind;
+  }
+
+  /** What bounds the memory of a run as a whole: `cgroup v1 (…)`, `cgroup v2 (…)` or the division. */
+  get memoryBound(): string {
+    return this.backend.kind === "bubblewrap" && this.backend.cgroupParent !== null
+      ? describeCgroupParent(this.backend.cgroupParent)
+      : "per-process share (RLIMIT_AS × RLIMIT_NPROC ≤ memoryBytes)";
   }
 
   /** Why bubblewrap was not used (only for `unsafe-rlimits` sandboxes). */
@@ -202,29 +224,30 @@ export class Sandbox implements ConnectedRunner {
     const infoFd = hardening.teardown ? firstFileFd + fdInputs.length : null;
     const tmpfsBytes = request.limits.fileBytes + inputBytes;
     const shmBytes = request.limits.fileBytes;
-    // One memory budget for the whole run: a process's address space plus both tmpfs, whose pages
-    // are charged to the cgroup. +3 tasks: timeout, bwrap's monitor and bwrap's init.
+    // One memory budget for the whole run. With a cgroup: every process, both tmpfs and the page
+    // cache together under memoryBytes (+3 tasks: timeout, bwrap's monitor and bwrap's init).
+    // Without: each process gets its share of what the tmpfs leave (`perProcessShare`).
     const cgroup =
       backend.cgroupParent === null
         ? null
         : RunCgroup.create(backend.cgroupParent, {
-            memoryBytes: request.limits.memoryBytes + tmpfsBytes + shmBytes,
+            memoryBytes: request.limits.memoryBytes,
             tasks: request.limits.processes + 3,
           });
     const [command, ...args] = bubblewrapCommand({
       tools,
-      limits: request.limits,
+      limits: cgroup === null ? perProcessShare(request.limits, tmpfsBytes + shmBytes) : request.limits,
       tmpfsBytes,
       shmBytes,
       files: files.map(([name]) => name),
       firstFileFd,
       seccompFd,
       infoFd,
-      cgroupProcs: cgroup?.procsFile ?? null,
+      cgroupProcs: cgroup?.procsFiles ?? [],
       env: programEnv(SANDBOX_WORKDIR),
       argv,
     });
-    return startProcess({
+    const started = startProcess({
       command: command!,
       args,
       env: { PATH: "/usr/bin:/bin" },
@@ -246,6 +269,17 @@ export class Sandbox implements ConnectedRunner {
               if (hardening.teardown) await endNamespace(report);
             },
     });
+    if (cgroup?.watchesOom) {
+      // cgroup v1 OOM-kills one process and lets the rest go on; the run ends at the first kill.
+      const watch = setInterval(() => {
+        if (cgroup.oomKills() > 0) {
+          clearInterval(watch);
+          cgroup.killAll();
+        }
+      }, OOM_POLL_MS);
+      void started.outcome.finally(() => clearInterval(watch)).catch(() => {});
+    }
+    return started;
   }
 
   private async startUnsafe(
@@ -266,7 +300,7 @@ export class Sandbox implements ConnectedRunner {
         timeout === null ? [] : [timeout, "-s", "KILL", `${Math.ceil(request.limits.wallMs / 1000) + 2}s`];
       const [command, ...args] = [
         ...backstop,
-        ...launcherArgs(this.python.executable, request.limits),
+        ...launcherArgs(this.python.executable, perProcessShare(request.limits, 0)),
         ...argv,
       ];
       const process = startProcess({
@@ -360,6 +394,9 @@ function survivorsError(survivors: readonly number[]): Error {
   );
 }
 
+/** How often a run under cgroup v1 looks for an OOM kill (one small file read). */
+const OOM_POLL_MS = 25;
+
 /** How long a connected run may take to exit after its channel closed, before it is killed. */
 const CONNECTED_EXIT_GRACE_MS = 300;
 
@@ -425,8 +462,9 @@ export async function createSandbox(
   const python = findPython(parsed.python);
   const tools = findBubblewrapTools(python, parsed.rootDropsTo, parsed.bwrap);
   const hardening = typeof tools === "string" ? tools : await loadHardening(internal);
-  const cgroupParent = parsed.cgroup ?? (process.env.TROUPE_SANDBOX_CGROUP || null);
-  const cgroupProblem = cgroupParent === null ? null : cgroupParentProblem(cgroupParent);
+  const { cgroupParent, cgroupProblem } = runCgroupParent(
+    parsed.cgroup ?? (process.env.TROUPE_SANDBOX_CGROUP || undefined),
+  );
   let reason: string;
   if (typeof tools === "string") {
     reason = tools;
@@ -457,4 +495,24 @@ export async function createSandbox(
   }
   if (!parsed.unsafe) throw new SandboxUnavailableError(reason);
   return new Sandbox({ kind: "unsafe-rlimits", reason }, python, limits, concurrency);
+}
+
+/**
+ * The parent of the runs' cgroups: a named cgroup v2 directory (refused with the reason when it
+ * cannot be used), none (`false`, `off`), or the one this process can use, found; where none can
+ * be found the runs divide their budget between processes instead.
+ */
+function runCgroupParent(setting: string | false | undefined): {
+  cgroupParent: RunCgroupParent | null;
+  cgroupProblem: string | null;
+} {
+  if (setting === false || setting === "off") return { cgroupParent: null, cgroupProblem: null };
+  if (setting !== undefined) {
+    const problem = cgroupParentProblem(setting);
+    return problem === null
+      ? { cgroupParent: { version: 2, dir: setting }, cgroupProblem: null }
+      : { cgroupParent: null, cgroupProblem: problem };
+  }
+  const found = process.platform === "linux" ? findRunCgroupParent() : "not Linux";
+  return { cgroupParent: typeof found === "string" ? null : found, cgroupProblem: null };
 }
