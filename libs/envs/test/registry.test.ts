@@ -44,6 +44,7 @@ describe("options", () => {
       test: "coophumaneval",
       perTestTimeoutMs: 3000,
       wallMs: 10_000,
+      reward: "strict",
     });
     expect(environmentOptions("math", {})).toEqual({
       maxTurns: 3,
@@ -93,7 +94,7 @@ describe("tasks and teams", () => {
     const coding = createEnvironment("coding", { runner: sandbox });
     expect(coding.generateTasks("test", 1000, 0)).toHaveLength(82); // CoopHumanEval
     const train = coding.generateTasks("train", 100_000, 0).map((t) => t.id);
-    expect(train.filter((id) => id.startsWith("mbpp/"))).toHaveLength(974);
+    expect(train.filter((id) => id.startsWith("mbpp/"))).toHaveLength(970); // MBPP less the four tasks no solution can pass (MBPP_DROPPED)
     const halves = createEnvironment("coding", { runner: sandbox, roles: "coder-tester", test: "humaneval" });
     const test = new Set(halves.generateTasks("test", 1000, 0).map((t) => t.id));
     expect(train.filter((id) => test.has(id))).toEqual([]);

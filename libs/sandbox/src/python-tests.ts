@@ -15,10 +15,13 @@
  *   by the checker into fresh builtins: an object with a rigged `__eq__`, a patched `isinstance`
  *   or builtin, a frame or `gc` trick — none of it can cross, because only data crosses.
  *
- * We (Node) relay between the two: the checker's `C` lines go to the program, the program's lines
- * go back prefixed with `P `, and the checker's verdicts (`R` lines) come to us on a channel the
- * program cannot reach. So printed "PASS" lines, forged protocol lines, `os._exit`, signals, forked
- * children that answer later: all of it can at most make the program's own calls fail.
+ * We (Node) relay between the two: the checker's `C` requests go to the program, the program's reply
+ * to the request out goes back prefixed with `P ` (its other lines are dropped; request ids are
+ * random, so nothing written before a request can answer it), and the checker's verdicts (`R`
+ * lines) come to us on a channel the program cannot reach. So printed "PASS" lines, forged
+ * protocol lines, floods (past `MAX_PROGRAM_CHANNEL_BYTES` the program is killed), `os._exit`,
+ * signals, forked children that answer later: all of it can at most make the program's own calls
+ * fail, and every line of the checker is read (see `relay`).
  *
  * Time: each statement has its own limit (SIGALRM in the checker); each forwarded call carries the
  * statement's remaining time and the program interrupts itself at it (an honest slow call answers
@@ -261,7 +264,6 @@ def _send(kind, message):
     write_all(_CHANNEL, (kind + " " + json.dumps(message) + "\n").encode("utf-8", "surrogatepass"))
 
 _buffer = bytearray()
-_next_id = 0
 _waiting = None  # id of a call the program has not answered yet
 _gone = None     # why the program can no longer answer, once it cannot
 _deadline = 0.0
@@ -294,14 +296,17 @@ def _await(ident, timeout=None):
             return reply
 
 def _request(message):
-    global _next_id, _waiting
+    global _waiting
     if _gone is not None:
         raise _NoResult(_gone)
-    _next_id += 1
-    message["id"] = _next_id
-    _waiting = _next_id
-    _send("C", message)
-    return _await(_next_id)
+    # Unguessable, so a line the program wrote before it read this request cannot answer it
+    # (a flood of answer-looking lines written in advance is garbage, whenever it arrives).
+    ident = os.urandom(8).hex()
+    message["id"] = ident
+    _waiting = ident
+    # The id also goes in front, where the relay reads it without parsing the arguments.
+    write_all(_CHANNEL, ("C %s %s\n" % (ident, json.dumps(message))).encode("utf-8", "surrogatepass"))
+    return _await(ident)
 
 def _after_timeout():
     """A statement timed out while a call was out: the program gets a grace to answer, or is gone."""
@@ -421,16 +426,30 @@ def _main():
             except BaseException:
                 reason = type(error).__name__
         _send("R", {"index": index, "passed": passed, "reason": reason.replace("\n", " ").strip()[:500]})
+    # We do not close the channel first: the relay, still writing to us, would get EPIPE and drop
+    # our last lines unread. "E" tells it we are done; it stops writing and closes, we exit.
+    _send("E", {})
+    try:
+        while os.read(_CHANNEL, 1 << 16):
+            pass
+    except OSError:
+        pass
 
 _main()
 `;
 
 /** Seconds a program gets, after its statement timed out, to answer the call it was working on. */
 const GRACE_SECONDS = 0.5;
-/** Longest line either side may send; a longer one ends that side (the program: its calls fail). */
-const MAX_LINE_BYTES = 32 * 1024 * 1024;
-/** Most bytes either side may send in one run, lines and garbage together. */
-const MAX_CHANNEL_BYTES = 256 * 1024 * 1024;
+/**
+ * Most bytes the program may write on its channel in one run, replies and garbage together (a
+ * reply of plain data for a test is a few KB). Past it, the program floods: it is killed, and every
+ * statement that still needs it fails with `no result (the program ended: killed: it wrote more
+ * than 4 MiB on its channel)`.
+ */
+export const MAX_PROGRAM_CHANNEL_BYTES = 4 * 1024 * 1024;
+const FLOODED = `killed: it wrote more than ${MAX_PROGRAM_CHANNEL_BYTES / 1024 / 1024} MiB on its channel`;
+/** Most bytes the checker may send in one run (its requests carry the tests' arguments). */
+const MAX_CHECKER_CHANNEL_BYTES = 256 * 1024 * 1024;
 
 const identifier = z.string().regex(/^[A-Za-z_]\w*$/, "must be a Python identifier");
 
@@ -506,35 +525,36 @@ const VerdictSchema = z.object({ index: z.number().int().min(0), passed: z.boole
 const AnnounceSchema = z.object({ count: z.number().int().min(0), prepared: z.unknown() });
 
 /**
- * Splits a byte stream into lines. A line longer than `MAX_LINE_BYTES`, or more than
- * `MAX_CHANNEL_BYTES` in all, calls `tooLong` once and stops reading: we buffer what one side
- * sends until the other reads it, so a flood must end the side that floods.
+ * Splits a byte stream into lines. The first `maxBytes` bytes are read, exactly (chunk boundaries
+ * vary from run to run, the cut must not); then `tooMuch` is called once and the rest is dropped:
+ * whatever we read we hold in memory, so a side that floods must end.
  */
-function lineReader(onLine: (line: string) => void, tooLong: () => void): (chunk: Buffer) => void {
+function lineReader(
+  maxBytes: number,
+  onLine: (line: string) => void,
+  tooMuch: () => void,
+): (chunk: Buffer) => void {
   const decoder = new StringDecoder("utf8");
   let parts: string[] = [];
-  let partial = 0;
-  let total = 0;
-  let stopped = false;
+  let room = maxBytes;
   return (chunk) => {
-    if (stopped) return;
-    total += chunk.length;
-    let text = decoder.write(chunk);
+    if (room < 0) return;
+    const over = chunk.length > room;
+    let text = decoder.write(over ? chunk.subarray(0, room) : chunk);
+    room = over ? -1 : room - chunk.length;
     // Only the new text is searched for newlines, so a long line costs linear time.
     let end = text.indexOf("\n");
     while (end >= 0) {
       parts.push(text.slice(0, end));
       onLine(parts.join(""));
       parts = [];
-      partial = 0;
       text = text.slice(end + 1);
       end = text.indexOf("\n");
     }
     parts.push(text);
-    partial += text.length;
-    if (partial > MAX_LINE_BYTES || total > MAX_CHANNEL_BYTES) {
-      stopped = true;
-      tooLong();
+    if (over) {
+      parts = [];
+      tooMuch();
     }
   };
 }
@@ -554,38 +574,79 @@ interface Conversation {
   readonly verdicts: Map<number, TestOutcome>;
 }
 
-/** Relays between the checker and the program and collects the checker's verdicts. */
+/**
+ * Relays between the checker and the program and collects the checker's verdicts.
+ *
+ * The checker's lines must all be read, whatever the program does. A write to a socket whose
+ * process has exited fails with EPIPE and Node then destroys the socket, dropping what it had not
+ * read yet: the checker's last verdicts (once, with a flood keeping us busy, all of them and its
+ * `A` line). So we only ever write to the checker while it waits for us: the reply to the request
+ * it has out (the program's other lines are dropped here), or `N` when the program ends before the
+ * wall limit. The checker ends with `E` and then reads until we close its channel; after `E` we
+ * write nothing more.
+ */
 async function relay(checker: LiveRun, program: LiveRun): Promise<Conversation> {
   const state: Conversation = { count: null, verdicts: new Map() };
+  let waitingFor: string | null = null; // id of the checker's request the program has not answered
+  let checkerEnded = false;
+  let flooded = false;
+  const toChecker = (line: string) => {
+    if (!checkerEnded) checker.send(line);
+  };
   program.onData(
     lineReader(
-      (line) => checker.send(`P ${line}\n`),
-      () => program.kill(),
+      MAX_PROGRAM_CHANNEL_BYTES,
+      (line) => {
+        if (waitingFor === null || !line.includes(waitingFor)) return; // cheap test first: floods come here
+        const reply = parseJson(line);
+        if (typeof reply === "object" && reply !== null && (reply as { id?: unknown }).id === waitingFor) {
+          waitingFor = null;
+          toChecker(`P ${line}\n`);
+        }
+      },
+      () => {
+        flooded = true;
+        program.kill();
+      },
     ),
   );
   checker.onData(
     lineReader(
+      MAX_CHECKER_CHANNEL_BYTES,
       (line) => {
-        const kind = line.slice(0, 2);
-        const body = line.slice(2);
-        if (kind === "C ") program.send(`${body}\n`);
-        else if (kind === "K " || line === "K") program.kill();
-        else if (kind === "R ") {
+        const space = line.indexOf(" ");
+        const kind = space < 0 ? line : line.slice(0, space);
+        const body = space < 0 ? "" : line.slice(space + 1);
+        if (kind === "C") {
+          const idEnd = body.indexOf(" ");
+          waitingFor = body.slice(0, idEnd);
+          program.send(`${body.slice(idEnd + 1)}\n`);
+        } else if (kind === "K") {
+          waitingFor = null;
+          program.kill();
+        } else if (kind === "R") {
           const verdict = VerdictSchema.safeParse(parseJson(body));
           if (verdict.success && !state.verdicts.has(verdict.data.index))
             state.verdicts.set(verdict.data.index, verdict.data);
-        } else if (kind === "A " && state.count === null) {
+        } else if (kind === "A" && state.count === null) {
           const announce = AnnounceSchema.safeParse(parseJson(body));
           if (announce.success) {
             state.count = announce.data.count;
             state.prepared = announce.data.prepared;
           }
+        } else if (kind === "E") {
+          checkerEnded = true;
+          checker.end();
         }
       },
       () => checker.kill(),
     ),
   );
-  void program.done.then((result) => checker.send(`N ${JSON.stringify({ gone: result.status })}\n`));
+  void program.done.then((result) => {
+    // At the wall limit the checker is being killed too: nothing to tell it, and a write could fail.
+    if (result.status !== "timeout")
+      toChecker(`N ${JSON.stringify({ gone: flooded ? FLOODED : result.status })}\n`);
+  });
   await checker.done;
   return state;
 }
@@ -630,7 +691,8 @@ export async function runPythonWithTests(
     ([checker, program]) => relay(checker!, program!),
   );
   const [checkerRun, programRun] = results as [RunResult, RunResult];
-  const total = value.count ?? request.tests?.length ?? 0;
+  // The count comes from the trusted side only: the request, or the checker's `prepare`.
+  const total = request.tests?.length ?? value.count ?? 0;
   const missing: RunStatus = checkerRun.status === "ok" ? programRun.status : checkerRun.status;
   const tests = Array.from(
     { length: total },

@@ -2,7 +2,9 @@
  * Helper + main (CoMLRL MAGRPO code generation): two agents solve one HumanEval problem
  * together, in parallel. The helper writes a function `aux(...)`; main writes the entry-point
  * function and may call `aux`. Neither sees the other's code on the first turn. The team is
- * scored with CoMLRL's tiered reward (aux-main-reward.ts). With `maxTurns > 1`, a failed attempt
+ * scored with CoMLRL's tiered reward (aux-main-reward.ts): under `reward: "strict"` (the default)
+ * the collaboration tiers need every test to pass and `aux`'s work to reach main's return value
+ * when run; `reward: "paper"` is CoMLRL's reward as published. With `maxTurns > 1`, a failed attempt
  * is followed by another turn in which each agent sees both codes and the feedback transition's
  * message (execution diagnostics by default).
  *
@@ -15,18 +17,18 @@ import { checkMaxTurns, type TurnState, textEnvironment } from "../text-env.ts";
 import { AUX_MAIN_REWARD_TIERS, type AuxMainRewardBreakdown, auxMainReward } from "./aux-main-reward.ts";
 import type { CodingProblem } from "./dataset.ts";
 import { extractCode } from "./extract.ts";
-import { type CodingEnvOptions, diagnosticsFeedback } from "./feedback.ts";
+import { type CodingEnvOptions, checkReward, diagnosticsFeedback } from "./feedback.ts";
 import { runTests, type TestReport, type TestSummary, testSummary } from "./harness.ts";
 
 export const AUX_MAIN_AGENTS = ["helper", "main"] as const;
 
 /**
  * `maxTurns`: turns per episode (default 1: CoMLRL's setup is single-turn). `feedback`: default
- * execution diagnostics without the hidden asserts.
+ * execution diagnostics without the hidden asserts. `reward`: `strict` (default) or `paper`.
  */
 export type AuxMainEnvOptions = CodingEnvOptions;
 
-export const defaultAuxMainOptions = { maxTurns: 1 } as const;
+export const defaultAuxMainOptions = { maxTurns: 1, reward: "strict" } as const;
 
 export interface AuxMainAttempt {
   readonly aux: string;
@@ -72,6 +74,7 @@ export function auxMainProgram(problem: CodingProblem, aux: string, main: string
 export function auxMainEnv(options: AuxMainEnvOptions): Environment<AuxMainState, CodingProblem> {
   const maxTurns = checkMaxTurns("auxMainEnv", options.maxTurns ?? defaultAuxMainOptions.maxTurns);
   const feedback = options.feedback ?? diagnosticsFeedback();
+  const rewardKind = checkReward("auxMainEnv", options.reward ?? defaultAuxMainOptions.reward);
   return textEnvironment<AuxMainState, CodingProblem>({
     name: "humaneval-aux-main",
     agents: AUX_MAIN_AGENTS,
@@ -107,10 +110,12 @@ export function auxMainEnv(options: AuxMainEnvOptions): Environment<AuxMainState
             { label: "aux", code: aux, name: "aux" },
             { label: "main", code: main, name: p.entryPoint, callee: "aux" },
           ],
+          // strict: does aux's work reach main's return value when the tests run?
+          ...(rewardKind === "strict" ? { dependence: { callee: "aux" } } : {}),
         },
         options.harness,
       );
-      const reward = auxMainReward(report);
+      const reward = auxMainReward(report, rewardKind);
       const success = isAllPassed(report);
       const turn = state.turn + 1;
       const done = success || turn >= state.maxTurns;

@@ -17,7 +17,20 @@
  * one `return <expr calling aux>`, or `v = aux(...)` then `return v`. These are judged with
  * Python's `ast` (CoMLRL uses regular expressions; `ast` gives the same answers on well-formed
  * code and no false matches inside strings or comments).
+ *
+ * That is the `paper` reward. It pays for collaboration that solves nothing: the 3b–3d gate is one
+ * passing assert (a constant `False` passes an assert of 55 of HumanEval's 164 problems) and a call
+ * to `aux` anywhere in main's text (`if False: aux(0)`, a result never used). The `strict` reward
+ * (the environments' default) keeps tiers 1–3 and opens 3b–3d only when
+ * - every hidden test passes: collaboration is paid for a solution, not for a try (a share would
+ *   let a constant answer through again; the tests tier still rewards partial progress), and
+ * - `aux`'s work reaches main's return value when the tests run (`TestReport.calleeMatters`, the
+ *   harness's `dependence` question: replacing `aux` by a stand-in that returns its first argument
+ *   changes main's result on at least one test call). Dead code, unused results and an identity
+ *   helper threaded through the return change nothing.
+ * The wrapper (3c) and thrown-away-result (3d) checks stay static, as in `paper`.
  */
+import type { CodingReward } from "./feedback.ts";
 import type { FunctionReport, TestReport } from "./harness.ts";
 
 export const AUX_MAIN_REWARD_TIERS = {
@@ -42,13 +55,18 @@ export interface AuxMainRewardBreakdown {
   readonly total: number;
   /** The tier whose gate failed, if any. */
   readonly stoppedAt?: "structure" | "syntax";
+  /** `strict` only: why the collaboration tiers (3b–3d) were withheld from a team that calls `aux`. */
+  readonly withheld?: "not every test passes" | "aux's result does not reach main's return value";
 }
 
 /**
  * The reward from a harness report whose `functions` hold the `aux` query (label "aux") and the
- * main query (label "main", callee "aux").
+ * main query (label "main", callee "aux"); `strict` also needs the run's `dependence` answer
+ * (`calleeMatters`, asked with `dependence: { callee: "aux" }`).
  */
-export function auxMainReward(report: TestReport): AuxMainRewardBreakdown {
+export function auxMainReward(report: TestReport, reward: CodingReward): AuxMainRewardBreakdown {
+  if (reward === "strict" && report.calleeMatters === undefined)
+    throw new Error('auxMainReward: the strict reward needs a run that asked dependence: { callee: "aux" }');
   const T = AUX_MAIN_REWARD_TIERS;
   const aux = findFunction(report, "aux");
   const main = findFunction(report, "main");
@@ -61,9 +79,10 @@ export function auxMainReward(report: TestReport): AuxMainRewardBreakdown {
     notWrapper: 0,
     ignoredAuxResult: 0,
   };
+  let withheld: AuxMainRewardBreakdown["withheld"];
   const done = (stoppedAt?: AuxMainRewardBreakdown["stoppedAt"]): AuxMainRewardBreakdown => {
     const total = Object.values(parts).reduce((a, b) => a + b, 0);
-    return { ...parts, total, ...(stoppedAt ? { stoppedAt } : {}) };
+    return { ...parts, total, ...(stoppedAt ? { stoppedAt } : {}), ...(withheld ? { withheld } : {}) };
   };
   if (aux.defined && aux.hasReturn) parts.auxDefined = T.auxDefined;
   if (!(main.defined && main.hasReturn)) return done("structure");
@@ -72,6 +91,12 @@ export function auxMainReward(report: TestReport): AuxMainRewardBreakdown {
   parts.syntax = T.syntax;
   if (report.total > 0) parts.tests = (T.tests * report.passed) / report.total;
   if (report.passed > 0 && aux.defined && main.callsCallee) {
+    if (reward === "strict") {
+      if (report.passed < report.total || report.harnessError !== undefined)
+        withheld = "not every test passes";
+      else if (!report.calleeMatters) withheld = "aux's result does not reach main's return value";
+      if (withheld) return done();
+    }
     parts.auxUsed = T.auxUsed;
     if (!main.isWrapper) parts.notWrapper = T.notWrapper;
     if (main.ignoredCalleeCalls > 0) parts.ignoredAuxResult = T.ignoredAuxResult;

@@ -9,20 +9,36 @@
  * |-------------------|---------------------------------------------------------------------------------------|
  * | team (per step)   | 1 on the step the episode ends if the code passes every hidden (dataset) test, else 0 |
  * | coder (local)     | fraction of hidden tests its code passes (on steps where the coder acted)             |
- * | tester (local)    | 0.5 · validity + 0.5 · discrimination (on steps where the tester acted)               |
+ * | tester (local)    | on steps where the tester acted: `strict` validity · discrimination; `paper` 0.5 · validity + 0.5 · discrimination |
  *
- * validity = fraction of the tester's asserts the canonical solution passes;
- * discrimination = fraction of known-wrong programs its tests reject (fail at least one assert).
- * The known-wrong programs are a stub returning `None`, plus the coder's current code when it
- * fails a hidden test. success = the code passes every hidden test.
+ * validity = fraction of the tester's asserts the canonical solution passes. success = the code
+ * passes every hidden test.
+ * - `paper` (Stronger-MAS): discrimination = fraction of known-wrong programs its tests reject
+ *   (fail at least one assert): a stub returning `None`, plus the coder's current code when it
+ *   fails a hidden test. A tester that writes `assert f(<example>) is not None` earns ~1.
+ * - `strict` (the default): the wrong programs are the reference's mutants (mutants.ts: the stub,
+ *   constant returns, off-by-one, dropped branches; only those the hidden tests tell from the
+ *   reference), plus the coder's failing code as above; a program is rejected only by an assert
+ *   the reference passes (an assert that fails everywhere proves nothing). So `is not None`
+ *   earns the stub's share only (1 / the number of mutants), and a wrong assert costs its share
+ *   of validity.
  */
 import type { AgentId, Environment } from "@troupe/core";
 import { checkMaxTurns, type TurnState, textEnvironment } from "../text-env.ts";
 import { isAllPassed } from "./aux-main-env.ts";
 import type { CodingProblem } from "./dataset.ts";
 import { extractCode } from "./extract.ts";
-import { type CodingEnvOptions, diagnosticsFeedback } from "./feedback.ts";
-import { passFraction, runTests, type TestReport, type TestSummary, testSummary } from "./harness.ts";
+import { type CodingEnvOptions, checkReward, diagnosticsFeedback } from "./feedback.ts";
+import {
+  defaultHarnessOptions,
+  passFraction,
+  runTests,
+  type TestCaseResult,
+  type TestReport,
+  type TestSummary,
+  testSummary,
+} from "./harness.ts";
+import { mutantCache, referenceProgram } from "./mutants.ts";
 
 export const CODER_TESTER_AGENTS = ["coder", "tester"] as const;
 
@@ -35,10 +51,47 @@ export const CODER_TESTER_REWARDS = {
 /**
  * `maxTurns`: the coder's attempts per episode (default 3). `feedback`: what agents read about the
  * code-vs-generated-tests run; default diagnostics including the (teammate-written) asserts.
+ * `reward`: the tester's reward, `strict` (default) or `paper`.
  */
 export type CoderTesterEnvOptions = CodingEnvOptions;
 
-export const defaultCoderTesterOptions = { maxTurns: 3 } as const;
+export const defaultCoderTesterOptions = { maxTurns: 3, reward: "strict" } as const;
+
+export interface StrictTesterReward {
+  /** Fraction of the tester's asserts the reference passes. */
+  readonly validity: number;
+  /** Fraction of the wrong programs rejected. */
+  readonly discrimination: number;
+  /** How many wrong programs the tests ran against. */
+  readonly wrongPrograms: number;
+  readonly rejected: number;
+  /** validity · discrimination. */
+  readonly reward: number;
+}
+
+/**
+ * The tester's `strict` reward from the run of its tests against the reference program with the
+ * mutants as `variants`, plus other wrong programs' outcomes (the coder's failing code). A wrong
+ * program is rejected when an assert the reference passes fails on it; an assert the program could
+ * no longer answer (`noResult`: an earlier one killed it) rejects nothing. 0 without wrong programs.
+ */
+export function strictTesterReward(
+  reference: TestReport,
+  otherWrong: readonly (readonly TestCaseResult[])[] = [],
+): StrictTesterReward {
+  const valid = reference.tests.map((t) => t.passed);
+  const wrong = [...(reference.variants ?? []).map((v) => v.tests), ...otherWrong];
+  const rejected = wrong.filter((cases) => cases.some((c, i) => valid[i] && !c.passed && !c.noResult)).length;
+  const validity = passFraction(reference);
+  const discrimination = wrong.length > 0 ? rejected / wrong.length : 0;
+  return {
+    validity,
+    discrimination,
+    wrongPrograms: wrong.length,
+    rejected,
+    reward: validity * discrimination,
+  };
+}
 
 /** `turn` counts the coder's attempts. */
 export interface CoderTesterState extends TurnState<CodingProblem> {
@@ -61,7 +114,7 @@ export function coderProgram(problem: CodingProblem, code: string): string {
 }
 
 export function canonicalProgram(problem: CodingProblem): string {
-  return `${problem.prompt}${problem.canonicalSolution}\n`;
+  return referenceProgram(problem);
 }
 
 function instructions(agent: AgentId, p: CodingProblem): string {
@@ -81,6 +134,8 @@ function instructions(agent: AgentId, p: CodingProblem): string {
 export function coderTesterEnv(options: CoderTesterEnvOptions): Environment<CoderTesterState, CodingProblem> {
   const maxTurns = checkMaxTurns("coderTesterEnv", options.maxTurns ?? defaultCoderTesterOptions.maxTurns);
   const feedback = options.feedback ?? diagnosticsFeedback({ revealTests: true });
+  const strict =
+    checkReward("coderTesterEnv", options.reward ?? defaultCoderTesterOptions.reward) === "strict";
   // The prompt is trusted: its helpers run in the checker, whatever the coder redefines.
   const run = (program: string, tests: string, style: "check" | "asserts", problem: CodingProblem) =>
     runTests(
@@ -88,6 +143,26 @@ export function coderTesterEnv(options: CoderTesterEnvOptions): Environment<Code
       { program, tests, style, entryPoint: problem.entryPoint, trusted: problem.prompt },
       options.harness,
     );
+  // strict: the tester's asserts against the reference and all its mutants, in one run. Each
+  // mutant is another pass over the asserts, so the run gets twice the usual wall clock; passes
+  // it does not reach reject nothing.
+  const mutantsOf = mutantCache(options.runner, options.harness);
+  const runAgainstMutants = async (tests: string, problem: CodingProblem) => {
+    const set = await mutantsOf(problem);
+    const wallMs = 2 * (options.harness?.wallMs ?? defaultHarnessOptions.wallMs);
+    return runTests(
+      options.runner,
+      {
+        program: set.program,
+        tests,
+        style: "asserts",
+        entryPoint: problem.entryPoint,
+        trusted: problem.prompt,
+        variants: set.mutants.map((m) => m.name),
+      },
+      { ...options.harness, wallMs },
+    );
+  };
   return textEnvironment<CoderTesterState, CodingProblem>({
     name: "humaneval-coder-tester",
     agents: CODER_TESTER_AGENTS,
@@ -122,11 +197,13 @@ export function coderTesterEnv(options: CoderTesterEnvOptions): Environment<Code
       const code = coderActed ? extractCode(actions.coder!) : state.code;
       const tests = testerActed ? extractCode(actions.tester!) : state.tests;
 
-      const [hiddenReport, generatedReport, canonicalReport, stubReport] = await Promise.all([
+      const judgeTests = testerActed && tests !== null;
+      const [hiddenReport, generatedReport, canonicalReport, stubReport, mutantReport] = await Promise.all([
         coderActed && code !== null ? run(coderProgram(p, code), p.test, "check", p) : undefined,
         code !== null && tests !== null ? run(coderProgram(p, code), tests, "asserts", p) : undefined,
-        testerActed && tests !== null ? run(canonicalProgram(p), tests, "asserts", p) : undefined,
-        testerActed && tests !== null ? run(stubProgram(p), tests, "asserts", p) : undefined,
+        judgeTests && !strict ? run(canonicalProgram(p), tests, "asserts", p) : undefined,
+        judgeTests && !strict ? run(stubProgram(p), tests, "asserts", p) : undefined,
+        judgeTests && strict ? runAgainstMutants(tests, p) : undefined,
       ]);
       const hidden = hiddenReport ? testSummary(hiddenReport) : state.hidden;
       const generated = generatedReport ? testSummary(generatedReport) : null;
@@ -134,8 +211,13 @@ export function coderTesterEnv(options: CoderTesterEnvOptions): Environment<Code
 
       const localRewards: Record<AgentId, number> = {};
       if (coderActed) localRewards.coder = hidden ? passFraction(hidden) : 0;
-      let testerParts: { validity: number; discrimination: number } | undefined;
-      if (testerActed && canonicalReport && stubReport) {
+      let testerParts: { validity: number; discrimination: number } | StrictTesterReward | undefined;
+      if (mutantReport) {
+        const coderFails = generatedReport && !hiddenAllPassed ? [generatedReport.tests] : [];
+        const strictParts = strictTesterReward(mutantReport, coderFails);
+        testerParts = strictParts;
+        localRewards.tester = strictParts.reward;
+      } else if (canonicalReport && stubReport) {
         const validity = passFraction(canonicalReport);
         const rejections = [rejects(stubReport)];
         if (generatedReport && !hiddenAllPassed) rejections.push(rejects(generatedReport));
@@ -170,7 +252,7 @@ export function coderTesterEnv(options: CoderTesterEnvOptions): Environment<Code
         localRewards,
         done,
         success,
-        info: { hidden, generated, tester: testerParts, generatedReport, hiddenReport },
+        info: { hidden, generated, tester: testerParts, generatedReport, hiddenReport, mutantReport },
       };
     },
   });

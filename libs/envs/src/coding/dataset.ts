@@ -1,7 +1,7 @@
 /**
  * HumanEval-format coding problems (task_id, prompt, canonical_solution, test, entry_point), as
  * in openai/human-eval. The shipped copy is `libs/envs/data/humaneval/HumanEval.jsonl.gz`
- * (MIT, see the LICENSE next to it).
+ * (MIT, see the LICENSE next to it); the loaders repair one broken test (`HUMANEVAL_TEST_REPAIRS`).
  */
 
 import { join } from "node:path";
@@ -40,6 +40,39 @@ export interface CodingProblem {
 
 export const DEFAULT_HUMANEVAL_PATH = join(DATA_DIR, "humaneval", "HumanEval.jsonl.gz");
 
+/**
+ * Text replacements in the tests of HumanEval problems that no solution could fail or pass as
+ * written (`data/humaneval/SOURCE.md` lists them). HumanEval/33 compares the candidate with
+ * `sort_third` itself in 3 of its 7 asserts, and `sort_third` is the candidate: any deterministic
+ * function passes them. They now compare with the canonical solution's values, written out.
+ * A row without the broken text (another copy, already fixed) is left as it is.
+ */
+export const HUMANEVAL_TEST_REPAIRS: Readonly<Record<string, readonly (readonly [string, string])[]>> = {
+  "HumanEval/33": [
+    ["tuple(sort_third([1, 2, 3]))", "tuple([1, 2, 3])"],
+    [
+      "tuple(sort_third([5, 3, -5, 2, -3, 3, 9, 0, 123, 1, -10]))",
+      "tuple([1, 3, -5, 2, -3, 3, 5, 0, 123, 9, -10])",
+    ],
+    [
+      "tuple(sort_third([5, 8, -12, 4, 23, 2, 3, 11, 12, -10]))",
+      "tuple([-10, 8, -12, 3, 23, 2, 4, 11, 12, 5])",
+    ],
+  ],
+};
+
+function humanEvalProblem(row: HumanEvalRow): CodingProblem {
+  let test = row.test;
+  for (const [broken, fixed] of HUMANEVAL_TEST_REPAIRS[row.task_id] ?? []) test = test.replace(broken, fixed);
+  return {
+    taskId: row.task_id,
+    prompt: row.prompt,
+    canonicalSolution: row.canonical_solution,
+    test,
+    entryPoint: row.entry_point,
+  };
+}
+
 /** Loads and validates HumanEval rows (JSONL or JSONL.gz, path or URL). Defaults to the shipped copy. */
 export async function loadHumanEval(source: DataSource = DEFAULT_HUMANEVAL_PATH): Promise<CodingProblem[]> {
   const rows = await loadJsonl(source, HumanEvalRowSchema, "task_id");
@@ -48,25 +81,13 @@ export async function loadHumanEval(source: DataSource = DEFAULT_HUMANEVAL_PATH)
     if (seen.has(row.task_id))
       throw new Error(`${String(source)}: row ${i + 1}: duplicate task_id "${row.task_id}"`);
     seen.add(row.task_id);
-    return {
-      taskId: row.task_id,
-      prompt: row.prompt,
-      canonicalSolution: row.canonical_solution,
-      test: row.test,
-      entryPoint: row.entry_point,
-    };
+    return humanEvalProblem(row);
   });
 }
 
 /** The shipped HumanEval, read synchronously (once per process), for the registry. */
 export function humanEvalProblems(): CodingProblem[] {
-  return loadJsonlSync(DEFAULT_HUMANEVAL_PATH, HumanEvalRowSchema, "task_id").map((row) => ({
-    taskId: row.task_id,
-    prompt: row.prompt,
-    canonicalSolution: row.canonical_solution,
-    test: row.test,
-    entryPoint: row.entry_point,
-  }));
+  return loadJsonlSync(DEFAULT_HUMANEVAL_PATH, HumanEvalRowSchema, "task_id").map(humanEvalProblem);
 }
 
 export interface CodingSplitOptions {

@@ -3,9 +3,13 @@
  * hidden tests in the sandbox.
  * - `roles: helper-main` (MAGRPO / CoMLRL): helper writes `aux`, main the entry point, in parallel;
  *   CoMLRL's tiered reward; with `maxTurns > 1` each later turn follows execution feedback.
+ *   `reward: strict` (default) pays the collaboration tiers only for a solution whose result
+ *   depends on `aux` when run; `reward: paper` is CoMLRL's reward as published.
  * - `roles: coder-tester` (Stronger-MAS / AT-GRPO): the tester writes asserts, the coder the
- *   function, in turn; success = every hidden test passes.
- * Training problems: HumanEval's train half (by a hash of the prompt) and MBPP (974). Evaluation:
+ *   function, in turn; success = every hidden test passes. `reward: strict` (default) measures the
+ *   tester's asserts against wrong programs derived from the reference; `paper` against a stub.
+ * Training problems: HumanEval's train half (by a hash of the prompt) and MBPP (970 of its 974:
+ * the four whose tests no solution can pass are left out, `MBPP_DROPPED`). Evaluation:
  * CoopHumanEval (82, the MAGRPO paper's set; helper-main only: it has no reference solutions, which
  * the tester's reward needs) or HumanEval's test half.
  */
@@ -23,7 +27,7 @@ import {
   codingTasks,
   humanEvalProblems,
 } from "./dataset.ts";
-import { diagnosticsFeedback, passFailFeedback, selfRevisionFeedback } from "./feedback.ts";
+import { CODING_REWARDS, diagnosticsFeedback, passFailFeedback, selfRevisionFeedback } from "./feedback.ts";
 import type { TestSummary } from "./harness.ts";
 import { coopHumanEvalProblems, mbppProblems } from "./mbpp.ts";
 
@@ -45,6 +49,8 @@ export const CodingOptionsSchema = z
     perTestTimeoutMs: z.number().int().min(100).max(60_000).default(3000),
     /** Wall-clock limit of one whole test run (program + every test), ms. */
     wallMs: z.number().int().min(500).max(120_000).default(10_000),
+    /** `strict`: collaboration and tests are paid for what they achieve when run; `paper`: the published rewards. */
+    reward: z.enum(CODING_REWARDS).default("strict"),
   })
   .strict()
   .superRefine((o, ctx) => {
@@ -139,14 +145,18 @@ export const codingEntry = defineEnvironment({
     const feedback = FEEDBACK[options.feedback]();
     const helperMain = options.roles === "helper-main";
     const env: Environment<unknown, CodingProblem> = helperMain
-      ? (auxMainEnv({ runner, maxTurns: options.maxTurns, feedback, harness }) as Environment<
-          unknown,
-          CodingProblem
-        >)
+      ? (auxMainEnv({
+          runner,
+          maxTurns: options.maxTurns,
+          feedback,
+          harness,
+          reward: options.reward,
+        }) as Environment<unknown, CodingProblem>)
       : (coderTesterEnv({
           runner,
           maxTurns: options.maxTurns,
           harness,
+          reward: options.reward,
           ...(options.feedback === "diagnostics" ? {} : { feedback }),
         }) as Environment<unknown, CodingProblem>);
     const generateTasks = datasetTasks(

@@ -34,10 +34,27 @@ export interface FeedbackTransition {
   feedback(context: FeedbackContext): Promise<string>;
 }
 
+/**
+ * Which reward the coding teams get: `strict` (the default) pays collaboration and tests only for
+ * what they achieve when run; `paper` is the published reward (CoMLRL's tiers for helper + main,
+ * Stronger-MAS's tester reward), kept to reproduce the papers. Each environment documents both.
+ */
+export const CODING_REWARDS = ["strict", "paper"] as const;
+export type CodingReward = (typeof CODING_REWARDS)[number];
+
+/** The `reward` option, checked (callers outside TypeScript can pass anything). */
+export function checkReward(env: string, reward: unknown): CodingReward {
+  if (!CODING_REWARDS.includes(reward as CodingReward))
+    throw new Error(`${env}: reward must be "strict" or "paper", got ${JSON.stringify(reward)}`);
+  return reward as CodingReward;
+}
+
 /** Options of the multi-turn coding environments (helper + main, coder + tester); defaults per environment. */
 export interface CodingEnvOptions {
   /** Runs the model-written code (the sandbox). */
   readonly runner: CodeRunner;
+  /** `strict` (default) or `paper`: see `CodingReward`. */
+  readonly reward?: CodingReward;
   /** Turns per episode. */
   readonly maxTurns?: number;
   /** What agents are told between turns. */

@@ -21,8 +21,23 @@
  * `assert True` is not a test. Other statements are setup; setup failures are reported.
  * Statements run as `ast.unparse` gives them (always valid at top level); reports show the
  * original source text.
+ *
+ * Two optional questions ride on the same run, after the tests:
+ * - `variants`: run the same tests again against other functions of the program (mutants of a
+ *   reference solution, for the tester's strict reward): before each pass `candidate` and the entry
+ *   point's name are rebound to that function;
+ * - `dependence`: does the entry point's result depend on `callee` (helper + main: does `aux`'s
+ *   work reach main's return value)? Judged by what runs, not by the text: the checker records each
+ *   call the tests make (arguments and result), then replays them against the program with `callee`
+ *   swapped for a stand-in that does no work (returns its first argument). A call whose result
+ *   changes, while the same call with the real `callee` still gives the recorded result, shows the
+ *   dependence. A call in dead code, a result stored and never used, or an identity helper threaded
+ *   through the return changes nothing. The swap runs in the program's sandbox (code we append to
+ *   the program), the comparison in the checker; like any behaviour of the program, a program that
+ *   inspects its own globals could tell the stand-in apart — this catches policies that do no
+ *   collaboration, not code written against the probe.
  */
-import { type CodeRunner, type RunStatus, runPythonWithTests } from "@troupe/sandbox";
+import { type CodeRunner, type RunStatus, runPythonWithTests, type TestOutcome } from "@troupe/sandbox";
 import { z } from "zod";
 
 export type TestStyle = "check" | "asserts";
@@ -55,6 +70,13 @@ export interface HarnessJob {
    * prompt's version even when the completion redefines it.
    */
   readonly trusted?: string;
+  /**
+   * Functions of the program to run the same tests against, each after the tests proper: the
+   * entry point (and `candidate`) rebound to each in turn. Reported in `variants`, in this order.
+   */
+  readonly variants?: readonly string[];
+  /** Ask whether the entry point's results depend on the function `callee` (see the module comment). */
+  readonly dependence?: { readonly callee: string };
 }
 
 export interface HarnessOptions {
@@ -79,6 +101,18 @@ export interface TestCaseResult {
   /** Why it failed, e.g. `AssertionError`, `NameError name 'x' is not defined`, `timeout`. */
   readonly error?: string;
   readonly timedOut?: boolean;
+  /** The program could no longer answer (it ended, was killed, or the run hit its wall limit). */
+  readonly noResult?: boolean;
+}
+
+/** The tests run again against one of `HarnessJob.variants`. */
+export interface VariantReport {
+  readonly name: string;
+  readonly tests: readonly TestCaseResult[];
+  readonly passed: number;
+  readonly total: number;
+  /** The entry point could not be bound to this function (the program lacks it): no test ran. */
+  readonly error?: string;
 }
 
 export interface FunctionReport {
@@ -115,6 +149,13 @@ export interface TestReport {
   readonly runStatus: RunStatus;
   /** A harness run produced no result at all (killed, `os._exit`, output limit): every test counts as failed. */
   readonly harnessError?: string;
+  /** One per `HarnessJob.variants` entry, in order; absent when the job has none or the program does not compile. */
+  readonly variants?: readonly VariantReport[];
+  /**
+   * Only when the job asked `dependence`: on at least one call the tests made, replacing `callee`
+   * by a stand-in that does no work changed the entry point's result.
+   */
+  readonly calleeMatters?: boolean;
 }
 
 const FunctionReportSchema = z.object({
@@ -143,12 +184,19 @@ const HarnessJobSchema = z.object({
   style: z.enum(["check", "asserts"], { error: "style must be 'check' or 'asserts'" }),
   entryPoint: z.string().regex(/^[A-Za-z_]\w*$/, "entryPoint must be a Python identifier"),
   trusted: z.string({ error: "trusted must be a string" }).optional(),
+  variants: z
+    .array(z.string().regex(/^[A-Za-z_]\w*$/, "each variant must be a Python identifier"))
+    .optional(),
+  dependence: z
+    .object({ callee: z.string().regex(/^[A-Za-z_]\w*$/, "dependence.callee must be a Python identifier") })
+    .optional(),
 });
 
 /**
  * Appended to the analysis in the checker: the statements to run — the trusted prelude and the
- * binding of `candidate` as one statement, then every unit in order — or none when the program
- * does not compile.
+ * binding of `candidate` as one statement, then every unit in order; then, per variant, a
+ * rebinding and every unit again; then the dependence replays and their verdict — or none when
+ * the program does not compile.
  */
 const PREPARE_TESTS = `
 def _trusted_prelude(source, entry_point):
@@ -161,9 +209,128 @@ def _trusted_prelude(source, entry_point):
     return ast.unparse(ast.Module(body=keep, type_ignores=[]))
 
 prepared = out
-_bind = _trusted_prelude(job.get("trusted"), job["entryPoint"]) + "\\ncandidate = " + job["entryPoint"]
-tests = ([_bind] + [u["code"] for u in out["units"]]) if out["syntaxOk"] else []
+_entry = job["entryPoint"]
+_units = [u["code"] for u in out["units"]]
+_dependence = job.get("dependence")
+_bind = _trusted_prelude(job.get("trusted"), _entry) + "\\n"
+if _dependence:
+    _bind += _dependence["recorder"] + "\\ncandidate = _troupe_recorder = _TroupeRecorder(" + _entry + ")"
+else:
+    _bind += "candidate = " + _entry
+tests = []
+if out["syntaxOk"]:
+    tests = [_bind] + _units
+    for _name in job["variants"]:
+        # None first: a variant the program lacks must not leave the previous one bound.
+        tests += ["candidate = " + _entry + " = None\\ncandidate = " + _entry + " = " + _name] + _units
+    if _dependence:
+        tests += ["_troupe_replay(%r)" % _dependence["budgetSeconds"]] * _dependence["replays"]
+        tests += ["assert _troupe_dependence['changed'] > 0"]
 `;
+
+/** Replay statements after the tests (each gets its own time limit) and the share of it they use. */
+const DEPENDENCE_REPLAYS = 3;
+const DEPENDENCE_BUDGET_SHARE = 0.5;
+/** Calls the recorder keeps; the replays compare at most these. */
+const DEPENDENCE_MAX_CALLS = 1000;
+
+/**
+ * Checker side of the dependence question (trusted; part of the binding statement). `candidate`
+ * records each call's arguments and result; `_troupe_replay` calls the entry point again, first
+ * as it is (the control: a program whose answers vary on their own shows nothing) and then through
+ * `_troupe_without_callee` (appended to the program, see `dependenceProbe`). A stand-in call cut
+ * off by the statement's time limit counts as a change (main hung without the callee's work); a
+ * control call cut off ends the replays.
+ */
+const DEPENDENCE_RECORDER = `
+import copy as _troupe_copy, time as _troupe_time
+
+class _TroupeRecorder:
+    def __init__(self, function):
+        self.function = function
+        self.calls = []
+
+    def __call__(self, *args, **kwargs):
+        try:
+            saved = _troupe_copy.deepcopy((args, kwargs))
+        except Exception:
+            saved = None
+        result = self.function(*args, **kwargs)
+        if saved is not None and len(self.calls) < ${DEPENDENCE_MAX_CALLS}:
+            try:
+                self.calls.append((saved[0], saved[1], _troupe_copy.deepcopy(result)))
+            except Exception:
+                pass
+        return result
+
+_troupe_dependence = {"next": 0, "compared": 0, "changed": 0, "pending": None}
+
+def _troupe_outcome(function, args, kwargs):
+    try:
+        return ("value", function(*args, **kwargs))
+    except Exception as error:
+        return ("raised", type(error).__name__)
+
+def _troupe_same(a, b):
+    try:
+        return a == b or repr(a) == repr(b)
+    except Exception:
+        return False
+
+def _troupe_replay(budget):
+    state = _troupe_dependence
+    if state["pending"] == "stand-in":
+        state["changed"] += 1
+    if state["pending"] is not None:
+        state["pending"] = "stopped"
+        return
+    if state["changed"] or "_troupe_without_callee" not in globals():
+        return
+    calls = _troupe_recorder.calls
+    start = _troupe_time.monotonic()
+    while state["next"] < len(calls) and not state["changed"] and _troupe_time.monotonic() - start < budget:
+        args, kwargs, recorded = calls[state["next"]]
+        state["next"] += 1
+        state["pending"] = "control"
+        again = _troupe_outcome(_troupe_recorder.function, args, kwargs)
+        state["pending"] = "stand-in"
+        alone = _troupe_outcome(_troupe_without_callee, args, kwargs)
+        state["pending"] = None
+        if _troupe_same(again, ("value", recorded)):
+            state["compared"] += 1
+            if not _troupe_same(alone, again):
+                state["changed"] += 1
+`;
+
+/**
+ * Appended to the program (its own sandbox) for the dependence question: the entry point called
+ * with `callee` swapped, for that call only, for a stand-in that does no work: it returns its
+ * first argument (a fresh object when it has none), so an identity helper is no help either.
+ */
+export function dependenceProbe(entryPoint: string, callee: string): string {
+  return `
+
+def _troupe_stand_in(*args, **kwargs):
+    if args:
+        return args[0]
+    if kwargs:
+        return next(iter(kwargs.values()))
+    return object()
+
+def _troupe_without_callee(*args, **kwargs):
+    namespace = globals()
+    missing = object()
+    real = namespace.get("${callee}", missing)
+    namespace["${callee}"] = _troupe_stand_in
+    try:
+        return namespace["${entryPoint}"](*args, **kwargs)
+    finally:
+        if real is missing:
+            namespace.pop("${callee}", None)
+        else:
+            namespace["${callee}"] = real
+`;
+}
 
 /** Runs one harness job in the runner and reports. Never throws for bad model code. */
 export async function runTests(
@@ -179,8 +346,15 @@ export async function runTests(
 
   // One connected run: the checker first analyses the job with `ast` (nothing the model wrote is
   // executed there), then runs the statements; the program runs in its own sandbox.
+  const dependence = job.dependence
+    ? {
+        recorder: DEPENDENCE_RECORDER,
+        budgetSeconds: (opts.perTestTimeoutMs * DEPENDENCE_BUDGET_SHARE) / 1000,
+        replays: DEPENDENCE_REPLAYS,
+      }
+    : null;
   const report = await runPythonWithTests(runner, {
-    code: job.program,
+    code: job.dependence ? job.program + dependenceProbe(job.entryPoint, job.dependence.callee) : job.program,
     prepare: ANALYSIS_SOURCE + PREPARE_TESTS,
     files: {
       "job.json": JSON.stringify({
@@ -191,6 +365,8 @@ export async function runTests(
         functions: job.functions ?? [],
         maxTextChars: opts.maxTextChars,
         trusted: job.trusted ?? null,
+        variants: job.variants ?? [],
+        dependence,
       }),
     },
     programNames: [job.entryPoint],
@@ -198,6 +374,7 @@ export async function runTests(
     perTestTimeoutMs: opts.perTestTimeoutMs,
   });
   const parsed = AnalysisSchema.safeParse(report.prepared);
+  const unanswered = job.dependence ? { calleeMatters: false } : {};
   if (!parsed.success) {
     const why = clip(report.checker.stderr.trim() || report.checker.stdout.trim());
     return {
@@ -205,6 +382,7 @@ export async function runTests(
       syntaxOk: false,
       runStatus: report.checker.status,
       harnessError: `test analysis failed (${report.checker.status})${why ? `: ${why}` : ""}`,
+      ...unanswered,
     };
   }
   const analysis: Analysis = parsed.data;
@@ -225,25 +403,48 @@ export async function runTests(
       setupErrors,
       functions: analysis.functions,
       runStatus: "ok",
+      ...unanswered,
     };
   }
 
+  // Statements ran in this order: the binding, the units, then per variant a rebinding and the
+  // units again, then the dependence replays and their verdict (last).
   const [bind, ...outcomes] = report.tests;
+  const missingOutcome: TestOutcome = { index: -1, passed: false, reason: "no result" };
+  const outcomeAt = (i: number) => outcomes[i] ?? missingOutcome;
   // The program never answered (it exited or hung while loading, or the run hit its wall limit).
   const noResult = bind === undefined || bind.reason.startsWith("no result");
-  const tests: TestCaseResult[] = [];
-  analysis.units.forEach((unit, i) => {
-    const outcome = outcomes[i] ?? { passed: false, reason: "no result" };
-    if (!unit.test) {
-      if (!outcome.passed && !noResult) setupErrors.push(clip(`${unit.source} -> ${outcome.reason}`));
-      return;
-    }
-    tests.push({
-      source: unit.source,
-      passed: outcome.passed,
-      ...(outcome.passed ? {} : { error: clip(outcome.reason.trim() || "failed") }),
-      ...(outcome.reason === "timeout" ? { timedOut: true } : {}),
+  const testCases = (offset: number, errors?: string[]): TestCaseResult[] => {
+    const cases: TestCaseResult[] = [];
+    analysis.units.forEach((unit, i) => {
+      const outcome = outcomeAt(offset + i);
+      if (!unit.test) {
+        if (errors && !outcome.passed && !noResult) errors.push(clip(`${unit.source} -> ${outcome.reason}`));
+        return;
+      }
+      cases.push({
+        source: unit.source,
+        passed: outcome.passed,
+        ...(outcome.passed ? {} : { error: clip(outcome.reason.trim() || "failed") }),
+        ...(outcome.reason === "timeout" ? { timedOut: true } : {}),
+        ...(outcome.reason.startsWith("no result") ? { noResult: true } : {}),
+      });
     });
+    return cases;
+  };
+  const tests = testCases(0, setupErrors);
+  const count = (cases: readonly TestCaseResult[]) => cases.filter((t) => t.passed).length;
+  const stride = analysis.units.length + 1;
+  const variants = (job.variants ?? []).map((name, v): VariantReport => {
+    const offset = analysis.units.length + v * stride;
+    const rebinding = outcomeAt(offset);
+    if (!rebinding.passed) {
+      const error = clip(`not run: could not bind ${job.entryPoint} to ${name} (${rebinding.reason.trim()})`);
+      const cases = testUnits.map((u) => ({ source: u.source, passed: false, error }));
+      return { name, tests: cases, passed: 0, total: cases.length, error };
+    }
+    const cases = testCases(offset + 1);
+    return { name, tests: cases, passed: count(cases), total: cases.length };
   });
   const loadFailed = bind !== undefined && !bind.passed && !noResult;
   const runStatus = report.checker.status === "ok" ? report.run.status : report.checker.status;
@@ -255,13 +456,15 @@ export async function runTests(
         }
       : {}),
     tests,
-    passed: tests.filter((t) => t.passed).length,
+    passed: count(tests),
     total: tests.length,
     setupErrors,
     output: clip(report.run.stdout.trim()),
     functions: analysis.functions,
     runStatus,
     ...(noResult ? { harnessError: `the program produced no result (${bind?.reason ?? "no run"})` } : {}),
+    ...(job.variants ? { variants } : {}),
+    ...(job.dependence ? { calleeMatters: !noResult && report.tests.at(-1)?.passed === true } : {}),
   };
 }
 

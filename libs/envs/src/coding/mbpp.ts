@@ -7,6 +7,9 @@
  * whose asserts call `candidate`, with the row's setup code first. The canonical solution ends the
  * stub and then defines the reference, so `prompt + canonicalSolution` is a correct program.
  *
+ * `mbppProblems` leaves out the tasks no solution can pass through the reward and runs one
+ * reference that is too slow for it on faster code (`MBPP_DROPPED`, `MBPP_REFERENCE_REPAIRS`).
+ *
  * CoopHumanEval rows have the HumanEval fields but no reference solution (`canonicalSolution` is
  * empty): it is an evaluation set for the helper + main team.
  */
@@ -59,9 +62,51 @@ export function mbppProblem(row: MbppRow): CodingProblem {
   };
 }
 
-/** All 974 MBPP problems, in task_id order. */
+/**
+ * Tasks left out, and why (`data/mbpp/SOURCE.md` lists them). Their tests build instances of
+ * classes the reference defines, or pass a type: neither is plain data, so it cannot cross between
+ * the checker and the program, and no solution passes any of their asserts.
+ */
+export const MBPP_DROPPED: Readonly<Record<number, string>> = {
+  367: "the test setup builds a tree of the reference's Node objects",
+  533: "the asserts pass a type (int, str, float) as an argument",
+  601: "the asserts build the reference's Pair objects",
+  927: "the test setup builds a tree of the reference's Node objects",
+};
+
+/**
+ * References replaced by equivalent faster code. 123's tries every divisor of every number up to
+ * 9,999 (5 s for one assert, over the environments' 3 s per statement); this one stops at the
+ * square root, and returns the same as the original for every input (checked for -3..1499 and
+ * non-integers when it was written).
+ */
+export const MBPP_REFERENCE_REPAIRS: Readonly<Record<number, string>> = {
+  123: `def amicable_numbers_sum(limit):
+    if not isinstance(limit, int):
+        return "Input is not an integer!"
+    if limit < 1:
+        return "Input must be bigger than 0!"
+    def divisor_sum(n):
+        total = 1 if n > 1 else 0
+        i = 2
+        while i * i <= n:
+            if n % i == 0:
+                total += i if i * i == n else i + n // i
+            i += 1
+        return total
+    amicables = set()
+    for num in range(2, limit+1):
+        partner = divisor_sum(num)
+        if partner != num and divisor_sum(partner) == num:
+            amicables.add(num)
+    return sum(amicables)`,
+};
+
+/** MBPP's 974 problems less `MBPP_DROPPED` (970), with `MBPP_REFERENCE_REPAIRS`, in task_id order. */
 export function mbppProblems(): CodingProblem[] {
-  return loadJsonlSync(MBPP_PATH, MbppRowSchema, "task_id").map(mbppProblem);
+  return loadJsonlSync(MBPP_PATH, MbppRowSchema, "task_id")
+    .filter((row) => MBPP_DROPPED[row.task_id] === undefined)
+    .map((row) => mbppProblem({ ...row, code: MBPP_REFERENCE_REPAIRS[row.task_id] ?? row.code }));
 }
 
 const CoopRowSchema = z.object({

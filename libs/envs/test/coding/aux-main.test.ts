@@ -19,8 +19,9 @@ beforeAll(async () => {
 
 const task: Task<CodingProblem> = { id: doubleSum.taskId, split: "test", payload: doubleSum };
 
+/** CoMLRL's tiers as published: `reward: "paper"` (the strict default is tested in strict-rewards.test.ts). */
 async function reward(helper: string, main: string) {
-  const env = auxMainEnv({ runner });
+  const env = auxMainEnv({ runner, reward: "paper" });
   const state = deepFreeze(await env.reset(task, 0));
   const r = await env.step(state, { helper: py(helper), main: py(main) });
   return r;

@@ -12,8 +12,9 @@ beforeAll(async () => {
 const task: Task<CodingProblem> = { id: doubleSum.taskId, split: "test", payload: doubleSum };
 
 describe("coder + tester environment", () => {
-  it("sequential tester → coder: exact local and team rewards", async () => {
-    const env = coderTesterEnv({ runner, maxTurns: 3 });
+  // The tester's paper reward (Stronger-MAS); its strict default is tested in strict-rewards.test.ts.
+  it("sequential tester → coder: exact local and team rewards (paper)", async () => {
+    const env = coderTesterEnv({ runner, maxTurns: 3, reward: "paper" });
     const s0 = deepFreeze(await env.reset(task, 0));
     // Tester: 2 valid asserts and 1 wrong one (canonical fails it) → validity 2/3; the stub fails all → rejected.
     const tests = "assert double_sum([1]) == 2\nassert double_sum([2, 2]) == 8\nassert double_sum([]) == 5";
@@ -39,7 +40,8 @@ describe("coder + tester environment", () => {
     const r1 = await env.step(s0, { coder: py("def double_sum(xs):\n    return sum(xs)"), tester: py(good) });
     // Coder's code passes 1/3 hidden ([] → 0 is right; the others are wrong).
     expect(r1.localRewards.coder).toBeCloseTo(1 / 3, 12);
-    // validity 1; discrimination: rejects the stub and the coder's failing code → 1.
+    // validity 1; discrimination 1: the coder's failing code and every mutant of the reference
+    // (strict: return None, return 0, 3 * sum(xs)) fail an assert.
     expect(r1.localRewards.tester).toBe(1);
     expect(r1.done).toBe(false);
     const coderView = env.observe(r1.state, "coder").messages[0]!.content;
@@ -50,8 +52,8 @@ describe("coder + tester environment", () => {
     expect([r2.done, r2.success, r2.teamReward]).toEqual([true, true, 1]);
   });
 
-  it("tests that accept everything do not discriminate", async () => {
-    const env = coderTesterEnv({ runner });
+  it("tests that accept everything do not discriminate (paper)", async () => {
+    const env = coderTesterEnv({ runner, reward: "paper" });
     const s0 = await env.reset(task, 0);
     const r = await env.step(s0, { tester: py("assert double_sum([1]) is None or True") });
     // Canonical passes (validity 1); the stub passes too (not rejected) → 0.5.
