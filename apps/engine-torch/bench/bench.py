@@ -2,6 +2,7 @@
 
     python bench/bench.py [--sizes 0.5b,1.5b] [--seq 1024] [--batch 8] [--micro 4] [--gen-batch 64]
     python bench/bench.py --cpu-smoke        # a tiny config on CPU: checks the code path only
+    bash bench/device-check.sh               # issue 35's one-call device check (device_check.py): one table
 
 Reports, per size:
 - learner: tokens/s of train_step (forward + backward + AdamW, bf16 autocast, fp32 master weights)
@@ -74,7 +75,8 @@ def measured_bandwidth(device: torch.device, mib: int = 2048, reps: int = 5) -> 
 
 def bench_size(name: str, args: argparse.Namespace, device: torch.device, peak: float, bandwidth: float) -> dict:
     cfg = {"model_type": "qwen2", "rms_norm_eps": 1e-6, "rope_theta": 1e6, "max_position_embeddings": 32768, "eos_token_id": 1, "pad_token_id": 0, **SIZES[name]}
-    engine = Engine(EngineOptions(device=str(device), model_backend=args.model_backend, generator=args.generator, gradient_checkpointing=args.gradient_checkpointing))
+    engine = Engine(EngineOptions(device=str(device), model_backend=args.model_backend, generator=args.generator, gradient_checkpointing=args.gradient_checkpointing,
+                                  decode=args.decode, compile_blocks=args.compile_blocks))
     info = engine.load_model({"name": name, "init": {"config": cfg, "seed": 0}}, {})
     engine.add_policy({"id": "p", "model": name, "copy": False})
     N = info["parameters"]
@@ -141,6 +143,8 @@ def main() -> int:
     ap.add_argument("--generator", default="auto", choices=["auto", "torch", "hf"])
     ap.add_argument("--model-backend", default="auto", choices=["auto", "transformers", "troupe"])
     ap.add_argument("--gradient-checkpointing", action="store_true")
+    ap.add_argument("--decode", default="eager", choices=["auto", "eager", "static", "graph"], help="the own loop's decode path (static_decode.py)")
+    ap.add_argument("--compile-blocks", action="store_true", help="torch.compile the decoder blocks for train steps")
     ap.add_argument("--cpu-smoke", action="store_true", help="tiny config on CPU: exercises the code path, measures nothing meaningful")
     args = ap.parse_args()
     if args.cpu_smoke:

@@ -59,7 +59,7 @@ def watch_parent(controller_pid: Optional[int]) -> None:
 
 
 #: flags every rank takes from rank 0 (the device stays each rank's own GPU)
-RANK0_FLAGS = ("param_dtype", "no_autocast", "generator", "model_backend", "logprob_batch_size", "logprob_chunk", "gradient_checkpointing", "threads")
+RANK0_FLAGS = ("param_dtype", "no_autocast", "generator", "model_backend", "logprob_batch_size", "logprob_chunk", "gradient_checkpointing", "threads", "decode", "compile_blocks")
 
 
 def parse_args(argv: list[str]) -> argparse.Namespace:
@@ -74,6 +74,10 @@ def parse_args(argv: list[str]) -> argparse.Namespace:
     ap.add_argument("--logprob-batch-size", type=int, default=8)
     ap.add_argument("--logprob-chunk", type=int, default=1024, help="completion positions per lm_head chunk (peak: chunk × vocab fp32 logits)")
     ap.add_argument("--gradient-checkpointing", action="store_true")
+    ap.add_argument("--decode", default="eager", choices=["auto", "eager", "static", "graph"],
+                    help="the own loop's decode path for the in-house model: eager (reference), static (static KV cache), "
+                         "graph (static + CUDA graph; CUDA, torch ≥ 2.0), auto (graph where supported, else eager)")
+    ap.add_argument("--compile-blocks", action="store_true", help="torch.compile the decoder blocks for train steps (torch ≥ 2.0)")
     ap.add_argument("--threads", type=int, default=0, help="torch CPU threads (0: torch's default)")
     ap.add_argument("--selftest", action="store_true", help="run a tiny model through every op on every rank and exit")
     return ap.parse_args(argv)
@@ -111,7 +115,10 @@ def main(argv: Optional[list[str]] = None) -> int:
     for k, v in shared.items():
         setattr(args, k, v)
     device = args.device or (str(dist_device) if dist_device is not None else ("cuda" if torch.cuda.is_available() else "cpu"))
-    server = Server(args, device)
+    try:
+        server = Server(args, device)
+    except ValueError as e:  # a flag that does not fit this machine (--decode graph on CPU, ...): one line
+        raise SystemExit(f"troupe_worker: {e}") from None
     if args.selftest:
         return selftest(server)
     if distributed.rank() != 0:

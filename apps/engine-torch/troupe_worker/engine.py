@@ -33,6 +33,7 @@ from .models import LoadedModel, merge_eos, hf_state_dict, hf_state_dict_of, loa
 from .optim import OptimizerConfig, clip_gradients, configure, learning_rate, make_adamw
 from .safetensors_io import load_bytes, load_file, save_file
 from .sampling import SamplingConfig
+from .static_decode import resolve_decode, static_generate
 
 TRAINER_STATE_FORMAT_VERSION = 1
 
@@ -54,6 +55,13 @@ class EngineOptions:
     #: completion positions per lm_head chunk (the [chunk, vocab] fp32 logits are the peak)
     logprob_chunk: int = 1024
     gradient_checkpointing: bool = False
+    #: decode path of the worker's own loop for the in-house model (static_decode.py): "eager" (the
+    #: reference loop), "static" (static KV cache, fixed-shape step), "graph" (static + the step
+    #: replayed as a CUDA graph; CUDA and torch ≥ 2.0 only), "auto" (graph where supported, else eager)
+    decode: str = "eager"
+    #: torch.compile each decoder block of the in-house model for train steps (forward and backward;
+    #: generation and no-grad passes run the plain blocks). Needs torch ≥ 2.0. Off until measured.
+    compile_blocks: bool = False
 
 
 @dataclass
@@ -114,6 +122,9 @@ class Engine:
         self.claimed: set[str] = set()
         self.hosts: dict[str, LoraHost] = {}
         self.policies: dict[str, Policy] = {}
+        resolve_decode(options.decode, self.device)  # a bad or unsupported mode fails here, named
+        if options.compile_blocks and not hasattr(torch, "compile"):
+            raise ValueError(f"compile_blocks: torch.compile needs torch ≥ 2.0, this is torch {torch.__version__}")
 
     # ---- setup ------------------------------------------------------------------------------
     def load_model(self, args: dict, payloads: dict[str, Any]) -> dict:
@@ -132,6 +143,10 @@ class Engine:
         if self.options.gradient_checkpointing or args.get("gradientCheckpointing"):
             # non-reentrant: reentrant checkpointing gives a LoRA adapter on a frozen base no gradient
             loaded.module.gradient_checkpointing_enable(gradient_checkpointing_kwargs={"use_reentrant": False})
+        if self.options.compile_blocks:
+            if not hasattr(loaded.module, "compile_blocks"):
+                raise ValueError(f"compile_blocks: needs the in-house model (model_backend troupe), model {name!r} is {loaded.backend}")
+            loaded.module.compile_blocks()
         loaded.module.eval()
         self.models[name] = loaded
         generation = json.loads(loaded.tokenizer_files.get("generation_config.json") or b"{}")
@@ -160,7 +175,7 @@ class Engine:
             policy = Policy(pid, model, model.module, adapter, host)
         else:
             take = not args.get("copy", True) and model_name not in self.claimed and model_name not in self.hosts
-            module = model.module if take else copy.deepcopy(model.module)
+            module = model.module if take else _copy_module(model.module)
             if take:
                 self.claimed.add(model_name)
             module.requires_grad_(True)
@@ -212,9 +227,25 @@ class Engine:
         with policy.active():
             if backend == "hf":
                 results = hf_generate(policy.module, prompts, seeds, sampling, pad, self.device, autocast)
+            elif self._decode_path(policy) != "eager":
+                results = static_generate(policy.module, prompts, seeds, sampling, pad, self.device, autocast,
+                                          use_graph=self._decode_path(policy) == "graph", graph_key=(policy.adapter,))
             else:
                 results = torch_generate(policy.module, prompts, seeds, sampling, pad, self.device, autocast)
         return self._pack_generated(results)
+
+    def _decode_path(self, policy: Policy) -> str:
+        """eager | static | graph for this policy: the static paths need the in-house model (a
+        transformers model under decode=auto runs eager; an explicit static/graph is refused)."""
+        mode = resolve_decode(self.options.decode, self.device)
+        from .qwen import QwenForCausalLM
+
+        if mode != "eager" and not isinstance(policy.module, QwenForCausalLM):
+            if self.options.decode == "auto":
+                return "eager"
+            raise ValueError(f"decode={mode}: needs the in-house model (model_backend troupe), policy {policy.id!r} runs "
+                             f"{type(policy.module).__name__}; use decode=eager or auto")
+        return mode
 
     @staticmethod
     def _pack_generated(results: list[Generated]) -> tuple[dict, dict[str, Any]]:
@@ -561,6 +592,21 @@ class Engine:
         with tempfile.TemporaryDirectory(prefix="troupe-export-") as folder:
             names = self.export_to(policy, folder, dtype)
             return {"files": names, "bytes": _read_files(folder, names)}
+
+
+def _copy_module(module: nn.Module) -> nn.Module:
+    """A deep copy for a policy's own weights; compiled blocks (compile_blocks) are compiled anew for
+    the copy rather than deep-copied with their wrappers."""
+    compiled = getattr(module, "compiled_blocks", None)
+    if compiled is None:
+        return copy.deepcopy(module)
+    module.compiled_blocks = None
+    try:
+        clone = copy.deepcopy(module)
+    finally:
+        module.compiled_blocks = compiled
+    clone.compile_blocks()
+    return clone
 
 
 def _read_one(folder: str, name: str) -> Optional[bytes]:

@@ -3,6 +3,8 @@
 - `torch`: the plain loop below — left-padded prefill, then one token per step reusing the cache.
   Works with troupe_worker.qwen and with transformers models alike (the cache is passed back as
   the model returned it). The fallback when transformers is missing.
+  For the in-house model, EngineOptions.decode picks static_decode.py instead (a static KV cache and
+  a fixed-shape decode step, optionally replayed as a CUDA graph); this loop stays the reference.
 - `hf`: transformers' `model.generate`, with sampling done by `SeededSampler` (a logits processor
   that draws from each request's own generator and forces that token), so seeds and log-probs keep
   the semantics of sampling.py.

@@ -329,6 +329,9 @@ class QwenForCausalLM(nn.Module):
         if config.tie_word_embeddings:
             self.lm_head.weight = self.model.embed_tokens.weight
         self.gradient_checkpointing = False
+        #: torch.compile'd wrappers of the decoder blocks (compile_blocks), used with gradients on only;
+        #: a plain list, so state_dict keys stay the HF names
+        self.compiled_blocks: Optional[list] = None
         self.reset_parameters()
 
     def reset_parameters(self) -> None:
@@ -348,6 +351,15 @@ class QwenForCausalLM(nn.Module):
         inputs do not require grad."""
         self.gradient_checkpointing = True
 
+    def compile_blocks(self) -> None:
+        """torch.compile each decoder block for train steps (forward + backward): fuses the RMSNorm,
+        RoPE and SwiGLU elementwise chains and the autocast casts. The blocks share one code object,
+        so one compilation serves every layer. Passes without gradients (generation, log-probs) keep
+        the plain blocks: their shapes change every call and would recompile."""
+        if not hasattr(torch, "compile"):
+            raise ValueError(f"compile_blocks: torch.compile needs torch ≥ 2.0, this is torch {torch.__version__}")
+        self.compiled_blocks = [torch.compile(layer, dynamic=True) for layer in self.model.layers]
+
     def hidden_states(self, input_ids: torch.Tensor, attention_mask: Optional[torch.Tensor] = None,
                       position_ids: Optional[torch.Tensor] = None, past_key_values: Any = None,
                       use_cache: bool = False) -> tuple[torch.Tensor, Optional[list]]:
@@ -366,7 +378,10 @@ class QwenForCausalLM(nn.Module):
         plain = attention_mask is None and past == 0
         mask = None if plain else causal_mask(B, T, past, attention_mask, device, x.dtype)
         new_caches = []
+        compiled = self.compiled_blocks if self.compiled_blocks is not None and torch.is_grad_enabled() and past_key_values is None else None
         for i, layer in enumerate(self.model.layers):
+            if compiled is not None:
+                layer = compiled[i]
             if isinstance(past_key_values, KVCache):
                 cache: Any = (past_key_values, i)
             else:

@@ -50,6 +50,7 @@ class Server:
             device=device, param_dtype=args.param_dtype, autocast=not args.no_autocast, generator=args.generator,
             model_backend=args.model_backend, logprob_batch_size=args.logprob_batch_size, logprob_chunk=args.logprob_chunk,
             gradient_checkpointing=args.gradient_checkpointing,
+            decode=getattr(args, "decode", "eager"), compile_blocks=getattr(args, "compile_blocks", False),
         ))
 
     def handle(self, msg: Message) -> Message:
