@@ -22,7 +22,6 @@ import { bufferedBody } from "./body.ts";
 import {
   type ApiLimits,
   type ApiStats,
-  type AppEnv,
   consoleLogger,
   DEFAULT_LIMITS,
   type Logger,
@@ -61,7 +60,7 @@ export interface AppOptions {
   readonly now?: () => number;
 }
 
-export type TroupeApp = OpenAPIHono<AppEnv> & { readonly stats: ApiStats };
+export type TroupeApp = OpenAPIHono & { readonly stats: ApiStats };
 
 export function createApp(options: AppOptions): TroupeApp {
   const limits: ApiLimits = { ...DEFAULT_LIMITS, ...options.limits };
@@ -75,7 +74,7 @@ export function createApp(options: AppOptions): TroupeApp {
   const stats = newStats();
   const errors: ErrorMapping = { bodyBytes: limits.bodyBytes, log };
 
-  const app = new OpenAPIHono<AppEnv>();
+  const app = new OpenAPIHono();
   app.onError(errorHandler(errors));
   app.notFound((c) => new ApiError(404, "not_found", `no route ${c.req.method} ${c.req.path}`).toResponse());
 

@@ -5,7 +5,6 @@
 import { Hono } from "hono";
 import { describe, expect, it } from "vitest";
 import { authenticate, keyAuth, parseApiKeys, sha256Hex } from "./auth.ts";
-import type { AppEnv } from "./context.ts";
 import { errorHandler } from "./errors.ts";
 
 describe("API keys", () => {
@@ -45,7 +44,7 @@ describe("API keys", () => {
 describe("authenticate middleware", () => {
   it("sets the caller, or answers 401 unauthorized without reaching the handler", async () => {
     let reached = 0;
-    const app = new Hono<AppEnv>()
+    const app = new Hono()
       .onError(errorHandler({ bodyBytes: 1, log: () => {} }))
       .use(authenticate(keyAuth([{ id: "abc-key", sha256: await sha256Hex("abc"), ratePerMinute: 7 }])))
       .get("/", (c) => {

@@ -9,7 +9,6 @@
  */
 import type { MiddlewareHandler } from "hono";
 import { z } from "zod";
-import type { AppEnv } from "./context.ts";
 import { ApiError } from "./errors.ts";
 
 export const ApiKeySchema = z.strictObject({
@@ -31,6 +30,13 @@ export interface Caller {
   readonly ratePerMinute?: number;
 }
 
+declare module "hono" {
+  interface ContextVariableMap {
+    /** Set by `authenticate`. */
+    caller: Caller;
+  }
+}
+
 export interface Authenticator {
   /** The caller of a request with this Authorization header; throws a 401 ApiError otherwise. */
   authenticate(authorization: string | undefined): Promise<Caller>;
@@ -40,7 +46,7 @@ export interface Authenticator {
 export const noAuth: Authenticator = { authenticate: async () => ({ id: "anonymous" }) };
 
 /** Middleware: the request's caller (`c.get("caller")`), or a 401 from the authenticator. */
-export function authenticate(auth: Authenticator): MiddlewareHandler<AppEnv> {
+export function authenticate(auth: Authenticator): MiddlewareHandler {
   return async (c, next) => {
     c.set("caller", await auth.authenticate(c.req.header("authorization")));
     await next();

@@ -5,11 +5,10 @@
 import { Hono } from "hono";
 import { describe, expect, it } from "vitest";
 import { bufferedBody } from "./body.ts";
-import type { AppEnv } from "./context.ts";
 import { withDeadline } from "./deadline.ts";
 import { errorHandler } from "./errors.ts";
 
-const app = new Hono<AppEnv>()
+const app = new Hono()
   .onError(errorHandler({ bodyBytes: 16, log: () => {} }))
   .use(withDeadline(5_000))
   .use(bufferedBody(16))

@@ -7,7 +7,6 @@
  */
 import { abortable } from "@troupe/teams";
 import type { MiddlewareHandler } from "hono";
-import type { AppEnv } from "./context.ts";
 import { DeadlineExceededError } from "./deadline.ts";
 import { ApiError } from "./errors.ts";
 
@@ -67,7 +66,7 @@ export async function readBodyWithin(
  * Middleware, after `withDeadline`: the body read whole within `maxBytes` and the deadline, so
  * validation and handlers work on bytes already here (never on a stream still arriving).
  */
-export function bufferedBody(maxBytes: number): MiddlewareHandler<AppEnv> {
+export function bufferedBody(maxBytes: number): MiddlewareHandler {
   return async (c, next) => {
     const body = await readBodyWithin(c.req.raw, maxBytes, c.get("deadline").signal);
     if (body !== null) c.req.raw = new Request(c.req.raw, { body });

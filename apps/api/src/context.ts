@@ -1,9 +1,8 @@
 /**
- * What the app's middleware and routes share: the request variables they hand each other, the
- * limits, the counters and the server-side logger.
+ * What the app's middleware and routes share: the limits, the counters and the server-side logger.
+ * The request variables they hand each other are declared by the middleware that sets each one, in
+ * Hono's `ContextVariableMap` (`caller` in auth.ts, `deadline` and `deadlineKept` in deadline.ts).
  */
-import type { Caller } from "./auth.ts";
-import type { RequestDeadline } from "./deadline.ts";
 
 export interface ApiLimits {
   /** Largest request body in bytes (413 above it). */
@@ -36,17 +35,6 @@ export const newStats = (): ApiStats => ({
   inFlightSolves: 0,
   clientAborts: 0,
 });
-
-export interface AppVariables {
-  /** Set by `authenticate` (auth.ts). */
-  caller: Caller;
-  /** The request's deadline, started when it arrived (`withDeadline`, deadline.ts). */
-  deadline: RequestDeadline;
-  /** Set by a handler that answers with a stream: the stream disposes the deadline when it ends. */
-  deadlineKept: boolean;
-}
-
-export type AppEnv = { Variables: AppVariables };
 
 export type LogLevel = "info" | "warn" | "error";
 export type Logger = (level: LogLevel, message: string, fields?: Record<string, unknown>) => void;

@@ -6,7 +6,6 @@
  * work underneath notices the abort only at its next step.
  */
 import type { MiddlewareHandler } from "hono";
-import type { AppEnv } from "./context.ts";
 
 /** The request ran past its deadline (→ 504 deadline_exceeded). */
 export class DeadlineExceededError extends Error {
@@ -32,6 +31,15 @@ export interface RequestDeadline {
   dispose(): void;
 }
 
+declare module "hono" {
+  interface ContextVariableMap {
+    /** The request's deadline, started when it arrived (`withDeadline`). */
+    deadline: RequestDeadline;
+    /** Set by a handler that answers with a stream: the stream disposes the deadline when it ends. */
+    deadlineKept: boolean;
+  }
+}
+
 export function requestDeadline(deadlineMs: number, clientSignal?: AbortSignal): RequestDeadline {
   const controller = new AbortController();
   const timer = setTimeout(() => controller.abort(new DeadlineExceededError(deadlineMs)), deadlineMs);
@@ -53,7 +61,7 @@ export function requestDeadline(deadlineMs: number, clientSignal?: AbortSignal):
  * included), and disposed when the handler returns — unless it answers with a stream, which
  * disposes it when the stream ends (`deadlineKept`).
  */
-export function withDeadline(deadlineMs: number): MiddlewareHandler<AppEnv> {
+export function withDeadline(deadlineMs: number): MiddlewareHandler {
   return async (c, next) => {
     const deadline = requestDeadline(deadlineMs, c.req.raw.signal);
     c.set("deadline", deadline);

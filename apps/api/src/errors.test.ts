@@ -2,11 +2,15 @@
  * The one error mapping: what handlers and middleware throw → status, code and field path, and
  * an unexpected error → a logged stack and a 500 that says nothing of it.
  */
-import { SolveInputError, TeamNotFoundError, UnsupportedTeamError } from "@troupe/teams";
+import {
+  BackendOverloadedError,
+  SolveInputError,
+  TeamNotFoundError,
+  UnsupportedTeamError,
+} from "@troupe/teams";
 import { Hono } from "hono";
 import { HTTPException } from "hono/http-exception";
 import { describe, expect, it } from "vitest";
-import type { AppEnv } from "./context.ts";
 import { ClientGoneError, DeadlineExceededError } from "./deadline.ts";
 import { bodyPath, errorHandler, toApiError } from "./errors.ts";
 
@@ -27,6 +31,7 @@ describe("toApiError", () => {
       [new DeadlineExceededError(5), 504, "deadline_exceeded", undefined],
       [new ClientGoneError(), 499, "invalid_request", undefined],
       [new UnsupportedTeamError("no sandbox"), 501, "unsupported", ["team"]],
+      [new BackendOverloadedError("queue full"), 503, "overloaded", undefined],
       [new TeamNotFoundError("no team x"), 404, "not_found", undefined],
       [
         new SolveInputError("too wide", ["task", "payload", "grid"]),
@@ -43,9 +48,15 @@ describe("toApiError", () => {
     }
   });
 
+  it("an overloaded backend: 503 with Retry-After", () => {
+    const mapped = toApiError(new BackendOverloadedError("queue full", 2), mapping, request);
+    expect(mapped.headers).toEqual({ "retry-after": "2" });
+    expect(mapped.body()).toEqual({ error: { code: "overloaded", message: "queue full" } });
+  });
+
   it("an unexpected error: 500 internal for the client, its stack in the log", async () => {
     const logged: unknown[] = [];
-    const app = new Hono<AppEnv>()
+    const app = new Hono()
       .onError(errorHandler({ bodyBytes: 1, log: (...line) => logged.push(line) }))
       .get("/", () => {
         throw new Error("secret detail");

@@ -9,12 +9,18 @@
  * Handlers and middleware throw; `errorHandler` is the app's one `onError`, and `toApiError` the
  * one mapping from what was thrown to what the client reads (also for a stream's `error` event).
  */
-import { SolveAbortedError, SolveInputError, TeamNotFoundError, UnsupportedTeamError } from "@troupe/teams";
+import {
+  BackendOverloadedError,
+  SolveAbortedError,
+  SolveInputError,
+  TeamNotFoundError,
+  UnsupportedTeamError,
+} from "@troupe/teams";
 import type { ErrorHandler } from "hono";
 import { HTTPException } from "hono/http-exception";
 import type { ContentfulStatusCode } from "hono/utils/http-status";
 import type { z } from "zod";
-import type { AppEnv, Logger } from "./context.ts";
+import type { Logger } from "./context.ts";
 import { ClientGoneError, DeadlineExceededError } from "./deadline.ts";
 
 /** The wire codes; `invalid_request` is 400 (malformed) or 422 (well-formed but not valid for the team). */
@@ -26,6 +32,7 @@ export type ErrorCode =
   | "request_timeout"
   | "rate_limited"
   | "deadline_exceeded"
+  | "overloaded"
   | "unsupported"
   | "internal";
 
@@ -114,6 +121,11 @@ export function toApiError(
   // Nobody is left to read this answer; 499 (nginx's "client closed request") keeps it apart from real errors.
   if (error instanceof ClientGoneError)
     return new ApiError(499 as ContentfulStatusCode, "invalid_request", error.message);
+  // The backend's bounded queue is full: the server is busy, not broken; the client retries.
+  if (error instanceof BackendOverloadedError)
+    return new ApiError(503, "overloaded", error.message, undefined, {
+      "retry-after": String(error.retryAfterSeconds),
+    });
   if (error instanceof UnsupportedTeamError) return new ApiError(501, "unsupported", error.message, ["team"]);
   if (error instanceof TeamNotFoundError) return new ApiError(404, "not_found", error.message);
   if (error instanceof SolveInputError)
@@ -140,6 +152,6 @@ export function toApiError(
 }
 
 /** The app's `onError`: every error of every route and middleware leaves through here. */
-export function errorHandler(mapping: ErrorMapping): ErrorHandler<AppEnv> {
+export function errorHandler(mapping: ErrorMapping): ErrorHandler {
   return (error, c) => toApiError(error, mapping, { method: c.req.method, path: c.req.path }).toResponse();
 }

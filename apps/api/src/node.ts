@@ -14,6 +14,9 @@
  *   --body-limit        TROUPE_BODY_BYTES       request body limit in bytes (default 65536)
  *   --deadline-ms       TROUPE_DEADLINE_MS      per-request deadline (default 30000)
  *   --rate-per-minute   TROUPE_RATE_PER_MINUTE  per key (default 600)
+ *   --batching          TROUPE_BATCHING         on (default): concurrent turns of a policy share decode steps
+ *                                               (continuous batching) | off: one FIFO slot for every turn
+ *   --max-queued        TROUPE_MAX_QUEUED       turns waiting per policy before 503 + Retry-After (default 1024)
  * Without any key the server runs unauthenticated, which it allows only on a loopback address.
  * SIGTERM / SIGINT: stop accepting, let in-flight requests finish (up to 10 s), close the backend.
  */
@@ -39,7 +42,8 @@ const SHUTDOWN_GRACE_MS = 10_000;
 
 const USAGE = `usage: api serve [--store <uri>] [--port <n>] [--host <addr>] [--keys-file <path>]
                  [--backend onnx|openai] [--openai-base-url <url>]
-                 [--body-limit <bytes>] [--deadline-ms <ms>] [--rate-per-minute <n>]`;
+                 [--body-limit <bytes>] [--deadline-ms <ms>] [--rate-per-minute <n>]
+                 [--batching on|off] [--max-queued <n>]`;
 
 const positiveInt = (name: string) =>
   z.coerce
@@ -59,6 +63,8 @@ const ServeConfigSchema = z.strictObject({
   bodyBytes: positiveInt("--body-limit"),
   deadlineMs: positiveInt("--deadline-ms"),
   ratePerMinute: positiveInt("--rate-per-minute"),
+  batching: z.enum(["on", "off"], { error: "--batching must be on or off" }),
+  maxQueued: positiveInt("--max-queued").optional(),
 });
 export type ServeConfig = z.infer<typeof ServeConfigSchema>;
 
@@ -76,6 +82,8 @@ export function serveConfig(argv: string[], env: NodeJS.ProcessEnv): ServeConfig
       "body-limit": { type: "string" },
       "deadline-ms": { type: "string" },
       "rate-per-minute": { type: "string" },
+      batching: { type: "string" },
+      "max-queued": { type: "string" },
     },
     strict: true,
   });
@@ -91,6 +99,8 @@ export function serveConfig(argv: string[], env: NodeJS.ProcessEnv): ServeConfig
     bodyBytes: values["body-limit"] ?? env.TROUPE_BODY_BYTES ?? DEFAULT_LIMITS.bodyBytes,
     deadlineMs: values["deadline-ms"] ?? env.TROUPE_DEADLINE_MS ?? DEFAULT_LIMITS.deadlineMs,
     ratePerMinute: values["rate-per-minute"] ?? env.TROUPE_RATE_PER_MINUTE ?? DEFAULT_LIMITS.ratePerMinute,
+    batching: values.batching ?? env.TROUPE_BATCHING ?? "on",
+    maxQueued: values["max-queued"] ?? env.TROUPE_MAX_QUEUED,
   });
   if (!parsed.success) {
     const issue = parsed.error.issues[0]!;
@@ -121,7 +131,7 @@ export async function startServer(config: ServeConfig) {
   const backend: InferenceBackend =
     config.backend === "openai"
       ? createOpenAIBackend({ baseUrl: config.openaiBaseUrl!, apiKey: config.openaiApiKey })
-      : createOnnxBackend();
+      : createOnnxBackend({ batching: config.batching === "on", maxQueued: config.maxQueued });
   const app = createApp({
     registry: createTeamRegistry(store),
     backend,
@@ -157,6 +167,7 @@ export async function startServer(config: ServeConfig) {
     url: `http://${config.host.includes(":") ? `[${config.host}]` : config.host}:${port}`,
     store: store.uri,
     backend: backend.name,
+    ...(config.backend === "onnx" ? { batching: config.batching } : {}),
     auth: keys.length > 0 ? `${keys.length} key(s)` : "off (loopback only)",
   });
 

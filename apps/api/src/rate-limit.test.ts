@@ -5,7 +5,6 @@
 import fc from "fast-check";
 import { Hono } from "hono";
 import { describe, expect, it } from "vitest";
-import type { AppEnv } from "./context.ts";
 import { errorHandler } from "./errors.ts";
 import { rateLimit, TokenBuckets } from "./rate-limit.ts";
 
@@ -53,7 +52,7 @@ describe("TokenBuckets", () => {
 describe("rateLimit middleware", () => {
   it("per caller: its own rate or the default; 429 with Retry-After when its bucket is empty", async () => {
     let refused = 0;
-    const app = new Hono<AppEnv>()
+    const app = new Hono()
       .onError(errorHandler({ bodyBytes: 1, log: () => {} }))
       .use(async (c, next) => {
         const id = c.req.header("x-caller") ?? "anon";

@@ -12,7 +12,6 @@
  * has its own buckets, so the limit there is per isolate (documented in docs/serving.md).
  */
 import type { MiddlewareHandler } from "hono";
-import type { AppEnv } from "./context.ts";
 import { ApiError } from "./errors.ts";
 
 export interface RateDecision {
@@ -71,7 +70,7 @@ export interface RateLimitOptions {
  * Middleware, after `authenticate`: one token of the caller's bucket per request, the
  * RateLimit-Limit/-Remaining headers on every answer, a 429 with Retry-After when it is empty.
  */
-export function rateLimit(options: RateLimitOptions): MiddlewareHandler<AppEnv> {
+export function rateLimit(options: RateLimitOptions): MiddlewareHandler {
   return async (c, next) => {
     const caller = c.get("caller");
     const rate = caller.ratePerMinute ?? options.ratePerMinute;

@@ -144,6 +144,7 @@ export const ErrorSchema = z
         "request_timeout",
         "rate_limited",
         "deadline_exceeded",
+        "overloaded",
         "unsupported",
         "internal",
       ]),

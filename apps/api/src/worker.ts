@@ -1,13 +1,16 @@
 /**
  * The Cloudflare Workers entry: the same runtime-agnostic app as on Node (createApp), with
  *  - teams read from the R2 bucket bound as TEAMS (R2Store, an ObjectStore over the binding),
- *  - inference on an OpenAI-compatible server (TROUPE_OPENAI_BASE_URL). Workers cannot run ONNX:
- *    with TROUPE_BACKEND = "onnx" every solve is answered 501 `unsupported`,
+ *  - inference on an OpenAI-compatible server (TROUPE_OPENAI_BASE_URL), or with TROUPE_BACKEND =
+ *    "onnx" the embedded engine inside the Worker — only in the embedded build (worker/embedded.ts,
+ *    infra/workers/wrangler.embedded.toml), which carries onnxruntime-web's wasm; this plain build
+ *    answers those solves 501 `unsupported`,
  *  - API keys checked against TROUPE_API_KEY_HASHES (sha256 hex; unset = no key is accepted),
  *  - no sandbox, so teams that execute model-written code get 501,
  *  - the playground page at GET /.
- * Config: infra/workers/wrangler.toml. The app is built once per isolate, on its first request
- * (bindings only exist inside a request), and reused while the isolate lives.
+ * Config: infra/workers/wrangler.toml (wrangler.embedded.toml for the embedded build). The app is
+ * built once per isolate, on its first request (bindings only exist inside a request), and reused
+ * while the isolate lives.
  */
 import {
   createOpenAIBackend,
@@ -22,16 +25,20 @@ import { playgroundRoutes } from "./playground/routes.ts";
 import { type WorkerConfig, type WorkerEnv, workerConfig } from "./worker/config.ts";
 import { R2Store } from "./worker/r2-store.ts";
 
-/** The "onnx" backend on Workers: it exists so that a misrouted deployment says why it cannot serve. */
+/** The "onnx" backend of the plain build: so that a misrouted deployment says why it cannot serve. */
 const onnxUnavailable: InferenceBackend = {
   name: "onnx",
   async policies() {
     throw new UnsupportedTeamError(
-      "the onnx backend cannot run on Cloudflare Workers (no ONNX runtime); " +
-        "serve the team's policies from an OpenAI-compatible server (TROUPE_BACKEND = openai)",
+      "the onnx backend cannot run on Cloudflare Workers in this build (no ONNX runtime bundled); " +
+        "deploy the embedded build (infra/workers/wrangler.embedded.toml) or serve the team's policies from an " +
+        "OpenAI-compatible server (TROUPE_BACKEND = openai)",
     );
   },
 };
+
+/** Makes the onnx backend of a build (the embedded build's runs the team inside the Worker). */
+export type OnnxBackendFactory = (config: WorkerConfig) => InferenceBackend;
 
 /**
  * The openai backend, with a fresh engine for every request.
@@ -50,20 +57,21 @@ function perRequestOpenAIBackend(options: Parameters<typeof createOpenAIBackend>
   };
 }
 
-export function createWorkerApp(config: WorkerConfig): TroupeApp {
+export function createWorkerApp(config: WorkerConfig, onnxBackend?: OnnxBackendFactory): TroupeApp {
   const store = new R2Store(config.TEAMS, { prefix: config.TROUPE_TEAMS_PREFIX, bucketName: "TEAMS" });
-  const backend =
-    config.TROUPE_BACKEND === "onnx"
-      ? onnxUnavailable
-      : perRequestOpenAIBackend({
-          baseUrl: config.TROUPE_OPENAI_BASE_URL!,
-          apiKey: config.TROUPE_OPENAI_API_KEY,
-        });
+  const onnx = config.TROUPE_BACKEND === "onnx";
+  const backend = onnx
+    ? (onnxBackend?.(config) ?? onnxUnavailable)
+    : perRequestOpenAIBackend({
+        baseUrl: config.TROUPE_OPENAI_BASE_URL!,
+        apiKey: config.TROUPE_OPENAI_API_KEY,
+      });
   return createApp({
     registry: createTeamRegistry(store),
     backend,
-    // Loaded teams hold their engine: none may outlive its request (see perRequestOpenAIBackend).
-    teamCacheSize: 0,
+    // Loaded openai teams hold their engine: none may outlive its request (perRequestOpenAIBackend).
+    // The embedded engine holds no I/O object: its teams stay loaded for the isolate's life.
+    ...(onnx ? {} : { teamCacheSize: 0 }),
     auth: keyAuth(parseApiKeys(config.TROUPE_API_KEY_HASHES, "TROUPE_API_KEY_HASHES")),
     limits: {
       bodyBytes: config.TROUPE_BODY_BYTES,
@@ -75,23 +83,26 @@ export function createWorkerApp(config: WorkerConfig): TroupeApp {
   });
 }
 
-let built: { env: WorkerEnv; app: TroupeApp } | undefined;
-
-function appFor(env: WorkerEnv): TroupeApp {
-  if (built?.env !== env) built = { env, app: createWorkerApp(workerConfig(env)) };
-  return built.app;
+/** The Worker's fetch handler; the embedded build passes its onnx backend. */
+export function workerHandler(onnxBackend?: OnnxBackendFactory) {
+  let built: { env: WorkerEnv; app: TroupeApp } | undefined;
+  const appFor = (env: WorkerEnv): TroupeApp => {
+    if (built?.env !== env) built = { env, app: createWorkerApp(workerConfig(env), onnxBackend) };
+    return built.app;
+  };
+  return {
+    async fetch(request: Request, env: WorkerEnv, ctx: unknown): Promise<Response> {
+      let app: TroupeApp;
+      try {
+        app = appFor(env);
+      } catch (error) {
+        // A deployment mistake (missing binding, bad key hash): say which setting, never its value.
+        console.error(error);
+        return new ApiError(500, "internal", (error as Error).message).toResponse();
+      }
+      return app.fetch(request, env, ctx as never);
+    },
+  };
 }
 
-export default {
-  async fetch(request: Request, env: WorkerEnv, ctx: unknown): Promise<Response> {
-    let app: TroupeApp;
-    try {
-      app = appFor(env);
-    } catch (error) {
-      // A deployment mistake (missing binding, bad key hash): say which setting, never its value.
-      console.error(error);
-      return new ApiError(500, "internal", (error as Error).message).toResponse();
-    }
-    return app.fetch(request, env, ctx as never);
-  },
-};
+export default workerHandler();

@@ -189,7 +189,22 @@ describe("happy paths (ONNX backend)", () => {
     expect(doc.openapi).toBe("3.1.0");
     expect(Object.keys(doc.paths).sort()).toEqual(["/healthz", "/v1/solve", "/v1/teams", "/v1/teams/{name}"]);
     expect(Object.keys(doc.paths["/v1/solve"].post.responses).sort()).toEqual(
-      ["200", "400", "401", "404", "408", "413", "415", "422", "429", "500", "501", "504"].sort(),
+      [
+        "200",
+        "400",
+        "401",
+        "404",
+        "408",
+        "413",
+        "415",
+        "422",
+        "429",
+        "500",
+        "501",
+        "503",
+        "504",
+        "507",
+      ].sort(),
     );
     expect(doc.components.schemas.SolveRequest.required).toEqual(["team", "input"]);
     const docs = await call("/docs", { key: null });

@@ -26,14 +26,18 @@ import {
 import {
   AdamW,
   type AdamWState,
+  addLossSums,
+  aggregationWeights,
   ByteTokenizer,
   type CheckpointFiles,
   checkWeightsAgainstConfig,
   decodeCheckpoint,
   type Engine,
   type EngineGenerateRequest,
+  emptyLossSums,
   encodeCheckpoint,
   initQwenWeights,
+  lossMetrics,
   type MicroBatch,
   MicroBatchTooLargeError,
   type OptimizerConfig,
@@ -50,7 +54,7 @@ import {
   tinyQwenConfig,
   type Weights,
 } from "@troupe/engine";
-import { addLossSums, aggregationWeights, emptyLossSums, lossMetrics } from "@troupe/rl";
+import { batchingLimits, ContinuousBatcher, type ContinuousBatchingOptions } from "./continuous.ts";
 import { type GenerateOptions, generateBatch } from "./generate.ts";
 import { packWeights } from "./model/fused-weights.ts";
 import { type LossSequenceInput, ModelRunner } from "./model/runner.ts";
@@ -86,6 +90,8 @@ export interface OnnxEngineOptions {
    * only the decode step, whose shape hardly changes, keeps one.
    */
   readonly memoryArena?: boolean;
+  /** Bounds of `generateContinuous` (rows decoded together, sequences waiting), per policy. */
+  readonly continuousBatching?: ContinuousBatchingOptions;
 }
 
 /** A run that cannot be cut small enough for the activation budget (one sequence is already over). */
@@ -117,7 +123,11 @@ interface PolicyState {
 }
 
 export async function createOnnxEngine(options: OnnxEngineOptions): Promise<OnnxEngine> {
-  const engine = new OnnxEngine(options.activationBudgetBytes, options.memoryArena);
+  const engine = new OnnxEngine(
+    options.activationBudgetBytes,
+    options.memoryArena,
+    options.continuousBatching,
+  );
   for (const spec of options.policies) engine.addPolicy(spec);
   return engine;
 }
@@ -127,13 +137,17 @@ export class OnnxEngine implements Engine {
   private readonly states = new Map<PolicyId, PolicyState>();
   /** The engine's one queue: every call runs after the earlier ones have finished. */
   private queue: Promise<unknown> = Promise.resolve();
+  /** Per policy, the continuous batch of `generateContinuous` (created on first use). */
+  private readonly batchers = new Map<PolicyId, ContinuousBatcher>();
 
   constructor(
     readonly activationBudgetBytes = Number.POSITIVE_INFINITY,
     readonly memoryArena = false,
+    readonly continuousBatching: ContinuousBatchingOptions = {},
   ) {
     if (!(activationBudgetBytes > 0))
       throw new Error(`onnx engine: activationBudgetBytes must be > 0, got ${activationBudgetBytes}`);
+    batchingLimits(continuousBatching); // a bad bound fails here, not at the first generation
   }
 
   addPolicy(spec: OnnxPolicySpec): void {
@@ -309,6 +323,38 @@ export class OnnxEngine implements Engine {
       });
     }
     return results;
+  }
+
+  /**
+   * One generation that joins the policy's running batch (continuous.ts): concurrent callers share
+   * every decode step instead of waiting for each other's whole generation. Same completion as
+   * `generate` with the same seed (at temperature 0, the same tokens). Rejects with
+   * `GenerationQueueFullError` when the policy's queue is full, with `signal.reason` once aborted.
+   * Runs are not cut by the activation budget: rows are bounded by `continuousBatching.maxBatch`.
+   */
+  async generateContinuous(
+    request: EngineGenerateRequest,
+    sampling: SamplingParams,
+    options: { readonly signal?: AbortSignal | undefined } = {},
+  ): Promise<Completion> {
+    const s = this.state(request.policyId);
+    let batcher = this.batchers.get(s.id);
+    if (batcher === undefined) {
+      batcher = new ContinuousBatcher(
+        s.id,
+        () => s,
+        (fn) => this.exclusive(fn),
+        this.continuousBatching,
+      );
+      this.batchers.set(s.id, batcher);
+    }
+    const prompt = s.tokenizer.encodeChat(request.observation.messages);
+    return batcher.generate(prompt, request.seed, SamplingParamsSchema.parse(sampling), options.signal);
+  }
+
+  /** Queue and batch sizes of a policy's continuous batch (undefined before its first call). */
+  continuousStats(policyId: PolicyId) {
+    return this.batchers.get(policyId)?.stats();
   }
 
   /** Prompt = chat template + generation prompt; completion = its tokens then the end-of-turn token. */
@@ -488,6 +534,7 @@ export class OnnxEngine implements Engine {
   }
 
   async close(): Promise<void> {
+    for (const b of this.batchers.values()) b.close();
     for (const s of this.states.values()) await this.exclusive(() => s.runner.release());
   }
 }

@@ -7,8 +7,8 @@
  * samples with its own `Rng(deriveSeed(seed))`, drawing exactly one number per token, so a
  * completion does not depend on what else is in the batch.
  *
- * Rows whose ids the tokenizer cannot produce (a model vocabulary padded past the tokenizer's) are
- * never sampled: their logits are set to −∞ before warping.
+ * Ids the tokenizer cannot produce (a model vocabulary padded past the tokenizer's) are never
+ * sampled: the sampler reads only the logits of the tokenizer's ids (as if the others were −∞).
  */
 import { type Completion, deriveSeed, Rng, type SamplingParams } from "@troupe/core";
 import { sampleToken, type Tokenizer } from "@troupe/engine";
@@ -42,14 +42,7 @@ export async function generateBatch(
   runner.checkTokens(prompts.map((p) => ({ promptTokenIds: p, completionTokenIds: [] })));
   const V = runner.config.vocab_size;
   const usable = Math.min(V, tokenizer.vocabSize);
-  const stopIds = new Set([...sampling.stopTokenIds, ...tokenizer.stopTokenIds]);
-  // Rng(seed) of @troupe/core draws a first float ≈ 1 − seed·1.5e-8 for small seeds (xoroshiro128+
-  // seeded with the raw integer), so nearby seeds would sample the same first token: the request
-  // seed is scrambled through deriveSeed first.
-  const rngs = seeds.map((s) => new Rng(deriveSeed(s, "onnx-sampler")));
-  const tokens: number[][] = prompts.map(() => []);
-  const logprobs: number[][] = prompts.map(() => []);
-  const finish: ("stop" | "length" | undefined)[] = prompts.map(() => undefined);
+  const rows = prompts.map((p, b) => new SequenceSampler(p, seeds[b]!, sampling, tokenizer, V, usable));
   const kvCache = options.kvCache ?? true;
   // Full recomputation (no cache) feeds the same weight tensors to every step.
   const feeds: Record<string, ort.Tensor> = kvCache ? {} : runner.weightFeeds(weights, "decode");
@@ -64,29 +57,20 @@ export async function generateBatch(
       ? (await runner.decodeStep(feeds, padded.ids, padded.positions, padded.valid, runner.emptyCache(B), B))
           .logits
       : await runner.cachedDecodeStep(weights, padded.ids, padded.positions, padded.valid, cache, versioned);
-  const row = new Float64Array(V);
   const allValid = new Uint8Array(B).fill(1);
   for (let n = 0; n < sampling.maxTokens; n++) {
-    for (let b = 0; b < B; b++) {
-      if (finish[b] !== undefined) continue;
-      sampleInto(row, logits, b, V, usable);
-      const { tokenId, logprob } = sampleToken(row, sampling, rngs[b]!);
-      tokens[b]!.push(tokenId);
-      logprobs[b]!.push(logprob);
-      if (stopIds.has(tokenId)) finish[b] = "stop";
-      else if (sampling.stop.length > 0 && firstStop(tokenizer.decode(tokens[b]!), sampling.stop) >= 0)
-        finish[b] = "stop";
-      else if (tokens[b]!.length >= sampling.maxTokens) finish[b] = "length";
-    }
-    if (finish.every((f) => f !== undefined)) break;
+    rows.forEach((r, b) => {
+      if (!r.done) r.sample(logits, b);
+    });
+    if (rows.every((r) => r.done)) break;
     if (cache !== undefined) {
       // One new column: each row's last token (a finished row repeats its last one; it is ignored).
-      const ids = BigInt64Array.from(tokens.map((t) => BigInt(t[t.length - 1]!)));
-      const positions = Int32Array.from(prompts.map((p, b) => p.length + tokens[b]!.length - 1));
+      const ids = BigInt64Array.from(rows.map((r) => BigInt(r.lastToken)));
+      const positions = Int32Array.from(rows.map((r) => r.nextPosition));
       logits = await runner.cachedDecodeStep(weights, ids, positions, allValid, cache, versioned);
     } else {
       const full = padBatch(
-        prompts.map((p, b) => [...p, ...tokens[b]!]),
+        rows.map((r) => [...r.prompt, ...r.tokens]),
         "left",
         tokenizer.padTokenId,
       );
@@ -94,25 +78,82 @@ export async function generateBatch(
         .logits;
     }
   }
-  return prompts.map((p, b) => {
-    const ids = tokens[b]!;
+  return rows.map((r) => r.completion());
+}
+
+/**
+ * One sequence's sampling: its own `Rng`, its tokens, log-probs and finish reason. Batched
+ * generation (above) and continuous batching (continuous.ts) both sample through it, so a
+ * sequence's tokens depend only on its logits and its seed, never on its neighbours in a batch.
+ */
+export class SequenceSampler {
+  readonly tokens: number[] = [];
+  readonly logprobs: number[] = [];
+  finish: "stop" | "length" | undefined;
+  private readonly rng: Rng;
+  private readonly stopIds: ReadonlySet<number>;
+
+  constructor(
+    readonly prompt: readonly number[],
+    seed: number,
+    readonly sampling: SamplingParams,
+    private readonly tokenizer: Tokenizer,
+    /** Logits per row (vocab_size), of which the first `usable` ids can be sampled. */
+    private readonly vocab: number,
+    private readonly usable: number,
+  ) {
+    // Rng(seed) of @troupe/core draws a first float ≈ 1 − seed·1.5e-8 for small seeds (xoroshiro128+
+    // seeded with the raw integer), so nearby seeds would sample the same first token: the request
+    // seed is scrambled through deriveSeed first.
+    this.rng = new Rng(deriveSeed(seed, "onnx-sampler"));
+    this.stopIds = new Set([...sampling.stopTokenIds, ...tokenizer.stopTokenIds]);
+  }
+
+  get done(): boolean {
+    return this.finish !== undefined;
+  }
+  get lastToken(): number {
+    return this.tokens[this.tokens.length - 1]!;
+  }
+  /** RoPE position of the last sampled token (the one the next step feeds). */
+  get nextPosition(): number {
+    return this.prompt.length + this.tokens.length - 1;
+  }
+
+  /**
+   * Samples the next token from row `b` of `logits` [B·V] (exactly one draw of the RNG). Only the
+   * first `usable` ids are read: the others would be −∞, probability exactly 0, so leaving them out
+   * draws the same token with the same log-probability, at half the cost for the byte tokenizer.
+   */
+  sample(logits: FloatArray, b: number): void {
+    const V = this.vocab;
+    const row = logits.subarray(b * V, b * V + this.usable);
+    const { tokenId, logprob } = sampleToken(row, this.sampling, this.rng);
+    this.tokens.push(tokenId);
+    this.logprobs.push(logprob);
+    const stop = this.sampling.stop;
+    if (this.stopIds.has(tokenId)) this.finish = "stop";
+    else if (stop.length > 0 && firstStop(this.tokenizer.decode(this.tokens), stop) >= 0)
+      this.finish = "stop";
+    else if (this.tokens.length >= this.sampling.maxTokens) this.finish = "length";
+  }
+
+  completion(): Completion {
+    const ids = this.tokens;
     const last = ids[ids.length - 1];
-    const textIds = finish[b] === "stop" && last !== undefined && stopIds.has(last) ? ids.slice(0, -1) : ids;
-    let text = tokenizer.decode(textIds);
-    const cut = firstStop(text, sampling.stop);
+    const textIds =
+      this.finish === "stop" && last !== undefined && this.stopIds.has(last) ? ids.slice(0, -1) : ids;
+    let text = this.tokenizer.decode(textIds);
+    const cut = firstStop(text, this.sampling.stop);
     if (cut >= 0) text = text.slice(0, cut);
     return {
       text,
-      promptTokenIds: [...p],
+      promptTokenIds: [...this.prompt],
       tokenIds: ids,
-      logprobs: logprobs[b]!,
-      finishReason: finish[b] ?? "length",
+      logprobs: this.logprobs,
+      finishReason: this.finish ?? "length",
     };
-  });
-}
-
-function sampleInto(row: Float64Array, logits: FloatArray, b: number, V: number, usable: number): void {
-  for (let v = 0; v < V; v++) row[v] = v < usable ? logits[b * V + v]! : Number.NEGATIVE_INFINITY;
+  }
 }
 
 /** Index of the earliest occurrence of any stop string, −1 if none. */

@@ -1,3 +1,4 @@
+export * from "./continuous.ts";
 export * from "./engine.ts";
 export * from "./generate.ts";
 export * from "./graph/autodiff.ts";

@@ -4,14 +4,9 @@
  * the tool's run for math, the texts and reward tiers for writing).
  */
 export {
-  type BoardAnswer,
   type CodeAnswer,
   type ExecutedAction,
-  type MathAnswer,
   type PlanPathAnswer,
   renderAnswer,
   type SolveAnswer,
-  type StateAnswer,
-  type TestRunAnswer,
-  type WritingAnswer,
 } from "@troupe/envs/registry";

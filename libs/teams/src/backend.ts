@@ -7,6 +7,20 @@ import type { Completion, GenerationRequest, Policy, SamplingParams } from "@tro
 import type { TeamManifest } from "./manifest.ts";
 import type { TeamRegistry } from "./registry.ts";
 
+/**
+ * The backend has more generations waiting than it accepts (its bounded queue is full): the
+ * caller should retry after `retryAfterSeconds` (a server answers 503 with Retry-After).
+ */
+export class BackendOverloadedError extends Error {
+  constructor(
+    message: string,
+    readonly retryAfterSeconds = 1,
+  ) {
+    super(message);
+    this.name = "BackendOverloadedError";
+  }
+}
+
 export interface GenerateCallOptions {
   /** Stops waiting (for a pool slot, a server) once aborted. */
   readonly signal?: AbortSignal | undefined;

@@ -28,7 +28,6 @@ export const FileEntrySchema = z.strictObject({
   sha256: z.string().regex(/^[0-9a-f]{64}$/, "must be 64 lowercase hex digits"),
   bytes: z.number().int().min(0),
 });
-export type FileEntry = z.infer<typeof FileEntrySchema>;
 
 /**
  * The sampling a policy is served with by default (the recipe's sampling with the evaluation
@@ -88,7 +87,6 @@ export const PolicyManifestSchema = z
       });
     }
   });
-export type PolicyManifest = z.infer<typeof PolicyManifestSchema>;
 
 export const EvalSummarySchema = z.strictObject({
   successRate: z.number().min(0).max(1),

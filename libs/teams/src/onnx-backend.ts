@@ -6,16 +6,24 @@
  * model.safetensors, tokenizer), cached per (team, version, policy); the least recently used is
  * dropped beyond `maxCachedPolicies`, once no generation is using it.
  *
- * One generation call = one turn of one request. Calls from every request go through one FIFO
- * pool of `maxConcurrent` slots (p-limit's queue is first-in first-out): ONNX Runtime already uses
- * every core for a single batch (intra-op threads), so running more at once only makes them
- * contend; with a FIFO queue, concurrent requests alternate turn by turn instead of the first one
- * finishing before the next starts.
+ * One generation call = one turn of one request. With `batching` (the Node server's default) every turn joins
+ * its policy's continuous batch (`OnnxEngine.generateContinuous`): concurrent requests share each
+ * decode step, and a turn waits for one step of the others, not for their whole generations. Past
+ * `maxQueued` waiting turns of a policy a call fails with `BackendOverloadedError` (503).
+ * Without batching, calls from every request go through one FIFO pool of `maxConcurrent` slots
+ * (p-limit's queue is first-in first-out): ONNX Runtime already uses every core for a single
+ * batch (intra-op threads), so running more at once only makes them contend.
  */
 import type { Completion, GenerationRequest, SamplingParams } from "@troupe/core";
-import { createOnnxEngine, type OnnxEngine } from "@troupe/engine-onnx";
+import { createOnnxEngine, GenerationQueueFullError, type OnnxEngine } from "@troupe/engine-onnx";
 import pLimit from "p-limit";
-import type { GenerateCallOptions, InferenceBackend, ServingPolicy, ServingPolicySet } from "./backend.ts";
+import {
+  BackendOverloadedError,
+  type GenerateCallOptions,
+  type InferenceBackend,
+  type ServingPolicy,
+  type ServingPolicySet,
+} from "./backend.ts";
 import type { TeamManifest } from "./manifest.ts";
 import { ONNX_GRAPH_FILE } from "./onnx-export.ts";
 import type { TeamRegistry } from "./registry.ts";
@@ -23,7 +31,15 @@ import type { TeamRegistry } from "./registry.ts";
 export * from "./onnx-export.ts";
 
 export interface OnnxBackendOptions {
-  /** Generation calls running at once, all teams together. 1: ORT's threads already fill the cores. */
+  /**
+   * Continuous batching of concurrent turns per policy; false (the default): the FIFO pool. The
+   * Node server turns it on (`--batching`); the Worker's one-threaded wasm build keeps the pool.
+   */
+  readonly batching?: boolean;
+  /** With batching: turns decoded together per policy, and turns waiting per policy at most. */
+  readonly maxBatch?: number;
+  readonly maxQueued?: number;
+  /** Without batching: calls running at once, all teams together. 1: ORT's threads already fill the cores. */
   readonly maxConcurrent?: number;
   /** Policies kept loaded (engines with their ORT sessions); the least recently used goes first. */
   readonly maxCachedPolicies?: number;
@@ -33,10 +49,13 @@ export const DEFAULT_MAX_CONCURRENT = 1;
 export const DEFAULT_MAX_CACHED_POLICIES = 16;
 
 export interface OnnxBackendStats {
-  /** Generation calls running now / waiting for a slot. */
+  /**
+   * Generation calls in flight (with batching: queued in or decoding with their policy's batch) /
+   * waiting for a slot of the FIFO pool (always 0 with batching).
+   */
   readonly active: number;
   readonly pending: number;
-  /** Most calls ever running at once (never above maxConcurrent). */
+  /** Most calls ever running at once (without batching, never above maxConcurrent). */
   readonly maxActive: number;
   /** Loaded policies, as `name@version/policy`. */
   readonly cached: string[];
@@ -65,6 +84,8 @@ export function createOnnxBackend(options: OnnxBackendOptions = {}): OnnxBackend
   if (!Number.isInteger(maxCached) || maxCached < 1) {
     throw new Error(`createOnnxBackend: maxCachedPolicies must be a positive integer, got ${maxCached}`);
   }
+  const batching = options.batching ?? false;
+  const continuousBatching = { maxBatch: options.maxBatch, maxQueued: options.maxQueued };
   const pool = pLimit(maxConcurrent);
   const cache = new Map<string, CacheEntry>();
   let active = 0;
@@ -113,7 +134,7 @@ export function createOnnxBackend(options: OnnxBackendOptions = {}): OnnxBackend
   const loader = (manifest: TeamManifest, registry: TeamRegistry, policyId: string) => async () => {
     const files = await registry.readPolicyFiles(manifest, policyId); // checksums verified
     delete files[ONNX_GRAPH_FILE]; // the engine builds its own graphs from config.json
-    return createOnnxEngine({ policies: [{ id: policyId, checkpoint: files }] });
+    return createOnnxEngine({ policies: [{ id: policyId, checkpoint: files }], continuousBatching });
   };
 
   function servingPolicy(manifest: TeamManifest, registry: TeamRegistry, policyId: string): ServingPolicy {
@@ -127,24 +148,55 @@ export function createOnnxBackend(options: OnnxBackendOptions = {}): OnnxBackend
         sampling: SamplingParams,
         call: GenerateCallOptions = {},
       ): Promise<Completion[]> {
-        return pool(async () => {
-          call.signal?.throwIfAborted(); // aborted while queued: give the slot to the next caller
-          const entry = acquire(key, load);
-          active++;
-          maxActive = Math.max(maxActive, active);
-          try {
-            const engine = await entry.engine;
-            return await engine.generate(
-              requests.map((r) => ({ policyId, observation: r.observation, seed: r.seed })),
-              sampling,
-            );
-          } finally {
-            active--;
-            release(entry);
-          }
-        });
+        return batching ? batched(requests, sampling, call) : pool(() => unbatched(requests, sampling, call));
       },
     };
+
+    /** Each request joins the policy's running batch; the engine queues and bounds them. */
+    async function batched(
+      requests: readonly GenerationRequest[],
+      sampling: SamplingParams,
+      call: GenerateCallOptions,
+    ): Promise<Completion[]> {
+      const entry = acquire(key, load);
+      active += requests.length;
+      maxActive = Math.max(maxActive, active);
+      try {
+        const engine = await entry.engine;
+        return await Promise.all(
+          requests.map((r) =>
+            engine.generateContinuous({ policyId, observation: r.observation, seed: r.seed }, sampling, call),
+          ),
+        );
+      } catch (error) {
+        if (error instanceof GenerationQueueFullError) throw new BackendOverloadedError(error.message);
+        throw error;
+      } finally {
+        active -= requests.length;
+        release(entry);
+      }
+    }
+
+    async function unbatched(
+      requests: readonly GenerationRequest[],
+      sampling: SamplingParams,
+      call: GenerateCallOptions,
+    ): Promise<Completion[]> {
+      call.signal?.throwIfAborted(); // aborted while queued: give the slot to the next caller
+      const entry = acquire(key, load);
+      active++;
+      maxActive = Math.max(maxActive, active);
+      try {
+        const engine = await entry.engine;
+        return await engine.generate(
+          requests.map((r) => ({ policyId, observation: r.observation, seed: r.seed })),
+          sampling,
+        );
+      } finally {
+        active--;
+        release(entry);
+      }
+    }
   }
 
   return {

@@ -9,7 +9,7 @@ import { join } from "node:path";
 import { tinyQwenConfig } from "@troupe/engine";
 import { createOnnxEngine } from "@troupe/engine-onnx";
 import { FileStore } from "@troupe/storage/node";
-import { checkpointSummary, type PublishInput, servingFiles, type TeamRegistry } from "../src/index.ts";
+import { checkpointSummary, type PublishInput, servingFiles } from "../src/index.ts";
 import { exportDecodeGraph } from "../src/onnx-export.ts";
 
 export const tinyConfig = tinyQwenConfig({
@@ -83,5 +83,3 @@ export function tempStore(): { store: FileStore; root: string; cleanup: () => vo
   const root = mkdtempSync(join(tmpdir(), "troupe-teams-"));
   return { store: new FileStore(root), root, cleanup: () => rmSync(root, { recursive: true, force: true }) };
 }
-
-export type { TeamRegistry };

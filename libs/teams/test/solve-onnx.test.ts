@@ -192,20 +192,33 @@ describe("solve with the ONNX backend (a real tiny team on Plan-Path)", () => {
     expect(seen).toHaveLength(1);
   }, 60_000);
 
-  it("shares one FIFO pool between concurrent requests and caches engines per policy", async () => {
+  /** Three solves one after the other, then at once: the same results (seeded sampling). */
+  async function sequentialThenConcurrent(loaded: LoadedTeam) {
     const inputs = [3, 4, 5].map((seed) => ({ generate: { seed } }) as const);
     const sequential = [];
-    for (const input of inputs) sequential.push(await solve(team, input, { sampling: { seed: 1 } }));
+    for (const input of inputs) sequential.push(await solve(loaded, input, { sampling: { seed: 1 } }));
     const concurrent = await Promise.all(
-      inputs.map((input) => solve(team, input, { sampling: { seed: 1 } })),
+      inputs.map((input) => solve(loaded, input, { sampling: { seed: 1 } })),
     );
     expect(concurrent.map(timeless)).toEqual(sequential.map(timeless));
+  }
+
+  it("shares one FIFO pool between concurrent requests and caches engines per policy", async () => {
+    await sequentialThenConcurrent(team);
     const stats = backend.stats();
     expect(stats.maxActive).toBe(1);
     expect(stats.active).toBe(0);
     expect(stats.pending).toBe(0);
     expect(stats.cached.sort()).toEqual(["tiny@1/fixer", "tiny@1/planner"]);
     expect(stats.loads).toBe(2);
+  }, 60_000);
+
+  it("with batching, concurrent turns of a policy share a batch, with the results of one at a time", async () => {
+    const batched = createOnnxBackend({ batching: true });
+    await sequentialThenConcurrent(await loadTeam(registry, manifest, batched));
+    // The three requests' turns ran together.
+    expect(batched.stats()).toMatchObject({ maxActive: 3, active: 0, pending: 0, loads: 2 });
+    await batched.close();
   }, 60_000);
 
   it("keeps at most maxCachedPolicies engines, reloading an evicted one with the same results", async () => {

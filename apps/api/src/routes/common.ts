@@ -3,13 +3,12 @@
  * field, and the error answers in the OpenAPI document.
  */
 import { OpenAPIHono } from "@hono/zod-openapi";
-import type { AppEnv } from "../context.ts";
 import { zodToApiError } from "../errors.ts";
 import { ErrorSchema } from "../schemas.ts";
 
 /** A router for one endpoint; mounted with `app.route("/", router)`. */
-export function router(): OpenAPIHono<AppEnv> {
-  return new OpenAPIHono<AppEnv>({
+export function router(): OpenAPIHono {
+  return new OpenAPIHono({
     // Validation failures of params, query and body: 400 naming the field (thrown to onError).
     defaultHook: (result) => {
       if (!result.success) {

@@ -67,7 +67,13 @@ export const solveRoute = createRoute({
     501: errorResponse(
       "`unsupported`: the team executes code and this server has no sandbox, or the backend cannot run here",
     ),
+    503: errorResponse(
+      "`overloaded`: more turns are waiting for the model than the server queues; retry after the Retry-After header's seconds",
+    ),
     504: errorResponse("`deadline_exceeded`: the solve ran past the server's per-request deadline"),
+    507: errorResponse(
+      "`unsupported`: the embedded Workers build cannot hold the team: its weights are over TROUPE_EMBEDDED_MAX_WEIGHT_BYTES (the message names the limit)",
+    ),
     ...AUTHENTICATED_ERRORS,
   },
 });

@@ -5,6 +5,7 @@
  */
 import { z } from "zod";
 import { DEFAULT_LIMITS } from "../context.ts";
+import { DEFAULT_MAX_WEIGHT_BYTES } from "./embedded-limits.ts";
 import type { R2BucketBinding } from "./r2-store.ts";
 
 /** The bindings and variables the Worker reads (see infra/workers/wrangler.toml). */
@@ -12,7 +13,10 @@ export interface WorkerEnv {
   /** R2 bucket with the published teams. */
   readonly TEAMS?: R2BucketBinding;
   readonly TROUPE_TEAMS_PREFIX?: string;
-  /** "openai" (default). "onnx" is accepted but every solve is answered 501: Workers has no ONNX runtime. */
+  /**
+   * "openai" (default) or "onnx": the embedded engine inside the Worker, which only the embedded
+   * build has (infra/workers/wrangler.embedded.toml); the plain build answers its solves 501.
+   */
   readonly TROUPE_BACKEND?: string;
   readonly TROUPE_OPENAI_BASE_URL?: string;
   readonly TROUPE_OPENAI_API_KEY?: string;
@@ -21,6 +25,8 @@ export interface WorkerEnv {
   readonly TROUPE_BODY_BYTES?: string;
   readonly TROUPE_DEADLINE_MS?: string;
   readonly TROUPE_RATE_PER_MINUTE?: string;
+  /** The onnx backend: most bytes of weights (model.safetensors, all policies) a team may have. */
+  readonly TROUPE_EMBEDDED_MAX_WEIGHT_BYTES?: string;
 }
 
 const positiveInt = (fallback: number) =>
@@ -52,6 +58,7 @@ const WorkerConfigSchema = z.object({
   TROUPE_BODY_BYTES: positiveInt(DEFAULT_LIMITS.bodyBytes),
   TROUPE_DEADLINE_MS: positiveInt(DEFAULT_LIMITS.deadlineMs),
   TROUPE_RATE_PER_MINUTE: positiveInt(DEFAULT_LIMITS.ratePerMinute),
+  TROUPE_EMBEDDED_MAX_WEIGHT_BYTES: positiveInt(DEFAULT_MAX_WEIGHT_BYTES),
 });
 export type WorkerConfig = z.output<typeof WorkerConfigSchema>;
 

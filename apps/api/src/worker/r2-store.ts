@@ -85,11 +85,13 @@ export class R2Store implements ObjectStore {
 
   async put(key: string, body: Uint8Array): Promise<void> {
     // R2 replaces an object atomically: readers see the old bytes or the new ones.
-    await this.bucket.put(this.key(key), body);
+    await this.bucket.put(this.key(key), plainBytes(body));
   }
 
   async putIfAbsent(key: string, body: Uint8Array): Promise<boolean> {
-    const created = await this.bucket.put(this.key(key), body, { onlyIf: { etagDoesNotMatch: "*" } });
+    const created = await this.bucket.put(this.key(key), plainBytes(body), {
+      onlyIf: { etagDoesNotMatch: "*" },
+    });
     return created !== null;
   }
 
@@ -120,4 +122,15 @@ export class R2Store implements ObjectStore {
     const object = await this.bucket.head(this.key(key));
     return object === null ? undefined : { key, size: object.size };
   }
+}
+
+/**
+ * The same bytes as a plain Uint8Array (a view, no copy). A Node Buffer (what protobufjs and many
+ * Node APIs return) is refused by wrangler's proxy of the binding (`getPlatformProxy`, which
+ * publishes into a local bucket from Node): it serialises typed arrays by constructor name.
+ */
+function plainBytes(body: Uint8Array): Uint8Array {
+  return body.constructor === Uint8Array
+    ? body
+    : new Uint8Array(body.buffer, body.byteOffset, body.byteLength);
 }

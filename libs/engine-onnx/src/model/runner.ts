@@ -5,7 +5,7 @@
  */
 import { type QwenConfig, qwenParameterCount } from "@troupe/engine";
 import type { FloatDType, Graph } from "../graph/builder.ts";
-import { GraphSession, int64Tensor, type ort, tensor } from "../graph/session.ts";
+import { GraphSession, type ort, tensor } from "../graph/session.ts";
 import { fusedData, type GraphWeightSpec, graphWeightSpecs } from "./fused-weights.ts";
 import {
   buildCachedDecodeGraph,
@@ -589,6 +589,98 @@ export class ModelRunner {
     return cache.logits;
   }
 
+  /**
+   * One single-token decode step over the first `ids.length` rows of a ragged cache, whose rows
+   * each hold one sequence at its own length (continuous batching: sequences join and leave
+   * between steps). The step attends over all `capacity` columns, masked by each row's `valid`
+   * flags, and writes row b's new keys/values at its own column `lengths[b]`, which then grows by
+   * one. Returns the logits [B·V] (an array of the cache, overwritten by the next step).
+   */
+  async raggedDecodeStep(
+    weights: HostWeights,
+    ids: BigInt64Array,
+    positions: Int32Array,
+    cache: RaggedKvCache,
+    options: { readonly weightsVersion?: number | undefined } = {},
+  ): Promise<FloatArray> {
+    const B = ids.length;
+    const C = cache.capacity;
+    if (B < 1 || B > cache.rows || positions.length !== B)
+      throw new Error(`${this.label}: raggedDecodeStep: ids and positions must be [B ≤ ${cache.rows}]`);
+    for (let b = 0; b < B; b++) {
+      if (cache.lengths[b]! >= C)
+        throw new Error(`${this.label}: raggedDecodeStep: row ${b} is full (${C} columns)`);
+    }
+    const { session, baked } = await this.cachedDecodeSession(weights, true, options.weightsVersion);
+    const D = this.config.head_dim;
+    const KV = this.config.num_key_value_heads;
+    const L = this.config.num_hidden_layers;
+    const V = this.config.vocab_size;
+    const rope = ropeTables(positions, D, this.config.rope_theta, this.dtype);
+    // Every cached column is "past" here (length C): the row's valid flags mask the unwritten ones.
+    const bias = cachedAttentionBias(
+      { batch: B, capacity: C, length: C, valid: cache.valid },
+      new Uint8Array(B).fill(1),
+      1,
+      this.dtype,
+    );
+    const feeds: Record<string, ort.Tensor> = {
+      ...(baked ? {} : this.weightFeeds(weights, "decode")),
+      input_ids: tensor("int64", ids, [B, 1]),
+      rope_cos: tensor(this.dtype, rope.cos, [B, 1, 1, D]),
+      rope_sin: tensor(this.dtype, rope.sin, [B, 1, 1, D]),
+      attn_bias: tensor(this.dtype, bias, [B, 1, 1, 1, C + 1]),
+    };
+    // Rows are the outermost dimension: the first B rows are a prefix of each array (no copy).
+    const rowValues = KV * C * D;
+    const kvDims = [B, KV, C, D];
+    for (let i = 0; i < L; i++) {
+      feeds[cacheKeyName(i)] = tensor(this.dtype, cache.keys[i]!.subarray(0, B * rowValues), kvDims);
+      feeds[cacheValueName(i)] = tensor(this.dtype, cache.values[i]!.subarray(0, B * rowValues), kvDims);
+    }
+    const newDims = [B, KV, 1, D];
+    const alloc = (n: number) => (this.dtype === "float32" ? new Float32Array(n) : new Float64Array(n));
+    const into: Record<string, ort.Tensor> = {
+      logits: tensor(this.dtype, cache.logits.subarray(0, B * V), [B, V]),
+    };
+    for (let i = 0; i < L; i++) {
+      into[newKeyName(i)] = tensor(this.dtype, alloc(B * KV * D), newDims);
+      into[newValueName(i)] = tensor(this.dtype, alloc(B * KV * D), newDims);
+    }
+    const out = await session.run(feeds, into);
+    for (let i = 0; i < L; i++) {
+      for (const [news, store] of [
+        [out[newKeyName(i)]!.data as FloatArray, cache.keys[i]!],
+        [out[newValueName(i)]!.data as FloatArray, cache.values[i]!],
+      ] as const) {
+        for (let b = 0; b < B; b++) {
+          const column = cache.lengths[b]!;
+          for (let h = 0; h < KV; h++)
+            store.set(news.subarray((b * KV + h) * D, (b * KV + h + 1) * D), ((b * KV + h) * C + column) * D);
+        }
+      }
+    }
+    for (let b = 0; b < B; b++) cache.valid[b * C + cache.lengths[b]!++] = 1;
+    return cache.logits.subarray(0, B * V);
+  }
+
+  /** An empty ragged cache of `rows` rows × `capacity` columns (see `RaggedKvCache`). */
+  raggedCache(rows: number, capacity: number): RaggedKvCache {
+    const KV = this.config.num_key_value_heads;
+    const D = this.config.head_dim;
+    const L = this.config.num_hidden_layers;
+    const alloc = (n: number) => (this.dtype === "float32" ? new Float32Array(n) : new Float64Array(n));
+    return {
+      rows,
+      capacity,
+      lengths: new Int32Array(rows),
+      keys: Array.from({ length: L }, () => alloc(rows * KV * capacity * D)),
+      values: Array.from({ length: L }, () => alloc(rows * KV * capacity * D)),
+      valid: new Uint8Array(rows * capacity),
+      logits: alloc(rows * this.config.vocab_size),
+    };
+  }
+
   async release(): Promise<void> {
     const sessions = [this.scoring, this.decode, this.cachedPrefill, this.stepWithInputs, this.train];
     for (const s of [...sessions, this.bakedStep?.session]) if (s) await (await s).release();
@@ -639,6 +731,24 @@ export interface FixedKvCache {
   readonly logits: FloatArray;
 }
 
+/**
+ * The KV cache of continuous batching: per layer [rows, KV, capacity, d_head], one row per
+ * sequence, each filled up to its own `lengths[row]` columns (a row's `valid` flags mark its real
+ * tokens, left pads excluded). The scheduler moves rows (a sequence joins, another leaves); the
+ * runner only appends one column per row and step (`raggedDecodeStep`).
+ */
+export interface RaggedKvCache {
+  readonly rows: number;
+  readonly capacity: number;
+  readonly lengths: Int32Array;
+  readonly keys: readonly FloatArray[];
+  readonly values: readonly FloatArray[];
+  /** [rows, capacity]: 1 where the column holds a real token. */
+  readonly valid: Uint8Array;
+  /** [rows·V] logits of the last step. */
+  readonly logits: FloatArray;
+}
+
 /** A growing KV cache of `decodeStep`: the ORT tensors of the previous step's `present_*` outputs. */
 export interface KvCache {
   /** Cached columns P. */
@@ -646,5 +756,3 @@ export interface KvCache {
   readonly keys: readonly ort.Tensor[];
   readonly values: readonly ort.Tensor[];
 }
-
-export { int64Tensor };
