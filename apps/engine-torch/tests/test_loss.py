@@ -1,4 +1,4 @@
-"""The tensor loss against hand-computed values of libs/rl/src/loss.ts's equations."""
+"""The tensor loss against hand-computed values of libs/engine/src/loss.ts's equations."""
 
 import math
 

@@ -1,4 +1,4 @@
-"""The PPO-clip policy-gradient loss of libs/rl/src/loss.ts, on tensors. Same equations, same names:
+"""The PPO-clip policy-gradient loss of libs/engine/src/loss.ts, on tensors. Same equations, same names:
 
     r    = exp(ℓ − ℓ_old)
     L^pg = max(−A·r, −A·clip(r, 1−ε_low, 1+ε_high));   dual-clip where A < 0: min(L^pg, −A·c)

@@ -35,7 +35,6 @@ export const SuiteSchema = z.strictObject({
   seed: z.number().int().min(0).default(0),
 });
 export type Suite = z.infer<typeof SuiteSchema>;
-export type SuiteInput = z.input<typeof SuiteSchema>;
 
 const UsageSchema = z.strictObject({
   calls: z.number().int().min(0),

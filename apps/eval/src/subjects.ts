@@ -19,7 +19,6 @@ import type { CodeRunner } from "@troupe/sandbox";
 import { type ObjectStore, RunStore } from "@troupe/storage";
 import {
   createOpenAIBackend,
-  createTeamRegistry,
   type InferenceBackend,
   type LoadedTeam,
   loadTeam,
@@ -220,5 +219,3 @@ export async function openRun(store: ObjectStore, text: string, runner?: CodeRun
     close: () => engine.close(),
   };
 }
-
-export { createTeamRegistry };

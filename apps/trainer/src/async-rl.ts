@@ -35,7 +35,8 @@ import { recipeEnvironment, type TrainerEnvironment } from "./envs.ts";
 import type { Recipe } from "./recipe.ts";
 import { consoleReporter } from "./reporter.ts";
 import { policySet, type RolloutSource, restoreStep, type TrainReporter, trainTasks } from "./train.ts";
-import { warmStart, warmStartId, warmStartProgress } from "./warm-start.ts";
+import { warmStart } from "./warm-start.ts";
+import { warmStartId, warmStartProgress } from "./warm-start-cache.ts";
 
 /** How long a worker's lease on a unit lasts before another worker may take it over. */
 export const DEFAULT_LEASE_MS = 60_000;

@@ -437,7 +437,7 @@ export function pairedRows(differences: readonly PairedDifference[]): Record<str
   }));
 }
 
-/** The comparison as table rows: `table` prints them, `markdownTable` writes them for the README. */
+/** The comparison as table rows: `table` prints them, `markdownTable` writes them for docs/experiments. */
 export function compareRows(rows: readonly CompareRow[]): Record<string, string | number>[] {
   return rows.map((row) => ({
     arm: row.arm,

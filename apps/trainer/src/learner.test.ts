@@ -1,7 +1,8 @@
 import { type SamplingParams, samplingParams, teamPolicies } from "@troupe/core";
 import type { Engine, TrainSequence, TrainStepConfig } from "@troupe/engine";
+import { aggregationWeights, policyLoss } from "@troupe/engine";
 import type { OnnxEngine } from "@troupe/engine-onnx";
-import { aggregationWeights, policyLoss, runStrategy } from "@troupe/rl";
+import { runStrategy } from "@troupe/rl";
 import { describe, expect, it } from "vitest";
 import { tinyPlanPath } from "../test/tiny.ts";
 import { createEngine } from "./engines.ts";

@@ -19,12 +19,12 @@ import type { PolicyId, Sample } from "@troupe/core";
 import type {
   Engine,
   OptimizerConfig,
+  PolicyLossConfig,
   TokenSequence,
   TrainMetrics,
   TrainSequence,
   TrainStepConfig,
 } from "@troupe/engine";
-import type { PolicyLossConfig } from "@troupe/rl";
 
 /** A training sequence before the learner's scoring pass fills in its log-probs. */
 export interface LearnerSequence extends TokenSequence {

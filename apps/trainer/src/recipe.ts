@@ -4,9 +4,9 @@
  * enumerations, the allowed values.
  */
 import { ByteSizeSchema, SamplingParamsSchema } from "@troupe/core";
-import { defaultOptimizerConfig } from "@troupe/engine";
+import { defaultOptimizerConfig, defaultPolicyLossConfig } from "@troupe/engine";
 import { BaselineSchema, EnvironmentOptionsError, environmentOptions } from "@troupe/envs";
-import { defaultPolicyLossConfig, StrategyConfigSchema } from "@troupe/rl";
+import { StrategyConfigSchema } from "@troupe/rl";
 import { parse as parseYaml } from "yaml";
 import { z } from "zod";
 
@@ -165,7 +165,6 @@ export const EngineSchema = z
     z.discriminatedUnion("kind", [OnnxEngineSchema, TorchEngineSchema, OpenaiEngineSchema]),
   )
   .default({ kind: "onnx" });
-export type EngineRecipe = z.infer<typeof EngineSchema>;
 export type TorchEngineRecipe = z.infer<typeof TorchEngineSchema>;
 
 /**

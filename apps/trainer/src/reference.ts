@@ -16,7 +16,7 @@ import type { Engine } from "@troupe/engine";
 import { type ObjectStore, RunStore } from "@troupe/storage";
 import { createEngine } from "./engines.ts";
 import type { Recipe } from "./recipe.ts";
-import { warmStartId, warmStartProgress } from "./warm-start.ts";
+import { warmStartId, warmStartProgress } from "./warm-start-cache.ts";
 
 export async function createReferenceEngine(recipe: Recipe, team: Team, store: ObjectStore): Promise<Engine> {
   const engine = await createEngine(recipe, teamPolicies(team));

@@ -120,7 +120,7 @@ export function table(rows: readonly Record<string, string | number>[]): string 
   ].join("\n");
 }
 
-/** The same rows as a Markdown (GitHub) table, for files and the README. */
+/** The same rows as a Markdown (GitHub) table, for files and the experiment pages. */
 export function markdownTable(rows: readonly Record<string, string | number>[]): string {
   if (rows.length === 0) return "(none)";
   const cols = Object.keys(rows[0]!);

@@ -30,7 +30,7 @@ import {
   turnStages,
 } from "@troupe/core";
 import type { Engine, OptimizerConfig, TrainMetrics, TrainStepConfig } from "@troupe/engine";
-import { defaultPolicyLossConfig } from "@troupe/rl";
+import { defaultPolicyLossConfig } from "@troupe/engine";
 import type { TrainerEnvironment } from "./envs.ts";
 import type { DemonstrationCut } from "./recipe.ts";
 

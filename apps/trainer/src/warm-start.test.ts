@@ -1,7 +1,8 @@
 import { describe, expect, it } from "vitest";
 import { recipeEnvironment } from "./envs.ts";
 import { loadRecipeText, RecipeError } from "./recipe.ts";
-import { checkDemonstrationRoles, demonstrationEnvironment, warmStartId, warmStartLr } from "./warm-start.ts";
+import { checkDemonstrationRoles, demonstrationEnvironment, warmStartLr } from "./warm-start.ts";
+import { warmStartId } from "./warm-start-cache.ts";
 
 const sft = { steps: 10, batchSize: 8, lr: 1, mistakeRate: 0 };
 const lrs = (extra: object) => Array.from({ length: 10 }, (_, s) => warmStartLr(s, { ...sft, ...extra }));

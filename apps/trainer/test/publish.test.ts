@@ -15,7 +15,7 @@ import { createEnvironment, recipeTeam } from "../src/envs.ts";
 import { publishRun } from "../src/publish.ts";
 import { loadRecipeText, type Recipe } from "../src/recipe.ts";
 import { evalTasks, train } from "../src/train.ts";
-import { warmStartId } from "../src/warm-start.ts";
+import { warmStartId } from "../src/warm-start-cache.ts";
 import { quiet, TINY_PLAN_PATH, tempRoot, trainerInProcess, trainRun } from "./tiny.ts";
 
 const root = tempRoot("publish");

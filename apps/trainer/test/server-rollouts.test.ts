@@ -27,6 +27,7 @@ import {
 } from "@troupe/core";
 import {
   defaultOptimizerConfig,
+  defaultPolicyLossConfig,
   type Engine,
   type EngineGenerateRequest,
   type TrainStepConfig,
@@ -39,7 +40,6 @@ import {
   type PairedEngine,
   type WeightSync,
 } from "@troupe/engine-openai";
-import { defaultPolicyLossConfig } from "@troupe/rl";
 import { FileStore, RunStore } from "@troupe/storage/node";
 import { afterEach, describe, expect, it } from "vitest";
 import { checkEngineRecipe, createEngine } from "../src/engines.ts";

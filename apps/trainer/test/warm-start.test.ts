@@ -11,13 +11,8 @@ import { describe, expect, it } from "vitest";
 import { createEngine } from "../src/engines.ts";
 import { createEnvironment, recipeTeam } from "../src/envs.ts";
 import { loadRecipeText } from "../src/recipe.ts";
-import {
-  cachedWarmStart,
-  SFT_STOP_WINDOW,
-  warmStart,
-  warmStartId,
-  warmStartProgress,
-} from "../src/warm-start.ts";
+import { cachedWarmStart, SFT_STOP_WINDOW, warmStart } from "../src/warm-start.ts";
+import { warmStartId, warmStartProgress } from "../src/warm-start-cache.ts";
 import { quiet, TINY_PLAN_PATH, tempRoot } from "./tiny.ts";
 
 const root = tempRoot("warm-start");

@@ -51,12 +51,3 @@ export interface Environment<State = unknown, Payload = unknown> {
    */
   difficulty?(task: Task<Payload>): number;
 }
-
-/** Reward of one agent for one step: `teamWeight · team + localWeight · local`. */
-export function mixReward(
-  result: Pick<StepResult<unknown>, "teamReward" | "localRewards">,
-  agent: AgentId,
-  weights: { readonly teamWeight: number; readonly localWeight: number },
-): number {
-  return weights.teamWeight * result.teamReward + weights.localWeight * (result.localRewards[agent] ?? 0);
-}

@@ -10,9 +10,3 @@ export interface Task<Payload = unknown> {
   readonly split: Split;
   readonly payload: Payload;
 }
-
-export const TaskSchema = z.object({
-  id: z.string().min(1, "task id must be non-empty"),
-  split: SplitSchema,
-  payload: z.unknown(),
-});

@@ -21,11 +21,11 @@ import { samplingParams } from "@troupe/core";
 import {
   ByteTokenizer,
   defaultOptimizerConfig,
+  defaultPolicyLossConfig,
   qwenParameterCount,
   type TrainSequence,
   tinyQwenConfig,
 } from "@troupe/engine";
-import { defaultPolicyLossConfig } from "@troupe/rl";
 import { createOnnxEngine } from "../src/engine.ts";
 import { generateBatch } from "../src/generate.ts";
 

@@ -4,9 +4,13 @@
  * follows the weights across a training step.
  */
 import { samplingParams, userObservation } from "@troupe/core";
-import { ByteTokenizer, defaultOptimizerConfig, tinyQwenConfig } from "@troupe/engine";
+import {
+  ByteTokenizer,
+  defaultOptimizerConfig,
+  defaultPolicyLossConfig,
+  tinyQwenConfig,
+} from "@troupe/engine";
 import { SMALL_QWEN_SHAPE } from "@troupe/engine/testing";
-import { defaultPolicyLossConfig } from "@troupe/rl";
 import { describe, expect, it } from "vitest";
 import { createOnnxEngine } from "../src/engine.ts";
 import { generateBatch } from "../src/generate.ts";

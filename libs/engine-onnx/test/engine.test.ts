@@ -1,12 +1,13 @@
 import { samplingParams, userObservation } from "@troupe/core";
 import {
   defaultOptimizerConfig,
+  defaultPolicyLossConfig,
+  policyLoss,
   type TrainSequence,
   type TrainStepConfig,
   tinyQwenConfig,
 } from "@troupe/engine";
 import { SMALL_QWEN_SHAPE } from "@troupe/engine/testing";
-import { defaultPolicyLossConfig, policyLoss } from "@troupe/rl";
 import { afterAll, describe, expect, it } from "vitest";
 import { createOnnxEngine, firstNonFinite, type OnnxEngine } from "../src/engine.ts";
 
@@ -132,7 +133,7 @@ describe("OnnxEngine", () => {
     }
   });
 
-  it("trainStep loss and metrics equal policyLoss of @troupe/rl on the model's own log-probs", async () => {
+  it("trainStep loss and metrics equal policyLoss of @troupe/engine on the model's own log-probs", async () => {
     const e = await engine();
     const batch = await batchFor(e, [1.5, -0.7, 0.3, -2], 0.3);
     const lossConfig = { ...trainConfig().loss, dualClip: 3, aggregation: "sequence-mean" as const };

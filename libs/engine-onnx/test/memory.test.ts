@@ -6,13 +6,13 @@
 import { samplingParams, userObservation } from "@troupe/core";
 import {
   defaultOptimizerConfig,
+  defaultPolicyLossConfig,
   initQwenWeights,
   type TrainSequence,
   type TrainStepConfig,
   tinyQwenConfig,
 } from "@troupe/engine";
 import { SMALL_QWEN_SHAPE } from "@troupe/engine/testing";
-import { defaultPolicyLossConfig } from "@troupe/rl";
 import { afterAll, describe, expect, it } from "vitest";
 import { createOnnxEngine, MemoryBudgetError, type OnnxEngine } from "../src/engine.ts";
 import { Graph } from "../src/graph/builder.ts";

@@ -1,5 +1,5 @@
+import { aggregationWeights, policyLoss } from "@troupe/engine";
 import { FULL_POLICY_LOSS } from "@troupe/engine/testing";
-import { aggregationWeights, policyLoss } from "@troupe/rl";
 import { describe, expect, it } from "vitest";
 import { type HostWeights, type LossSequenceInput, ModelRunner } from "../src/model/runner.ts";
 import { randomTokens, TINY_CONFIGS, tinyWeights, toFloat64 } from "./fixtures.ts";
@@ -35,7 +35,7 @@ describe.each(Object.entries(TINY_CONFIGS).slice(0, 3))("training graph, %s (flo
   const weights = toFloat64(tinyWeights(config, 3));
   const runner = new ModelRunner(config, "float64");
 
-  it("loss and metrics equal policyLoss of @troupe/rl on the same numbers", async () => {
+  it("loss and metrics equal policyLoss of @troupe/engine on the same numbers", async () => {
     const batch = await lossBatch(runner, weights, 9);
     const result = await runner.trainMicroBatch(weights, batch, FULL_POLICY_LOSS);
     const reference = policyLoss(

@@ -38,7 +38,6 @@ export const CompletionsResponseSchema = z.object({
     .min(1),
   usage: UsageSchema.nullish(),
 });
-export type CompletionsResponse = z.infer<typeof CompletionsResponseSchema>;
 
 /** `/v1/completions` with echo (scoring): the completion fields matter less, the logprobs are the point. */
 export const EchoResponseSchema = z.object({
@@ -68,7 +67,6 @@ export const ChatCompletionsResponseSchema = z.object({
   prompt_token_ids: tokenIds.nullish(),
   usage: UsageSchema.nullish(),
 });
-export type ChatCompletionsResponse = z.infer<typeof ChatCompletionsResponseSchema>;
 
 /** `a.b[2].c` from a zod issue path. */
 export function fieldPath(path: readonly PropertyKey[]): string {

@@ -62,7 +62,6 @@ export const LoraSpecSchema = z.object({
   /** Last names of the Linear modules that get adapters (default: every attention and MLP projection). */
   targetModules: z.array(z.string().min(1)).min(1).optional(),
 });
-export type LoraSpec = z.input<typeof LoraSpecSchema>;
 
 export const TorchPolicySpecSchema = z.object({
   id: z.string().min(1),

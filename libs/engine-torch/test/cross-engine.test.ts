@@ -2,7 +2,7 @@
  * The same weights in the embedded engine (@troupe/engine-onnx: ONNX graphs with their own
  * reverse-mode autodiff) and in the torch worker (autograd) give the same log-probs and the same
  * AdamW step. A third, independent oracle checks both: the float64 reference forward of
- * @troupe/engine (qwenReferenceLogits, restricted to the tokenizer's ids) and the reference loss of @troupe/rl (policyLoss).
+ * @troupe/engine (qwenReferenceLogits, restricted to the tokenizer's ids) and the reference loss of @troupe/engine (policyLoss).
  */
 import { userObservation } from "@troupe/core";
 import {
@@ -11,6 +11,7 @@ import {
   encodeCheckpoint,
   initQwenWeights,
   logSoftmax,
+  policyLoss,
   qwenReferenceLogits,
   type TrainSequence,
   type TrainStepConfig,
@@ -18,7 +19,6 @@ import {
 } from "@troupe/engine";
 import { FULL_POLICY_LOSS, SMALL_QWEN_SHAPE } from "@troupe/engine/testing";
 import { createOnnxEngine, type OnnxEngine } from "@troupe/engine-onnx";
-import { policyLoss } from "@troupe/rl";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { createTorchEngine, type TorchEngine } from "../src/engine.ts";
 import { TEST_WORKER, torchAvailable } from "./torch-available.ts";
@@ -134,7 +134,7 @@ describe.skipIf(!torchAvailable)("embedded engine ↔ torch worker", () => {
       torch.trainStep("p", batch, stepConfig),
       onnx.trainStep("p", batch, stepConfig),
     ]);
-    // The loss, from the float64 reference forward and the reference loss of @troupe/rl.
+    // The loss, from the float64 reference forward and the reference loss of @troupe/engine.
     const expected = policyLoss(
       batch.map((s) => {
         const rows = referenceRows(s.promptTokenIds, s.completionTokenIds, usable);

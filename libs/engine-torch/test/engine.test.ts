@@ -7,13 +7,13 @@ import { userObservation } from "@troupe/core";
 import {
   decodeCheckpoint,
   defaultOptimizerConfig,
+  defaultPolicyLossConfig,
   logSoftmax,
   qwenReferenceLogits,
   tinyQwenConfig,
 } from "@troupe/engine";
 import { SMALL_QWEN_SHAPE } from "@troupe/engine/testing";
 import { createOnnxEngine } from "@troupe/engine-onnx";
-import { defaultPolicyLossConfig } from "@troupe/rl";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { createTorchEngine, type TorchEngine } from "../src/engine.ts";
 import { TorchWorkerError, TorchWorkerExited } from "../src/worker-process.ts";

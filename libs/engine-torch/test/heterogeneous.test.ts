@@ -9,11 +9,11 @@ import {
   ByteTokenizer,
   decodeCheckpoint,
   defaultOptimizerConfig,
+  defaultPolicyLossConfig,
   HfTokenizer,
   tinyQwenConfig,
 } from "@troupe/engine";
 import { jsonFile, SMALL_QWEN_SHAPE, wordLevelTokenizerJson } from "@troupe/engine/testing";
-import { defaultPolicyLossConfig } from "@troupe/rl";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { createTorchEngine, type TorchEngine } from "../src/engine.ts";
 import { TEST_WORKER, torchAvailable } from "./torch-available.ts";

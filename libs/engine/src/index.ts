@@ -1,4 +1,5 @@
 export * from "./checkpoint.ts";
+export * from "./loss.ts";
 export * from "./micro-batch.ts";
 export * from "./model-config.ts";
 export * from "./optimizer.ts";

@@ -1,6 +1,6 @@
 import fc from "fast-check";
 import { describe, expect, it } from "vitest";
-import { aggregationWeights, defaultPolicyLossConfig, policyLoss, tokenLoss } from "../src/loss.ts";
+import { aggregationWeights, defaultPolicyLossConfig, policyLoss, tokenLoss } from "./loss.ts";
 
 const cfg = defaultPolicyLossConfig; // ε = 0.2 both sides
 

@@ -20,20 +20,6 @@ export function shapeText(shape: readonly number[]): string {
   return `[${shape.join(",")}]`;
 }
 
-export function sameShape(a: readonly number[], b: readonly number[]): boolean {
-  return a.length === b.length && a.every((d, i) => d === b[i]);
-}
-
-/** A tensor, checking that data length matches the shape. */
-export function tensor(shape: readonly number[], data: Float32Array, name = "tensor"): Tensor {
-  if (shape.some((d) => !Number.isInteger(d) || d < 0))
-    throw new Error(`${name}: bad shape ${shapeText(shape)}`);
-  if (data.length !== numel(shape)) {
-    throw new Error(`${name}: shape ${shapeText(shape)} needs ${numel(shape)} values, got ${data.length}`);
-  }
-  return { shape: [...shape], data };
-}
-
 /** A deep copy (new data buffers). */
 export function cloneWeights(weights: Weights): Weights {
   const out: Weights = new Map();

@@ -3,7 +3,7 @@
  * a policy loss with every term on, and tiny HF tokenizer files. Outside the public index so that
  * no runtime code builds on them; import them as `@troupe/engine/testing`.
  */
-import type { PolicyLossConfig } from "@troupe/rl";
+import type { PolicyLossConfig } from "./loss.ts";
 import { hfSpecialToken } from "./tokenizer.ts";
 
 /** The smallest test models (graph and reference checks): hidden 16, 2 layers of 4 heads (2 KV) of 4, MLP 24. */

@@ -6,7 +6,7 @@
  * split): token ids, numbers, bytes.
  */
 import type { Completion, Observation, PolicyId, SamplingParams } from "@troupe/core";
-import type { LossMetrics, PolicyLossConfig } from "@troupe/rl";
+import type { LossMetrics, PolicyLossConfig } from "./loss.ts";
 
 export interface EngineGenerateRequest {
   readonly policyId: PolicyId;

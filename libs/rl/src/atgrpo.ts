@@ -21,7 +21,7 @@
  * Turn order: agents act one at a time in role order; a team with turnOrder "parallel" is rolled
  * out the same way (each agent's candidates are stepped with only that agent's action).
  */
-import { type AgentId, deriveSeed, Rng, type Sample, type StepResult, type Task } from "@troupe/core";
+import { deriveSeed, Rng, type Sample, type StepResult, type Task } from "@troupe/core";
 import { z } from "zod";
 import { AdvantageSchema } from "./advantages.ts";
 import { GroupFilterSchema, groupKey } from "./grouping.ts";
@@ -173,9 +173,4 @@ export async function rolloutAtgrpo<S, P>(
     summaries,
     episodes.map((ep) => ep.root),
   );
-}
-
-/** Which agent acted, for tests and reports: the single key of a node's actions. */
-export function actingAgent(node: RolloutNode): AgentId | undefined {
-  return Object.keys(node.actions)[0];
 }

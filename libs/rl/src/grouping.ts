@@ -42,8 +42,6 @@ export const GroupFilterSchema = z.strictObject({
 });
 export type GroupFilterConfig = z.output<typeof GroupFilterSchema>;
 
-export const defaultGroupFilterConfig: GroupFilterConfig = GroupFilterSchema.parse({});
-
 export interface FilterReport {
   readonly kept: number;
   readonly droppedZeroVariance: number;

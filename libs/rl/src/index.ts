@@ -3,7 +3,6 @@ export * from "./atgrpo.ts";
 export * from "./episode.ts";
 export * from "./estimators.ts";
 export * from "./grouping.ts";
-export * from "./loss.ts";
 export * from "./magrpo.ts";
 export * from "./parallel.ts";
 export * from "./rollout.ts";

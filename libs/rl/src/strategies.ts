@@ -58,7 +58,6 @@ export const StrategyConfigSchema = z.preprocess(
   ]),
 );
 export type StrategyConfig = z.output<typeof StrategyConfigSchema>;
-export type StrategyName = StrategyConfig["name"];
 
 /** The registry entry of a strategy name. */
 export function strategyNamed(name: string): (typeof STRATEGIES)[number] {

@@ -6,7 +6,6 @@ import {
   type Policy,
   type SamplingParams,
   samplingParams,
-  sharedPolicyTeam,
   type Team,
 } from "@troupe/core";
 import { type EstimationConfig, estimateAdvantages } from "../src/estimators.ts";
@@ -73,8 +72,6 @@ export function twoAgentTeam(turnOrder: "parallel" | "sequential", maxTurns: num
     ],
   };
 }
-
-export { sharedPolicyTeam };
 
 /** A rollout's samples after the trainer's advantage stage (filters, then the estimator). */
 export function estimated(out: RolloutResult, config: EstimationConfig): RolloutResult {

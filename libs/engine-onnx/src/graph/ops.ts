@@ -539,7 +539,3 @@ export function leadingRows(x: Value, rows: number): Value {
     ),
   );
 }
-
-export function identity(x: Value): Value {
-  return one(x.graph.op("Identity", [x], [{ dtype: x.dtype, shape: x.shape }], {}, ([g]) => [g]));
-}

@@ -31,7 +31,6 @@ export interface SessionOptions {
 }
 
 export type TypedArray = Float32Array | Float64Array | BigInt64Array | Uint8Array;
-export type Feed = ort.Tensor;
 
 export class GraphSession {
   private constructor(
@@ -114,15 +113,6 @@ export function tensor(dtype: DType, data: TypedArray, dims: readonly number[]):
 }
 
 /** A float tensor of `dtype` from numbers. */
-export function floatTensor(
-  dtype: "float32" | "float64",
-  values: ArrayLike<number>,
-  dims: readonly number[],
-): ort.Tensor {
-  const data = dtype === "float32" ? Float32Array.from(values) : Float64Array.from(values);
-  return tensor(dtype, data, dims);
-}
-
 export function int64Tensor(values: ArrayLike<number>, dims: readonly number[]): ort.Tensor {
   const data = new BigInt64Array(values.length);
   for (let i = 0; i < values.length; i++) data[i] = BigInt(values[i]!);

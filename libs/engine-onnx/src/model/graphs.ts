@@ -6,7 +6,7 @@
  *   decode         ids, growing KV cache → last-position logits and the extended cache (Concat)
  *   cached decode  ids, pre-allocated KV cache → last-position logits and the new tokens' keys/values
  *                  (prefill with any T; the single-token step with T = 1, optionally baked weights)
- *   train          scoring + the PPO-clip loss of libs/rl + ∂loss/∂w for every weight
+ *   train          scoring + the PPO-clip loss of libs/engine/src/loss.ts + ∂loss/∂w for every weight
  */
 import type { QwenConfig } from "@troupe/engine";
 import { gradients } from "../graph/autodiff.ts";

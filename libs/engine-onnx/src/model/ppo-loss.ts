@@ -1,5 +1,5 @@
 /**
- * The PPO-clip loss of `@troupe/rl` (libs/rl/src/loss.ts) as graph nodes, per token then summed
+ * The PPO-clip loss of `@troupe/engine` (libs/engine/src/loss.ts) as graph nodes, per token then summed
  * with host-computed aggregation weights w (token-mean, sequence-mean or sequence-sum are all
  * loss = Σ_{b,t} w_{b,t} · L_{b,t}; see `aggregationWeights`). Because w is global to the whole
  * batch, summing the gradients of micro-batches gives exactly the full-batch gradient.

@@ -10,13 +10,8 @@ import type { BoardAnswer, ExecutedAction, PlanPathAnswer, ToolCallTurn } from "
 import { defineEnvironment } from "../entry.ts";
 import { envTeam, type GameState } from "./episode.ts";
 import { type Pos, parseDirections, samePos, step } from "./grid.ts";
-import {
-  type PlanPathBoard,
-  PlanPathOptionsSchema,
-  type PlanPathPuzzle,
-  planPathEnv,
-  renderPlanPath,
-} from "./plan-path.ts";
+import { PlanPathOptionsSchema, planPathEnv, renderPlanPath } from "./plan-path.ts";
+import type { PlanPathBoard, PlanPathPuzzle } from "./plan-path-puzzle.ts";
 import { renderSokoban, SokobanOptionsSchema, sokobanEnv } from "./sokoban.ts";
 import { renderSudoku, SudokuOptionsSchema, sudokuEnv } from "./sudoku.ts";
 

@@ -3,6 +3,7 @@ export * from "./episode.ts";
 export * from "./game.ts";
 export * from "./grid.ts";
 export * from "./plan-path.ts";
+export * from "./plan-path-puzzle.ts";
 export * from "./plan-path-tool-call.ts";
 export * from "./sokoban.ts";
 export * from "./splits.ts";

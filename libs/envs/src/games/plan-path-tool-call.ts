@@ -25,7 +25,7 @@ import {
   type ToolCallResult,
 } from "./game.ts";
 import { bfsDistances, type Direction, descendPath, samePos } from "./grid.ts";
-import type { PlanPathBoard, PlanPathPuzzle } from "./plan-path.ts";
+import type { PlanPathBoard, PlanPathPuzzle } from "./plan-path-puzzle.ts";
 
 export type PathCommand = CellCommand;
 

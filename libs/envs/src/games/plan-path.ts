@@ -35,25 +35,11 @@ import {
   samePos,
   step,
 } from "./grid.ts";
+import type { PlanPathBoard, PlanPathPuzzle } from "./plan-path-puzzle.ts";
 import { planPathToolCall } from "./plan-path-tool-call.ts";
 import { SplitFractionsSchema, splitTaskGenerator } from "./splits.ts";
 
 export const PLAN_PATH = "plan-path";
-
-export interface PlanPathPuzzle {
-  readonly rows: number;
-  readonly cols: number;
-  /** One string per row: `#` blocked, `.` free. */
-  readonly grid: readonly string[];
-  readonly start: Pos;
-  readonly goal: Pos;
-  /** BFS shortest path length from start to goal. */
-  readonly optimal: number;
-}
-
-export interface PlanPathBoard {
-  readonly pos: Pos;
-}
 
 /**
  * The largest Plan-Path grid, in rows and in columns: generated tasks and tasks given by users

@@ -190,16 +190,6 @@ export function countSudokuSolutions(s: Shape, cells: readonly number[], limit =
   return count;
 }
 
-/** The first solution in ascending value order, or null. */
-export function solveSudokuGrid(s: Shape, cells: readonly number[]): number[] | null {
-  let found: number[] | null = null;
-  search(s, cells, (grid) => {
-    found = grid;
-    return true;
-  });
-  return found;
-}
-
 export function sudokuShape(size: number): Shape {
   const box = SUDOKU_BOXES[size];
   if (box === undefined) throw new Error(`sudoku: size must be 4, 6 or 9, got ${size}`);
