@@ -2,7 +2,9 @@
 parameter names of HF `transformers` (`Qwen2ForCausalLM`, `Qwen3ForCausalLM`), so `state_dict()`
 keys are the HF tensor names (`model.layers.0.self_attn.q_proj.weight`, ...). Used when
 `transformers` is not importable (Debian's python3-torch has none); on a GPU box the tests check it
-against `transformers` logit for logit.
+against `transformers` logit for logit. The same model: the float64 reference the tests compare
+against (libs/engine/src/qwen-reference.ts, `@troupe/engine/reference`) and the embedded engine's
+ONNX graph nodes (libs/engine-onnx/src/model/decoder.ts).
 
     x₀ = E[tokens]
     per layer:  x = x + o_proj(attn(RoPE(qk_norm(q, k)), v))      on h = RMSNorm(x)

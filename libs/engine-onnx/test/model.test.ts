@@ -1,4 +1,5 @@
-import { logSoftmax, qwenReferenceLogits, qwenReferenceLogprobs } from "@troupe/engine";
+import { logSoftmax } from "@troupe/engine";
+import { qwenReferenceLogits, qwenReferenceLogprobs } from "@troupe/engine/reference";
 import { describe, expect, it } from "vitest";
 import { GraphSession, tensor } from "../src/graph/session.ts";
 import { buildScoringGraph } from "../src/model/graphs.ts";

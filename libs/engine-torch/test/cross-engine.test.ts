@@ -12,11 +12,11 @@ import {
   initQwenWeights,
   logSoftmax,
   policyLoss,
-  qwenReferenceLogits,
   type TrainSequence,
   type TrainStepConfig,
   tinyQwenConfig,
 } from "@troupe/engine";
+import { qwenReferenceLogits } from "@troupe/engine/reference";
 import { FULL_POLICY_LOSS, SMALL_QWEN_SHAPE } from "@troupe/engine/testing";
 import { createOnnxEngine, type OnnxEngine } from "@troupe/engine-onnx";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";

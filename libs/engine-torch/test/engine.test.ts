@@ -9,9 +9,9 @@ import {
   defaultOptimizerConfig,
   defaultPolicyLossConfig,
   logSoftmax,
-  qwenReferenceLogits,
   tinyQwenConfig,
 } from "@troupe/engine";
+import { qwenReferenceLogits } from "@troupe/engine/reference";
 import { SMALL_QWEN_SHAPE } from "@troupe/engine/testing";
 import { createOnnxEngine } from "@troupe/engine-onnx";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";

@@ -4,7 +4,6 @@ export * from "./micro-batch.ts";
 export * from "./model-config.ts";
 export * from "./optimizer.ts";
 export * from "./policy.ts";
-export * from "./qwen-reference.ts";
 export * from "./safetensors.ts";
 export * from "./sampler.ts";
 export * from "./tensor.ts";

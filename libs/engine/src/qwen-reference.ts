@@ -19,6 +19,10 @@
  * angle_i = position · inv_freq_i, the pairs (x_i, x_{i+d/2}) rotate by angle_i:
  *   x'_i       = x_i cos − x_{i+d/2} sin
  *   x'_{i+d/2} = x_{i+d/2} cos + x_i sin
+ *
+ * Imported as `@troupe/engine/reference` (tests only). The same model, built to run: as ONNX graph
+ * nodes for the embedded engine (libs/engine-onnx/src/model/decoder.ts), and in PyTorch for the GPU
+ * worker (apps/engine-torch/troupe_worker/qwen.py); the tests of both compare against this file.
  */
 import { hasQkNorm, type QwenConfig, qwenBiases } from "./model-config.ts";
 import { logSoftmax } from "./sampler.ts";

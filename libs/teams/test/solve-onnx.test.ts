@@ -1,4 +1,5 @@
-import { enginePolicy, qwenReferenceLogits, readSafetensorsWeights } from "@troupe/engine";
+import { enginePolicy, readSafetensorsWeights } from "@troupe/engine";
+import { qwenReferenceLogits } from "@troupe/engine/reference";
 import { attentionBias, createOnnxEngine, padBatch, ropeTables } from "@troupe/engine-onnx";
 import type { PlanPathPuzzle } from "@troupe/envs";
 import { rolloutParallel } from "@troupe/rl";

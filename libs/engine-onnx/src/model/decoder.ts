@@ -18,6 +18,9 @@
  * as [B, KV, G, T, d_head] and k, v as [B, KV, 1, S, d_head]; MatMul broadcasts over G (and the
  * gradient sums over it). Masks, RoPE cos/sin and positions come in as inputs computed on the host
  * (cheap, and exact for any padding).
+ *
+ * The same model: the float64 reference the tests compare against (libs/engine/src/qwen-reference.ts,
+ * `@troupe/engine/reference`), and the GPU worker's PyTorch decoder (apps/engine-torch/troupe_worker/qwen.py).
  */
 import { hasQkNorm, type QwenConfig, qwenBiases } from "@troupe/engine";
 import type { FloatDType, Graph, Value } from "../graph/builder.ts";
