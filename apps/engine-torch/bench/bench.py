@@ -2,7 +2,7 @@
 
     python bench/bench.py [--sizes 0.5b,1.5b] [--seq 1024] [--batch 8] [--micro 4] [--gen-batch 64]
     python bench/bench.py --cpu-smoke        # a tiny config on CPU: checks the code path only
-    bash bench/device-check.sh               # issue 35's one-call device check (device_check.py): one table
+    bash bench/device-check.sh               # the one-call device check (device_check.py): one table
 
 Reports, per size:
 - learner: tokens/s of train_step (forward + backward + AdamW, bf16 autocast, fp32 master weights)

@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# The GPU engine's device check (issue 35): generation tok/s and % of the HBM roofline at batch 64 and
+# The GPU engine's device check: generation tok/s and % of the HBM roofline at batch 64 and
 # 256 (eager vs static cache + CUDA graph, identical tokens), the static/graph tests, learner MFU at
 # 0.5B and 1.5B (plain and compiled blocks), and the default recipe through the trainer when node is
 # there. Prints one table; writes it to $OUT/device-check.md (+ .json) when OUT is set.

@@ -1,4 +1,4 @@
-"""The GPU engine's device check: one call, under 8 minutes, one table (issue 35).
+"""The GPU engine's device check: one call, under 8 minutes, one table.
 
     bash apps/engine-torch/bench/device-check.sh                 # on the GPU machine, from the repo root
     bash scripts/python.sh bench/device_check.py --cpu-smoke      # here: tiny models on CPU, checks the plumbing
@@ -47,7 +47,7 @@ sys.path.insert(0, str(ROOT / "bench"))
 
 #: datasheet HBM bandwidth in bytes/s by a substring of torch.cuda.get_device_name (first match wins)
 BANDWIDTH = [("H100 PCIe", 2.0e12), ("H100", 3.35e12), ("H200", 4.8e12), ("A100-SXM4-80GB", 2.04e12), ("A100", 1.555e12)]
-#: targets of issue 35 (fraction of the HBM roofline at batch 64 / 256, 0.5B, bf16)
+#: targets (fraction of the HBM roofline at batch 64 / 256, 0.5B, bf16)
 GEN_TARGET = {64: 0.25, 256: 0.40}
 MFU_TARGET = 0.45
 

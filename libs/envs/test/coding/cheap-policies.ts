@@ -1,5 +1,5 @@
 /**
- * Cheap policies for the coding teams' rewards (issue 37): generic answers that collaborate on
+ * Cheap policies for the coding teams' rewards: generic answers that collaborate on
  * paper but solve nothing, or test nothing, plus the canonical solution for reference. Each is
  * scored through the environment itself (`reset`, one `step`), under `paper` and `strict`.
  *

@@ -1,7 +1,7 @@
 /**
  * The coding teams' `strict` rewards (the default) against the `paper` ones: the harness's
  * dependence question and variants, the reference's mutants, both strict rewards on hand-made
- * cases, and the cheap policies of issue 37 on a fixed subset of HumanEval (every 14th problem,
+ * cases, and the cheap policies on a fixed subset of HumanEval (every 14th problem,
  * 12 in all) with their exact means. The same policies over all 164 problems give the table in
  * docs/environments.md (reward-table.ts).
  */
