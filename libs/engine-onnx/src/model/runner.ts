@@ -510,19 +510,70 @@ export class ModelRunner {
    * tokens): per layer [B, KV, capacity, d_head] key and value arrays, filled column by column.
    */
   fixedCache(batch: number, capacity: number): FixedKvCache {
-    const KV = this.config.num_key_value_heads;
-    const D = this.config.head_dim;
-    const L = this.config.num_hidden_layers;
-    const alloc = (n: number) => (this.dtype === "float32" ? new Float32Array(n) : new Float64Array(n));
+    return { batch, capacity, length: 0, ...this.cacheArrays(batch, capacity) };
+  }
+
+  /** A float array of the runner's dtype. */
+  private allocFloat(n: number): FloatArray {
+    return this.dtype === "float32" ? new Float32Array(n) : new Float64Array(n);
+  }
+
+  /** The arrays of a pre-allocated cache of `rows` × `capacity` columns: per layer [rows, KV, capacity, d_head]. */
+  private cacheArrays(rows: number, capacity: number) {
+    const size = rows * this.config.num_key_value_heads * capacity * this.config.head_dim;
+    const layers = this.config.num_hidden_layers;
     return {
-      batch,
-      capacity,
-      length: 0,
-      keys: Array.from({ length: L }, () => alloc(batch * KV * capacity * D)),
-      values: Array.from({ length: L }, () => alloc(batch * KV * capacity * D)),
-      valid: new Uint8Array(batch * capacity),
-      logits: alloc(batch * this.config.vocab_size),
+      keys: Array.from({ length: layers }, () => this.allocFloat(size)),
+      values: Array.from({ length: layers }, () => this.allocFloat(size)),
+      valid: new Uint8Array(rows * capacity),
+      logits: this.allocFloat(rows * this.config.vocab_size),
     };
+  }
+
+  /**
+   * Runs one step of a cached-decode session: T new tokens for each of B rows over caches of C
+   * columns (per layer `keys`/`values`, [B, KV, C, d_head]); the logits land in `logits` [B·V];
+   * returns the run's outputs, whose new keys/values [B, KV, T, d_head] the caller writes back.
+   */
+  private async runCachedStep(
+    step: { readonly session: GraphSession; readonly baked: boolean },
+    weights: HostWeights,
+    ids: BigInt64Array,
+    positions: Int32Array,
+    bias: FloatArray,
+    shape: { readonly B: number; readonly T: number; readonly C: number },
+    cache: {
+      readonly keys: readonly FloatArray[];
+      readonly values: readonly FloatArray[];
+      readonly logits: FloatArray;
+    },
+  ): Promise<Record<string, ort.Tensor>> {
+    const { B, T, C } = shape;
+    const D = this.config.head_dim;
+    const KV = this.config.num_key_value_heads;
+    const L = this.config.num_hidden_layers;
+    const rope = ropeTables(positions, D, this.config.rope_theta, this.dtype);
+    const feeds: Record<string, ort.Tensor> = {
+      ...(step.baked ? {} : this.weightFeeds(weights, "decode")),
+      input_ids: tensor("int64", ids, [B, T]),
+      rope_cos: tensor(this.dtype, rope.cos, [B, T, 1, D]),
+      rope_sin: tensor(this.dtype, rope.sin, [B, T, 1, D]),
+      attn_bias: tensor(this.dtype, bias, [B, 1, 1, T, C + T]),
+    };
+    const kvDims = [B, KV, C, D];
+    for (let i = 0; i < L; i++) {
+      feeds[cacheKeyName(i)] = tensor(this.dtype, cache.keys[i]!, kvDims);
+      feeds[cacheValueName(i)] = tensor(this.dtype, cache.values[i]!, kvDims);
+    }
+    const newDims = [B, KV, T, D];
+    const into: Record<string, ort.Tensor> = {
+      logits: tensor(this.dtype, cache.logits, [B, this.config.vocab_size]),
+    };
+    for (let i = 0; i < L; i++) {
+      into[newKeyName(i)] = tensor(this.dtype, this.allocFloat(B * KV * T * D), newDims);
+      into[newValueName(i)] = tensor(this.dtype, this.allocFloat(B * KV * T * D), newDims);
+    }
+    return await step.session.run(feeds, into);
   }
 
   /**
@@ -548,32 +599,12 @@ export class ModelRunner {
       throw new Error(`${this.label}: cachedDecodeStep: ids, positions and valid must all be [${B}, T]`);
     if (P + T > C)
       throw new Error(`${this.label}: cachedDecodeStep: ${P} cached + ${T} new columns exceed capacity ${C}`);
-    const { session, baked } = await this.cachedDecodeSession(weights, T === 1, options.weightsVersion);
+    const step = await this.cachedDecodeSession(weights, T === 1, options.weightsVersion);
     const D = this.config.head_dim;
     const KV = this.config.num_key_value_heads;
     const L = this.config.num_hidden_layers;
-    const V = this.config.vocab_size;
-    const rope = ropeTables(positions, D, this.config.rope_theta, this.dtype);
-    const feeds: Record<string, ort.Tensor> = {
-      ...(baked ? {} : this.weightFeeds(weights, "decode")),
-      input_ids: tensor("int64", ids, [B, T]),
-      rope_cos: tensor(this.dtype, rope.cos, [B, T, 1, D]),
-      rope_sin: tensor(this.dtype, rope.sin, [B, T, 1, D]),
-      attn_bias: tensor(this.dtype, cachedAttentionBias(cache, valid, T, this.dtype), [B, 1, 1, T, C + T]),
-    };
-    const kvDims = [B, KV, C, D];
-    for (let i = 0; i < L; i++) {
-      feeds[cacheKeyName(i)] = tensor(this.dtype, cache.keys[i]!, kvDims);
-      feeds[cacheValueName(i)] = tensor(this.dtype, cache.values[i]!, kvDims);
-    }
-    const newDims = [B, KV, T, D];
-    const alloc = (n: number) => (this.dtype === "float32" ? new Float32Array(n) : new Float64Array(n));
-    const into: Record<string, ort.Tensor> = { logits: tensor(this.dtype, cache.logits, [B, V]) };
-    for (let i = 0; i < L; i++) {
-      into[newKeyName(i)] = tensor(this.dtype, alloc(B * KV * T * D), newDims);
-      into[newValueName(i)] = tensor(this.dtype, alloc(B * KV * T * D), newDims);
-    }
-    const out = await session.run(feeds, into);
+    const bias = cachedAttentionBias(cache, valid, T, this.dtype);
+    const out = await this.runCachedStep(step, weights, ids, positions, bias, { B, T, C }, cache);
     // Write the new columns: row (b, kv) of the cache holds C columns of D values.
     for (let i = 0; i < L; i++) {
       for (const [news, store] of [
@@ -611,12 +642,11 @@ export class ModelRunner {
       if (cache.lengths[b]! >= C)
         throw new Error(`${this.label}: raggedDecodeStep: row ${b} is full (${C} columns)`);
     }
-    const { session, baked } = await this.cachedDecodeSession(weights, true, options.weightsVersion);
+    const step = await this.cachedDecodeSession(weights, true, options.weightsVersion);
     const D = this.config.head_dim;
     const KV = this.config.num_key_value_heads;
     const L = this.config.num_hidden_layers;
     const V = this.config.vocab_size;
-    const rope = ropeTables(positions, D, this.config.rope_theta, this.dtype);
     // Every cached column is "past" here (length C): the row's valid flags mask the unwritten ones.
     const bias = cachedAttentionBias(
       { batch: B, capacity: C, length: C, valid: cache.valid },
@@ -624,30 +654,21 @@ export class ModelRunner {
       1,
       this.dtype,
     );
-    const feeds: Record<string, ort.Tensor> = {
-      ...(baked ? {} : this.weightFeeds(weights, "decode")),
-      input_ids: tensor("int64", ids, [B, 1]),
-      rope_cos: tensor(this.dtype, rope.cos, [B, 1, 1, D]),
-      rope_sin: tensor(this.dtype, rope.sin, [B, 1, 1, D]),
-      attn_bias: tensor(this.dtype, bias, [B, 1, 1, 1, C + 1]),
-    };
     // Rows are the outermost dimension: the first B rows are a prefix of each array (no copy).
     const rowValues = KV * C * D;
-    const kvDims = [B, KV, C, D];
-    for (let i = 0; i < L; i++) {
-      feeds[cacheKeyName(i)] = tensor(this.dtype, cache.keys[i]!.subarray(0, B * rowValues), kvDims);
-      feeds[cacheValueName(i)] = tensor(this.dtype, cache.values[i]!.subarray(0, B * rowValues), kvDims);
-    }
-    const newDims = [B, KV, 1, D];
-    const alloc = (n: number) => (this.dtype === "float32" ? new Float32Array(n) : new Float64Array(n));
-    const into: Record<string, ort.Tensor> = {
-      logits: tensor(this.dtype, cache.logits.subarray(0, B * V), [B, V]),
-    };
-    for (let i = 0; i < L; i++) {
-      into[newKeyName(i)] = tensor(this.dtype, alloc(B * KV * D), newDims);
-      into[newValueName(i)] = tensor(this.dtype, alloc(B * KV * D), newDims);
-    }
-    const out = await session.run(feeds, into);
+    const out = await this.runCachedStep(
+      step,
+      weights,
+      ids,
+      positions,
+      bias,
+      { B, T: 1, C },
+      {
+        keys: cache.keys.map((k) => k.subarray(0, B * rowValues)),
+        values: cache.values.map((v) => v.subarray(0, B * rowValues)),
+        logits: cache.logits.subarray(0, B * V),
+      },
+    );
     for (let i = 0; i < L; i++) {
       for (const [news, store] of [
         [out[newKeyName(i)]!.data as FloatArray, cache.keys[i]!],
@@ -666,19 +687,7 @@ export class ModelRunner {
 
   /** An empty ragged cache of `rows` rows × `capacity` columns (see `RaggedKvCache`). */
   raggedCache(rows: number, capacity: number): RaggedKvCache {
-    const KV = this.config.num_key_value_heads;
-    const D = this.config.head_dim;
-    const L = this.config.num_hidden_layers;
-    const alloc = (n: number) => (this.dtype === "float32" ? new Float32Array(n) : new Float64Array(n));
-    return {
-      rows,
-      capacity,
-      lengths: new Int32Array(rows),
-      keys: Array.from({ length: L }, () => alloc(rows * KV * capacity * D)),
-      values: Array.from({ length: L }, () => alloc(rows * KV * capacity * D)),
-      valid: new Uint8Array(rows * capacity),
-      logits: alloc(rows * this.config.vocab_size),
-    };
+    return { rows, capacity, lengths: new Int32Array(rows), ...this.cacheArrays(rows, capacity) };
   }
 
   async release(): Promise<void> {
