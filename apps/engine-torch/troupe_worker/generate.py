@@ -47,6 +47,20 @@ def left_pad(prompts: list[list[int]], pad_id: int, device: torch.device) -> tup
 
 
 @torch.no_grad()
+def record_step(step: int, token: torch.Tensor, logprob: torch.Tensor, stops: torch.Tensor, pad_id: int,
+                out_tokens: torch.Tensor, out_logprobs: torch.Tensor, lengths: torch.Tensor,
+                done: torch.Tensor, stopped: torch.Tensor) -> None:
+    """Writes one decode step's sampled tokens [B] into the outputs, in place: rows already done get
+    `pad_id` and log-prob 0; a live row that sampled a stop token is done from now on."""
+    live = ~done
+    out_tokens[:, step] = torch.where(live, token, torch.full_like(token, pad_id))
+    out_logprobs[:, step] = torch.where(live, logprob, torch.zeros_like(logprob))
+    lengths += live.long()
+    hit = live & (token[:, None] == stops[None, :]).any(-1)
+    stopped |= hit
+    done |= hit
+
+
 def torch_generate(model: nn.Module, prompts: list[list[int]], seeds: list[int], config: SamplingConfig,
                    pad_id: int, device: torch.device, autocast_dtype: "torch.dtype | None" = None) -> list[Generated]:
     """The plain KV-cache sampling loop. Positions count real tokens only (cumsum of the mask − 1),
@@ -78,13 +92,7 @@ def torch_generate(model: nn.Module, prompts: list[list[int]], seeds: list[int],
         cache = out.past_key_values
         logits = out.logits[:, -1, :].float()
         token, logprob = sample(logits, config, draw_uniforms(generators))
-        live = ~done
-        out_tokens[:, step] = torch.where(live, token, torch.full_like(token, pad_id))
-        out_logprobs[:, step] = torch.where(live, logprob, torch.zeros_like(logprob))
-        lengths += live.long()
-        hit = live & (token[:, None] == stops[None, :]).any(-1)
-        stopped |= hit
-        done |= hit
+        record_step(step, token, logprob, stops, pad_id, out_tokens, out_logprobs, lengths, done, stopped)
         if bool(done.all()):
             break
         step_ids = token[:, None]

@@ -42,7 +42,7 @@ from typing import Any, Optional
 import torch
 from torch import nn
 
-from .generate import Generated, _null, left_pad
+from .generate import Generated, _null, left_pad, record_step
 from .qwen import KVCache, QwenConfig, QwenForCausalLM, rope_cos_sin
 from .sampling import SamplingConfig, draw_uniforms, request_generators, sample
 
@@ -308,13 +308,7 @@ def static_generate(model: QwenForCausalLM, prompts: list[list[int]], seeds: lis
         # temperature 0 is an argmax: exact on the compute dtype; sampling works on float32 as the eager path
         token, logprob = sample(logits if config.temperature == 0 else logits.float(), config,
                                 draw_uniforms(generators) if generators else no_uniforms)
-        live = ~done
-        out_tokens[:, step] = torch.where(live, token, torch.full_like(token, pad_id))
-        out_logprobs[:, step] = torch.where(live, logprob, torch.zeros_like(logprob))
-        lengths += live.long()
-        hit = live & (token[:, None] == stops[None, :]).any(-1)
-        stopped |= hit
-        done |= hit
+        record_step(step, token, logprob, stops, pad_id, out_tokens, out_logprobs, lengths, done, stopped)
         if step == config.max_tokens - 1:
             break
         if (step + 1) % check_done_every == 0 and bool(done.all()):
