@@ -19,12 +19,13 @@ import { checkpointSummary, createTeamRegistry, type PublishInput, servingFiles 
 import { createOnnxBackend, exportDecodeGraph, type OnnxBackend } from "@troupe/teams/onnx";
 import { chromium } from "playwright-core";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { getPlatformProxy, unstable_startWorker } from "wrangler";
+import { getPlatformProxy } from "wrangler";
 import { tinyConfig } from "../../../libs/teams/test/fixtures.ts";
 import { createApp, type TroupeApp } from "../src/app.ts";
 import { sha256Hex } from "../src/auth.ts";
 import { type R2BucketBinding, R2Store } from "../src/worker/r2-store.ts";
 import { planPath, tempStore } from "./fixtures.ts";
+import { type LocalWorker, startLocalWorker } from "./local-worker.ts";
 
 const CONFIG = new URL("../../../infra/workers/wrangler.embedded.toml", import.meta.url).pathname;
 process.env.WRANGLER_BUILD_CONDITIONS = "@troupe/source,workerd,worker,browser";
@@ -85,7 +86,7 @@ const largeTeam = (name: string) =>
     num_hidden_layers: 2,
   });
 
-type Worker = Awaited<ReturnType<typeof unstable_startWorker>>;
+type Worker = LocalWorker;
 interface SolveBody {
   task: unknown;
   answer: unknown;
@@ -158,21 +159,10 @@ beforeAll(async () => {
     }),
     cleanup: files.cleanup,
   };
-  worker = await unstable_startWorker({
-    config: CONFIG,
-    bindings: {
-      // The key "k". The weight budget sits between the small teams and the wide one.
-      TROUPE_API_KEY_HASHES: { type: "plain_text", value: await sha256Hex("k") },
-      TROUPE_EMBEDDED_MAX_WEIGHT_BYTES: { type: "plain_text", value: String(smallWeights * 2) },
-    },
-    dev: {
-      persist,
-      server: { hostname: "127.0.0.1", port: 0 },
-      inspector: false,
-      watch: false,
-      liveReload: false,
-      logLevel: "error",
-    },
+  worker = await startLocalWorker(CONFIG, persist, {
+    // The key "k". The weight budget sits between the small teams and the wide one.
+    TROUPE_API_KEY_HASHES: await sha256Hex("k"),
+    TROUPE_EMBEDDED_MAX_WEIGHT_BYTES: String(smallWeights * 2),
   });
   url = await worker.url;
 }, 120_000);

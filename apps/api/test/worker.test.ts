@@ -13,11 +13,12 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { createTeamRegistry } from "@troupe/teams";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { getPlatformProxy, unstable_startWorker } from "wrangler";
+import { getPlatformProxy } from "wrangler";
 import { StubOpenAIServer } from "../../../libs/engine-openai/test/stub-server.ts";
 import { sha256Hex } from "../src/auth.ts";
 import { type R2BucketBinding, R2Store } from "../src/worker/r2-store.ts";
 import { planPath, tinyTeam } from "./fixtures.ts";
+import { type LocalWorker, startLocalWorker } from "./local-worker.ts";
 
 const CONFIG = new URL("../../../infra/workers/wrangler.toml", import.meta.url).pathname;
 // Bundle the workspace packages from their TypeScript sources (as `npm run dev-worker` does).
@@ -28,25 +29,11 @@ const API_KEY = "worker-test-key";
 /** A second key, used only by the rate-limit case. */
 const RATE_KEY = "worker-rate-key";
 const TEAM = "tiny-path";
-type Worker = Awaited<ReturnType<typeof unstable_startWorker>>;
+type Worker = LocalWorker;
 
 /** The Worker with extra vars; its R2 state lives in `persist`. */
-function startWorker(persist: string, vars: Record<string, string>): Promise<Worker> {
-  return unstable_startWorker({
-    config: CONFIG,
-    bindings: Object.fromEntries(
-      Object.entries(vars).map(([name, value]) => [name, { type: "plain_text" as const, value }]),
-    ),
-    dev: {
-      persist,
-      server: { hostname: "127.0.0.1", port: 0 },
-      inspector: false,
-      watch: false,
-      liveReload: false,
-      logLevel: "error",
-    },
-  });
-}
+const startWorker = (persist: string, vars: Record<string, string>) =>
+  startLocalWorker(CONFIG, persist, vars);
 
 let persist: string;
 let stub: StubOpenAIServer;
