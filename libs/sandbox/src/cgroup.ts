@@ -267,12 +267,10 @@ export class RunCgroup {
 
   /** Number of OOM kills in the run so far. */
   oomKills(): number {
-    const [file, pattern] =
-      this.version === 2
-        ? ["memory.events", /^oom_kill (\d+)$/m]
-        : ["memory.oom_control", /^oom_kill (\d+)$/m];
+    // Both versions count them on an `oom_kill N` line, in different files.
+    const file = this.version === 2 ? "memory.events" : "memory.oom_control";
     try {
-      return Number(pattern.exec(readFileSync(join(this.dirs[0]!, file), "utf8"))?.[1] ?? 0);
+      return Number(/^oom_kill (\d+)$/m.exec(readFileSync(join(this.dirs[0]!, file), "utf8"))?.[1] ?? 0);
     } catch {
       return 0;
     }
