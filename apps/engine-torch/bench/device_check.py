@@ -10,10 +10,11 @@ the total budget becomes a row saying so; the table is always printed):
   random tokens + 128 new tokens, temperature 0, no stop tokens, once per decode path (eager: the
   reference loop; graph: static KV cache + CUDA-graph decode step), tokens/s end to end (prefill
   included) and the fraction of the HBM roofline, and whether the paths gave identical tokens;
-- pytest: tests/test_static_decode.py on this machine (its CUDA-graph and compile tests run here);
 - learner <size> [compiled]: train_step tokens/s and MFU (6·N·tokens / time / measured bf16 peak,
   as bench.py), fp32 master weights + bf16 autocast, 16 sequences of 1024 tokens, micro-batch 8,
   plain blocks and torch.compile'd blocks (EngineOptions.compile_blocks);
+- pytest: tests/test_static_decode.py on this machine (its CUDA-graph and compile tests run here;
+  last, as they compile for minutes on a GPU);
 - trainer: the default recipe with engine.kind torch on CUDA for 2 steps, when node and the
   repository's node_modules are there (skipped with the reason otherwise).
 
@@ -287,24 +288,6 @@ def orchestrate(args: argparse.Namespace) -> int:
                 table.add(f"gen {size_label} {mode} = eager tokens", f"{same}/{B} rows identical" + (f", first difference {first}" if first else ""),
                           "ok" if same == B else "FAIL")
 
-    if "pytest" not in skip:
-        if subprocess.run([py, "-c", "import pytest"], capture_output=True).returncode != 0:
-            table.add("pytest test_static_decode.py", "skipped: pytest is not importable here", "skip")
-        elif left() < 10:
-            table.add("pytest test_static_decode.py", "skipped: budget spent", "skip")
-        else:
-            try:
-                out = subprocess.run([py, "-m", "pytest", "tests/test_static_decode.py", "-rs", "-p", "no:cacheprovider"], cwd=ROOT,
-                                     capture_output=True, text=True, timeout=min(150, left()))
-                lines = out.stdout.strip().splitlines() or ["(no output)"]
-                # the "N passed, M skipped in T s" line, else the last one
-                summary = next((ln for ln in reversed(lines) if " passed" in ln or " failed" in ln or " error" in ln), lines[-1]).strip("= ")
-                table.add("pytest test_static_decode.py", summary[:120], "ok" if out.returncode == 0 else "FAIL")
-                if out.returncode != 0:
-                    sys.stderr.write(out.stdout[-4000:])
-            except subprocess.TimeoutExpired:
-                table.add("pytest test_static_decode.py", "timed out", "FAIL")
-
     learner_runs = [("smoke", False), ("smoke", True)] if smoke else [("0.5b", False), ("1.5b", False), ("0.5b", True), ("1.5b", True)]
     for size, compiled in learner_runs:
         if ("compiled" if compiled else "learner") in skip or "learner" in skip:
@@ -321,6 +304,24 @@ def orchestrate(args: argparse.Namespace) -> int:
             mfu = r["mfu"]
             value = f"{r['tokens_per_s']:,.0f} tok/s" + (f", MFU {mfu:.1%}" if mfu is not None else "") + f" (warm-up {r['warmup_s']:.1f} s)"
             table.add(label, value, "info" if mfu is None else ("ok" if mfu >= MFU_TARGET else f"below {MFU_TARGET:.0%}"))
+
+    if "pytest" not in skip:
+        if subprocess.run([py, "-c", "import pytest"], capture_output=True).returncode != 0:
+            table.add("pytest test_static_decode.py", "skipped: pytest is not importable here", "skip")
+        elif left() < 10:
+            table.add("pytest test_static_decode.py", "skipped: budget spent", "skip")
+        else:
+            try:
+                out = subprocess.run([py, "-m", "pytest", "tests/test_static_decode.py", "-rs", "-p", "no:cacheprovider"], cwd=ROOT,
+                                     capture_output=True, text=True, timeout=min(300, left()))
+                lines = out.stdout.strip().splitlines() or ["(no output)"]
+                # the "N passed, M skipped in T s" line, else the last one
+                summary = next((ln for ln in reversed(lines) if " passed" in ln or " failed" in ln or " error" in ln), lines[-1]).strip("= ")
+                table.add("pytest test_static_decode.py", summary[:120], "ok" if out.returncode == 0 else "FAIL")
+                if out.returncode != 0:
+                    sys.stderr.write(out.stdout[-4000:])
+            except subprocess.TimeoutExpired:
+                table.add("pytest test_static_decode.py", "timed out", "FAIL")
 
     if "trainer" not in skip:
         trainer_row(table, left, smoke)

@@ -140,25 +140,36 @@ export interface SignalStop {
 }
 
 /**
+ * A second signal this soon after the first is the same request delivered twice, not a second
+ * request: coreutils `timeout` and `kill -- -<pgid>` signal the process and then its whole group,
+ * so a supervised run receives two SIGTERMs within microseconds.
+ */
+export const DUPLICATE_SIGNAL_MS = 1000;
+
+/**
  * Graceful stop on SIGINT/SIGTERM: the first signal makes `requested()` true, so the loop commits
- * the step in flight and returns; a second one exits at once (the uncommitted step is redone on
- * resume). `resumeCommand` is the command line that continues the work, shown on both.
+ * the step in flight and returns; another one at least DUPLICATE_SIGNAL_MS later exits at once (the
+ * uncommitted step is redone on resume). `resumeCommand` is the command line that continues the
+ * work, shown on both.
  */
 export function stopOnSignal(reporter: Pick<TrainReporter, "note">, resumeCommand?: string): SignalStop {
-  let stop = false;
+  let firstAt: number | undefined;
   const hint = resumeCommand ? `; continue with: ${resumeCommand}` : "";
   const onSignal = (signal: NodeJS.Signals) => {
-    if (stop) {
+    const now = Date.now();
+    if (firstAt !== undefined) {
+      if (now - firstAt < DUPLICATE_SIGNAL_MS) return;
       reporter.note(`${signal}: aborted, the step in flight is not committed${hint}`);
       process.exit(130);
+      return; // (process.exit returns only where a test stubs it)
     }
-    stop = true;
+    firstAt = now;
     reporter.note(`${signal}: finishing and committing the current step (again to abort)${hint}`);
   };
   process.on("SIGINT", onSignal);
   process.on("SIGTERM", onSignal);
   return {
-    requested: () => stop,
+    requested: () => firstAt !== undefined,
     dispose() {
       process.off("SIGINT", onSignal);
       process.off("SIGTERM", onSignal);
