@@ -19,7 +19,8 @@ describe("layer rules", () => {
       "libs/core/src/planted.ts": 'import { main } from "@troupe/trainer";\nexport const m = main;\n',
       "libs/engine-torch/src/planted.ts":
         'export const dir = new URL("../../../apps/engine-torch", import.meta.url);\n',
-      "libs/rl/src/planted.ts": 'export { table } from "../../../apps/trainer/src/reporter.ts";\n',
+      "libs/rl/src/planted.ts": 'export { table } from "../../../apps/trainer/src/reports/reporter.ts";\n',
+      "libs/storage/src/planted.test.ts": 'import { it } from "vitest";\nit("sits beside its module", () => {});\n',
     });
     expect(violations).toEqual([
       {
@@ -39,6 +40,10 @@ describe("layer rules", () => {
         message: expect.stringMatching(
           /an import ".*" reaches into apps\/trainer by a relative path: use @troupe\/trainer/,
         ),
+      },
+      {
+        file: "libs/storage/src/planted.test.ts",
+        message: "a test under src/: tests live in libs/storage/test/ (test/planted.test.ts)",
       },
     ]);
   });

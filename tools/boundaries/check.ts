@@ -9,7 +9,9 @@
  *    project by a relative path — neither an import nor a path built from `import.meta.url`
  *    (`new URL("../../../apps/x", import.meta.url)`): other projects are used through their
  *    package, and a library is told where an app is (configuration), never finds it by where it
- *    lies. Tests may wire in another project's fixtures or a real app (an integration test).
+ *    lies. Tests may wire in another project's fixtures or a real app (an integration test);
+ *  - tests live in the project's test/ folder, mirroring src/ (`src/a/b.ts` → `test/a/b.test.ts`):
+ *    src/ holds only what the project ships, and every test is found in one place.
  *
  *   node --import tsx tools/boundaries/check.ts [workspace root]   exits 1 and lists violations
  */
@@ -144,6 +146,13 @@ export function checkBoundaries(
     ]);
     for (const path of files) {
       const file = posix(relative(workspace, path));
+      const inProject = file.slice(project.root.length + 1);
+      if (/^src\/.*\.test\.[cm]?[jt]sx?$/.test(inProject)) {
+        violations.push({
+          file,
+          message: `a test under src/: tests live in ${project.root}/test/ (${inProject.replace(/^src\//, "test/")})`,
+        });
+      }
       for (const { spec, kind } of specifiers(planted.get(path) ?? readFileSync(path, "utf8"))) {
         if (spec.startsWith("@troupe/")) {
           const name = spec.split("/").slice(0, 2).join("/");
@@ -151,7 +160,7 @@ export function checkBoundaries(
           if (target && target !== project) dependsOn(project, target, file, `imports "${spec}" of`);
           continue;
         }
-        if (!spec.startsWith(".") || !shipped(file.slice(project.root.length + 1))) continue;
+        if (!spec.startsWith(".") || !shipped(inProject)) continue;
         const target = posix(relative(workspace, resolve(dirname(path), spec)));
         const inside = target === project.root || target.startsWith(`${project.root}/`);
         const other = projects.find((p) => target === p.root || target.startsWith(`${p.root}/`));

@@ -4,7 +4,7 @@ keys are the HF tensor names (`model.layers.0.self_attn.q_proj.weight`, ...). Us
 `transformers` is not importable (Debian's python3-torch has none); on a GPU box the tests check it
 against `transformers` logit for logit. The same model: the float64 reference the tests compare
 against (libs/engine/src/qwen-reference.ts, `@troupe/engine/reference`) and the embedded engine's
-ONNX graph nodes (libs/engine-onnx/src/model/decoder.ts).
+ONNX graph nodes (libs/engine-onnx/src/model/, starting at decoder.ts).
 
     x₀ = E[tokens]
     per layer:  x = x + o_proj(attn(RoPE(qk_norm(q, k)), v))      on h = RMSNorm(x)

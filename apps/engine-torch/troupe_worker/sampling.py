@@ -8,7 +8,7 @@
     T = 0 is greedy (argmax) with log-prob 0.
     Ids ≥ usable_vocab (the rows a model's embedding has beyond its tokenizer: Qwen pads 151 665
     tokens to 151 936, the tiny models 259 to 512) are never drawn: their logits are −∞ before
-    step 1, as in libs/engine-onnx/src/generate.ts.
+    step 1, as in libs/engine-onnx/src/runtime/generate.ts.
 
 Each request has its own torch.Generator seeded with its seed, and draws exactly one uniform per
 generated token, so a request's completion depends on its seed alone, not on the rest of the batch.

@@ -206,7 +206,8 @@ export async function openRun(store: ObjectStore, text: string, runner?: CodeRun
     environment,
     team,
     policies: policySet(engine, team, step + 1),
-    sampling: Object.fromEntries(ids.map((id) => [id, sampling])),
+    sampling: Object.fromEntries(ids.map((id) => [id, sampling.sampling])),
+    ...(sampling.roleSampling ? { roleSampling: sampling.roleSampling } : {}),
     backend: recipe.engine.kind === "torch" ? "torch" : "onnx",
   };
   return {

@@ -23,13 +23,14 @@ import { aggregationWeights } from "@troupe/engine";
 import type { OnnxEngine } from "@troupe/engine-onnx";
 import { runStrategy } from "@troupe/rl";
 import { FileStore } from "@troupe/storage/node";
-import { createEngine } from "../src/engines.ts";
+import { resolveRecipePath } from "../src/commands/workspace.ts";
+import { createEngine, policySet } from "../src/engines.ts";
 import { recipeEnvironment } from "../src/envs.ts";
-import { batchesByPolicy, learnerStep } from "../src/learner.ts";
-import { resolveRecipePath } from "../src/main.ts";
 import { loadRecipeText } from "../src/recipe.ts";
-import { optimizerConfig, policySet, trainTasks } from "../src/train.ts";
-import { warmStart } from "../src/warm-start.ts";
+import { batchesByPolicy, learnerStep } from "../src/run/learner.ts";
+import { trainTasks } from "../src/run/tasks.ts";
+import { optimizerConfig } from "../src/run/train.ts";
+import { warmStart } from "../src/run/warm-start.ts";
 
 const { values } = parseArgs({
   options: {
@@ -55,7 +56,7 @@ const settings: Record<string, Partial<ReturnType<typeof samplingParams>>> = {
 const { trainerEnv, team } = recipeEnvironment(recipe);
 const engine = (await createEngine(recipe, teamPolicies(team))) as OnnxEngine;
 const quiet = { step() {}, eval() {}, note: (m: string) => console.error(m) };
-await warmStart(recipe, trainerEnv, team, engine, new FileStore(values.store), quiet);
+await warmStart({ recipe, trainerEnv, team, engine, store: new FileStore(values.store), reporter: quiet });
 const policyId = teamPolicies(team)[0]!;
 const loss = recipe.loss;
 const config = { loss, optimizer: optimizerConfig(recipe), microBatchSize: recipe.train.microBatchSize };

@@ -11,7 +11,7 @@
  * timer ends when an engine call's promise is picked up, so main-thread storage work that
  * interleaves with engine calls (shard encoding) counts as engine time under overlap.
  *
- * Step s's storage writes run while step s+1 rolls out (train.ts), so the storage time reported is
+ * Step s's storage writes run while step s+1 rolls out (src/run/train.ts), so the storage time reported is
  * mostly hidden; `storageWaitShare` is the part that was not.
  *
  *   npx nx run trainer:bench [-- --steps 5 --recipe default --set key=value]
@@ -23,11 +23,11 @@ import { parseArgs } from "node:util";
 import { teamPolicies } from "@troupe/core";
 import type { Engine } from "@troupe/engine";
 import { FileStore, RunStore } from "@troupe/storage/node";
+import { resolveRecipePath } from "../src/commands/workspace.ts";
 import { createEngine } from "../src/engines.ts";
 import { createEnvironment, recipeTeam } from "../src/envs.ts";
-import { resolveRecipePath } from "../src/main.ts";
 import { loadRecipeText } from "../src/recipe.ts";
-import { train } from "../src/train.ts";
+import { train } from "../src/run/train.ts";
 
 const { values } = parseArgs({
   options: {

@@ -12,11 +12,19 @@ import { existsSync } from "node:fs";
 import { createRequire } from "node:module";
 import { dirname, isAbsolute, resolve } from "node:path";
 import { fileURLToPath } from "node:url";
-import { deriveSeed, formatBytes, type PolicyId } from "@troupe/core";
+import {
+  deriveSeed,
+  formatBytes,
+  type PolicyId,
+  type PolicySet,
+  type Team,
+  teamPolicies,
+} from "@troupe/core";
 import {
   ByteTokenizer,
   type Engine,
   encodeCheckpoint,
+  enginePolicy,
   initQwenWeights,
   type QwenConfig,
   tinyQwenConfig,
@@ -29,6 +37,8 @@ import {
   type TorchPolicySpec,
   type WorkerProcessOptions,
 } from "@troupe/engine-torch";
+import { workspaceRoot } from "./app-paths.ts";
+import { longestAnswer } from "./evaluate.ts";
 import {
   DEFAULT_MEMORY_BUDGET,
   type ModelRecipe,
@@ -36,10 +46,7 @@ import {
   RecipeError,
   type TorchEngineRecipe,
 } from "./recipe.ts";
-import { checkServerRollouts, pairWithServers } from "./server-rollouts.ts";
-
-/** Relative paths in a recipe (python, model folders) are relative to the workspace root, like stores. */
-const workspaceRoot = resolve(fileURLToPath(new URL("../../..", import.meta.url)));
+import { checkServerRollouts, pairWithServers } from "./run/server-rollouts.ts";
 
 /**
  * The checks `createEngine` makes before it builds anything (the engine kind, the model's shape,
@@ -110,6 +117,11 @@ export async function createEngine(recipe: Recipe, policyIds: readonly PolicyId[
   }
 }
 
+/** The team's policies as the engine serves them, tagged with the weights' version. */
+export function policySet(engine: Engine, team: Team, version: number): PolicySet {
+  return Object.fromEntries(teamPolicies(team).map((id) => [id, enginePolicy(engine, id, version)]));
+}
+
 /**
  * Resident memory of the trainer before any batch: Node, tsx, the loaded modules and ONNX Runtime
  * with its sessions. Measured as the peak RSS of the process group of one-step runs whose graph
@@ -165,7 +177,7 @@ export function onnxMemoryPlan(recipe: Recipe, policyIds: readonly PolicyId[]): 
  */
 function checkLongestSequence(recipe: Recipe, memory: OnnxMemoryPlan): void {
   const tokens = recipe.model.max_position_embeddings;
-  const maxTokens = Math.min(recipe.sampling.maxTokens ?? 256, tokens - 1);
+  const maxTokens = Math.min(longestAnswer(recipe), tokens - 1);
   // The estimates read the graphs only: no session, no weights.
   const config = scratchConfig(recipe.model);
   const runner = new ModelRunner(config, "float32", "memory check", {
@@ -205,6 +217,7 @@ export function scratchCheckpoint(recipe: Recipe, seedName: string) {
   });
 }
 
+/** Relative paths in a recipe (python, model folders) are relative to the workspace root, like stores. */
 function workspacePath(path: string): string {
   const plain = path.startsWith("file://") ? fileURLToPath(path) : path;
   if (/^[a-z][a-z0-9+.-]*:\/\//i.test(plain)) {

@@ -1,17 +1,74 @@
 /**
- * Held-out evaluation: one episode per test task with the current policies (@troupe/rl's episode
+ * Held-out evaluation: one episode per test task with the current policies (@troupe/core's episode
  * runner, the loop of parallel rollouts and of serving), reported as the success rate with a 95%
  * Wilson interval. Test tasks depend only on the environment's options,
  * never on the run seed, so every run and every step is measured on the same tasks.
+ *
+ * Also the recipe's sampling as the episode runner takes it: the team's, and each role's own
+ * (`sampling.roles`), for rollouts and for evaluation.
  */
-import { type PolicySet, type SamplingParams, samplingParams, type Task, type Team } from "@troupe/core";
-import { runEpisodes, summarizeEpisode } from "@troupe/rl";
+import {
+  type PolicySet,
+  runEpisodes,
+  type SamplingParams,
+  samplingParams,
+  summarizeEpisode,
+  type Task,
+  type Team,
+  type TeamSampling,
+} from "@troupe/core";
 import type { TrainerEnvironment } from "./envs.ts";
-import type { Recipe } from "./recipe.ts";
+import { type Recipe, RecipeError } from "./recipe.ts";
+import { wilson } from "./reports/statistics.ts";
 
-/** The sampling of held-out evaluation: the recipe's, at `train.evalTemperature`. */
-export function evalSampling(recipe: Recipe): SamplingParams {
-  return samplingParams({ ...recipe.sampling, temperature: recipe.train.evalTemperature });
+/** The sampling of rollouts: the recipe's, and the roles of `sampling.roles` with their own fields over it. */
+export function rolloutSampling(recipe: Recipe): TeamSampling {
+  const { roles, ...team } = recipe.sampling;
+  const sampling = samplingParams(team);
+  if (roles === undefined) return { sampling };
+  const roleSampling: Record<string, SamplingParams> = {};
+  for (const [role, { evalTemperature: _, ...own }] of Object.entries(roles)) {
+    roleSampling[role] = samplingParams({ ...team, ...own });
+  }
+  return { sampling, roleSampling };
+}
+
+/**
+ * The sampling of held-out evaluation: the rollouts', at `train.evalTemperature` (a role's own
+ * `evalTemperature` first); with `temperature`, every role at that temperature (one sampled
+ * episode, as the compare reports beside the greedy one).
+ */
+export function evalSampling(recipe: Recipe, temperature?: number): TeamSampling {
+  const { roles, ...team } = recipe.sampling;
+  const sampling = samplingParams({ ...team, temperature: temperature ?? recipe.train.evalTemperature });
+  if (roles === undefined) return { sampling };
+  const roleSampling: Record<string, SamplingParams> = {};
+  for (const [role, { evalTemperature, ...own }] of Object.entries(roles)) {
+    roleSampling[role] = samplingParams({
+      ...team,
+      ...own,
+      temperature: temperature ?? evalTemperature ?? recipe.train.evalTemperature,
+    });
+  }
+  return { sampling, roleSampling };
+}
+
+/** `sampling.roles` may name only the team's roles: one error line naming the stranger, before any work. */
+export function checkRoleSampling(recipe: Recipe, team: Team): void {
+  for (const role of Object.keys(recipe.sampling.roles ?? {})) {
+    if (!team.roles.some((r) => r.id === role)) {
+      throw new RecipeError(
+        `recipe: sampling.roles.${role}: the team has no role "${role}" (roles: ${team.roles.map((r) => r.id).join(", ")})`,
+      );
+    }
+  }
+}
+
+/** The most tokens any role may answer with: what a memory plan must make room for. */
+export function longestAnswer(recipe: Recipe): number {
+  const { roles, ...team } = recipe.sampling;
+  const base = samplingParams(team).maxTokens;
+  return Math.max(base, ...Object.values(roles ?? {}).map((r) => r.maxTokens ?? base));
 }
 
 export interface EvalResult {
@@ -24,26 +81,16 @@ export interface EvalResult {
   readonly meanTurns: number;
 }
 
-/** Wilson score interval for k successes in n trials (z = 1.96). */
-export function wilson(k: number, n: number, z = 1.96): [number, number] {
-  if (n === 0) return [0, 1];
-  const p = k / n;
-  const denom = 1 + (z * z) / n;
-  const centre = (p + (z * z) / (2 * n)) / denom;
-  const half = (z * Math.sqrt((p * (1 - p)) / n + (z * z) / (4 * n * n))) / denom;
-  return [Math.max(0, centre - half), Math.min(1, centre + half)];
-}
-
 export async function evaluate(
   trainerEnv: TrainerEnvironment,
   team: Team,
   policies: PolicySet,
   tasks: readonly Task<unknown>[],
-  sampling: SamplingParams,
+  sampling: TeamSampling,
   seed: number,
 ): Promise<EvalResult> {
   const played = await runEpisodes(
-    { runId: "eval", step: 0, seed, env: trainerEnv.env, team, policies, sampling },
+    { runId: "eval", step: 0, seed, env: trainerEnv.env, team, policies, ...sampling },
     tasks,
   );
   const episodes = played.map(summarizeEpisode);

@@ -2,12 +2,12 @@
  * What other apps (apps/eval) reuse of the trainer: recipes, engines and checkpoints of runs, the
  * held-out evaluation's sampling, and the statistics and tables of compare and sweep.
  */
-export { createEngine } from "./engines.ts";
+export { createEngine, policySet } from "./engines.ts";
 export { recipeEnvironment } from "./envs.ts";
-export { evalSampling, wilson } from "./evaluate.ts";
+export { evalSampling } from "./evaluate.ts";
+export { runRecipe } from "./experiments/run-recipe.ts";
 export { loadRecipeText, parseRecipe } from "./recipe.ts";
-export { markdownTable, table } from "./reporter.ts";
-export { runRecipe } from "./run-recipe.ts";
-export { seedInterval } from "./stats.ts";
-export { policySet, restoreStep } from "./train.ts";
-export { cachedWarmStart, parseRunRef, WARM_START_REF } from "./warm-start.ts";
+export { markdownTable, table } from "./reports/reporter.ts";
+export { seedInterval, wilson } from "./reports/statistics.ts";
+export { restoreStep } from "./run/checkpoints.ts";
+export { cachedWarmStart, parseRunRef, WARM_START_REF } from "./run/warm-start.ts";

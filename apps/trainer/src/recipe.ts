@@ -3,10 +3,10 @@
  * `--set path.to.key=value` overrides any field; a bad key or value fails naming the key and, for
  * enumerations, the allowed values.
  */
-import { ByteSizeSchema, SamplingParamsSchema } from "@troupe/core";
+import { ByteSizeSchema, SamplingOverridesSchema, SamplingParamsSchema } from "@troupe/core";
 import { defaultOptimizerConfig, defaultPolicyLossConfig } from "@troupe/engine";
 import { BaselineSchema, EnvironmentOptionsError, environmentOptions } from "@troupe/envs";
-import { StrategyConfigSchema } from "@troupe/rl";
+import { EstimationConfigSchema, StrategyConfigSchema } from "@troupe/rl";
 import { parse as parseYaml } from "yaml";
 import { z } from "zod";
 
@@ -213,7 +213,27 @@ export const RecipeSchema = z.strictObject({
   model: ModelSchema.default(ModelSchema.parse({})),
   /** The rollout strategy (`name`) and its config, declared with its defaults in @troupe/rl. */
   strategy: StrategyConfigSchema,
-  sampling: SamplingParamsSchema.partial().default({}),
+  /**
+   * The advantage stage after every step's rollouts, the same for every strategy (@troupe/rl
+   * estimators.ts): the baseline and std normalisation (GRPO's defaults: mean, normalised) and the
+   * group filters.
+   */
+  advantage: EstimationConfigSchema.default(EstimationConfigSchema.parse({})),
+  /** How every agent samples; `roles` gives a role its own (evaluation and serving included). */
+  sampling: SamplingParamsSchema.partial()
+    .extend({
+      /** Role id → the fields it samples with instead of the ones above, and its evaluation temperature. */
+      roles: z
+        .record(
+          z.string().min(1),
+          SamplingOverridesSchema.extend({
+            /** This role's temperature at held-out evaluation (default `train.evalTemperature`). */
+            evalTemperature: z.number().min(0).optional(),
+          }),
+        )
+        .optional(),
+    })
+    .default({}),
   loss: LossSchema.default(LossSchema.parse({})),
   optimizer: OptimizerSchema.default(OptimizerSchema.parse({})),
   train: z
@@ -364,9 +384,29 @@ export function applyOverrides(
   return out;
 }
 
+/**
+ * Runs and recipes written before the advantage stage had a section of its own kept its settings
+ * in the strategy (`strategy.advantage`, `strategy.filters`): they move to `advantage`.
+ */
+export function liftAdvantageSettings(raw: unknown, where = "recipe"): unknown {
+  if (typeof raw !== "object" || raw === null || Array.isArray(raw)) return raw;
+  const recipe = raw as Record<string, unknown>;
+  const strategy = recipe.strategy;
+  if (typeof strategy !== "object" || strategy === null || Array.isArray(strategy)) return raw;
+  const { advantage, filters, ...rest } = strategy as Record<string, unknown>;
+  if (advantage === undefined && filters === undefined) return raw;
+  if (recipe.advantage !== undefined) {
+    throw new RecipeError(
+      `${where}: strategy.${advantage !== undefined ? "advantage" : "filters"} and advantage both given: the advantage stage's settings go in \`advantage\` only`,
+    );
+  }
+  const lifted = { ...(typeof advantage === "object" && advantage !== null ? advantage : {}) };
+  return { ...recipe, strategy: rest, advantage: filters === undefined ? lifted : { ...lifted, filters } };
+}
+
 /** Validates a recipe object, turning the first zod issue into a message naming the key. */
 export function parseRecipe(raw: unknown, where = "recipe"): Recipe {
-  const parsed = RecipeSchema.safeParse(raw);
+  const parsed = RecipeSchema.safeParse(liftAdvantageSettings(raw, where));
   if (parsed.success) return parsed.data;
   const lines = parsed.error.issues.slice(0, 5).map((issue) => {
     const key = issue.path.join(".") || "(root)";

@@ -13,12 +13,14 @@ import { canonicalJson, samplingParams, teamPolicies } from "@troupe/core";
 import { runStrategy } from "@troupe/rl";
 import { FileStore, RolloutQueue, RunStore } from "@troupe/storage/node";
 import { describe, expect, it } from "vitest";
-import { LEARNER_CONSUMER, queueRollouts, rolloutWorker, stepStream } from "../src/async-rl.ts";
-import { createEngine } from "../src/engines.ts";
+import { createEngine, policySet } from "../src/engines.ts";
 import { createEnvironment, recipeTeam } from "../src/envs.ts";
 import { loadRecipeText, type Recipe } from "../src/recipe.ts";
-import { policySet, restoreStep, train, trainTasks } from "../src/train.ts";
-import { warmStart } from "../src/warm-start.ts";
+import { LEARNER_CONSUMER, queueRollouts, rolloutWorker, stepStream } from "../src/run/async-rl.ts";
+import { restoreStep } from "../src/run/checkpoints.ts";
+import { trainTasks } from "../src/run/tasks.ts";
+import { train } from "../src/run/train.ts";
+import { warmStart } from "../src/run/warm-start.ts";
 import { quiet, TINY_ATGRPO, TINY_PLAN_PATH, tempRoot, trainerProcess } from "./tiny.ts";
 
 const root = tempRoot("async");
@@ -137,7 +139,7 @@ describe("asynchronous RL: rollout workers and a learner through the store", () 
     const trainerEnv = createEnvironment(recipe.environment.name, recipe.environment.options);
     const team = recipeTeam(trainerEnv, recipe.team);
     const engine = await createEngine(recipe, teamPolicies(team));
-    await warmStart(recipe, trainerEnv, team, engine, new FileStore(store), quiet);
+    await warmStart({ recipe, trainerEnv, team, engine, store: new FileStore(store), reporter: quiet });
     for (const { step, refs } of perStep) {
       if (step > 0) await restoreStep(engine, run, team, step - 1);
       for (const ref of refs) {
@@ -164,7 +166,8 @@ describe("asynchronous RL: rollout workers and a learner through the store", () 
   it("maxStaleness 1, learner and 2 workers in one process: staleness bound and accounting hold", async () => {
     const { store, recipe, trainerEnv, team, run } = await inProcessRun("inproc", 1, "async-2");
     const engines = await Promise.all([0, 1, 2].map(() => createEngine(recipe, teamPolicies(team))));
-    for (const engine of engines) await warmStart(recipe, trainerEnv, team, engine, store, quiet);
+    for (const engine of engines)
+      await warmStart({ recipe, trainerEnv, team, engine, store, reporter: quiet });
     const [summary, ...workers] = await Promise.all([
       train({
         recipe,

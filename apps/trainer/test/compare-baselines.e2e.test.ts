@@ -7,7 +7,9 @@ import { readFileSync } from "node:fs";
 import { join } from "node:path";
 import { FileStore, RunStore } from "@troupe/storage/node";
 import { describe, expect, it } from "vitest";
-import { type Arm, compare, writeComparison } from "../src/compare.ts";
+import { compare } from "../src/experiments/compare.ts";
+import type { Arm } from "../src/experiments/compare-arms.ts";
+import { writeComparison } from "../src/experiments/compare-results.ts";
 import { loadRecipeText } from "../src/recipe.ts";
 import { quiet, TINY_BUDGET, tempRoot } from "./tiny.ts";
 

@@ -1,6 +1,6 @@
 /**
  * The KL penalty to the warm start, end to end on the embedded engine: train() builds the
- * reference policy from the store's cached warm start (reference.ts), the learner scores ℓ_ref
+ * reference policy from the store's cached warm start (src/run/reference.ts), the learner scores ℓ_ref
  * with it every step, and a resumed run keeps pulling towards the warm start — not towards the
  * checkpoint it resumed from — so it commits the same metrics and weights as a run never stopped.
  */
@@ -10,7 +10,7 @@ import { FileStore, type RunStore } from "@troupe/storage/node";
 import { describe, expect, it } from "vitest";
 import { createEnvironment, recipeTeam } from "../src/envs.ts";
 import { loadRecipeText, type Recipe } from "../src/recipe.ts";
-import { createReferenceEngine } from "../src/reference.ts";
+import { createReferenceEngine } from "../src/run/reference.ts";
 import { TINY_PLAN_PATH, tempRoot, trainRun } from "./tiny.ts";
 
 const root = tempRoot("kl");

@@ -12,8 +12,8 @@ import { teamPolicies } from "@troupe/core";
 import { FileStore, RunStore } from "@troupe/storage/node";
 import { describe, expect, test } from "vitest";
 import { recipeEnvironment } from "../src/envs.ts";
+import { runRecipe } from "../src/experiments/run-recipe.ts";
 import { loadRecipeText, type Recipe } from "../src/recipe.ts";
-import { runRecipe } from "../src/run-recipe.ts";
 import { quiet, TINY_BUDGET, tempRoot } from "./tiny.ts";
 
 const recipesDir = join(import.meta.dirname, "..", "recipes");

@@ -15,8 +15,8 @@ import { pathToFileURL } from "node:url";
 import { FileStore } from "@troupe/storage/node";
 import { type Browser, chromium, type Page } from "playwright-core";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { runRecipe } from "../src/experiments/run-recipe.ts";
 import { loadRecipeText } from "../src/recipe.ts";
-import { runRecipe } from "../src/run-recipe.ts";
 import { TINY_PLAN_PATH, trainerInProcess } from "./tiny.ts";
 
 const CHROMIUM = process.env.TROUPE_CHROMIUM ?? "/usr/bin/chromium";

@@ -21,12 +21,12 @@ import {
 import { afterAll, beforeAll, describe, expect, inject, it } from "vitest";
 import type {} from "../../../libs/storage/test/ceph-setup.ts"; // types of inject("s3")
 import { type FaultProxy, startFaultProxy } from "../../../libs/storage/test/fault-proxy.ts";
-import { queueRollouts } from "../src/async-rl.ts";
 import { createEngine } from "../src/engines.ts";
 import { createEnvironment, recipeTeam } from "../src/envs.ts";
 import { loadRecipeText, type Recipe } from "../src/recipe.ts";
-import { train } from "../src/train.ts";
-import { warmStart } from "../src/warm-start.ts";
+import { queueRollouts } from "../src/run/async-rl.ts";
+import { train } from "../src/run/train.ts";
+import { warmStart } from "../src/run/warm-start.ts";
 import { quiet, TINY_ATGRPO, TINY_PLAN_PATH, trainerInProcess } from "./tiny.ts";
 
 const BUCKET = "troupe-test";
@@ -85,7 +85,7 @@ async function trainInto(recipe: Recipe, store: ObjectStore) {
   const engine = await createEngine(recipe, teamPolicies(team));
   const runStore = new RunStore(store, RUN);
   await runStore.writeConfig(recipe);
-  await warmStart(recipe, trainerEnv, team, engine, store, quiet);
+  await warmStart({ recipe, trainerEnv, team, engine, store, reporter: quiet });
   const summary = await train({ recipe, trainerEnv, team, engine, runStore, reporter: quiet });
   await engine.close();
   expect(summary.lastCommittedStep).toBe(2);

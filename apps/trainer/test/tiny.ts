@@ -15,8 +15,8 @@ import { createEngine } from "../src/engines.ts";
 import { createEnvironment, recipeTeam } from "../src/envs.ts";
 import { main } from "../src/main.ts";
 import type { Recipe } from "../src/recipe.ts";
-import type { TrainReporter } from "../src/train.ts";
-import { warmStartAndTrain } from "../src/warm-start.ts";
+import type { TrainReporter } from "../src/run/context.ts";
+import { warmStartAndTrain } from "../src/run/warm-start.ts";
 
 /** The trainer app's folder: its CLI runs from here, as under `nx run trainer:…`. */
 export const appRoot = resolve(dirname(fileURLToPath(import.meta.url)), "..");

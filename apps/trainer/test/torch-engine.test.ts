@@ -22,12 +22,14 @@ import { TorchEngine } from "@troupe/engine-torch";
 import { runStrategy } from "@troupe/rl";
 import { FileStore, RunStore } from "@troupe/storage/node";
 import { afterAll, describe, expect, it } from "vitest";
-import { createEngine, scratchCheckpoint } from "../src/engines.ts";
+import { createEngine, policySet, scratchCheckpoint } from "../src/engines.ts";
 import { createEnvironment, recipeTeam } from "../src/envs.ts";
-import { batchesByPolicy, learnerStep } from "../src/learner.ts";
 import { loadRecipeText, parseRecipe, type Recipe } from "../src/recipe.ts";
-import { optimizerConfig, policySet, type TrainReporter, train, trainTasks } from "../src/train.ts";
-import { warmStart } from "../src/warm-start.ts";
+import type { TrainReporter } from "../src/run/context.ts";
+import { batchesByPolicy, learnerStep } from "../src/run/learner.ts";
+import { trainTasks } from "../src/run/tasks.ts";
+import { optimizerConfig, train } from "../src/run/train.ts";
+import { warmStart } from "../src/run/warm-start.ts";
 
 const PYTHON = process.env.TROUPE_PYTHON ?? "/usr/bin/python3";
 const torchAvailable = spawnSync(PYTHON, ["-c", "import torch"], { stdio: "ignore" }).status === 0;
@@ -105,7 +107,7 @@ async function runTraining(store: FileStore, runId: string, options: RunOptions 
   try {
     // The supervised warm start, through the torch engine too (computed once, then cached in the store).
     if ((await runStore.latestCommittedStep()) === undefined)
-      await warmStart(runRecipe, trainerEnv, team, torch, store, quiet);
+      await warmStart({ recipe: runRecipe, trainerEnv, team, engine: torch, store, reporter: quiet });
     const engine = options.wrap ? options.wrap(torch as TorchEngine) : torch;
     const summary = await train({
       recipe: runRecipe,

@@ -11,8 +11,8 @@ import { describe, expect, it } from "vitest";
 import { createEngine } from "../src/engines.ts";
 import { createEnvironment, recipeTeam } from "../src/envs.ts";
 import { loadRecipeText } from "../src/recipe.ts";
-import { cachedWarmStart, SFT_STOP_WINDOW, warmStart } from "../src/warm-start.ts";
-import { warmStartId, warmStartProgress } from "../src/warm-start-cache.ts";
+import { cachedWarmStart, SFT_STOP_WINDOW, warmStart } from "../src/run/warm-start.ts";
+import { warmStartId, warmStartProgress } from "../src/run/warm-start-cache.ts";
 import { quiet, TINY_PLAN_PATH, tempRoot } from "./tiny.ts";
 
 const root = tempRoot("warm-start");
@@ -39,14 +39,14 @@ async function warmStartWeights(
   const team = recipeTeam(trainerEnv, recipe.team);
   const engine = await createEngine(recipe, teamPolicies(team));
   try {
-    const result = await warmStart(
+    const result = await warmStart({
       recipe,
       trainerEnv,
       team,
       engine,
-      new FileStore(join(root, folder)),
-      quiet,
-    );
+      store: new FileStore(join(root, folder)),
+      reporter: quiet,
+    });
     expect(result?.cached).toBe(cached);
     const files = await engine.save(teamPolicies(team)[0]!);
     // RL starts with a fresh optimizer: its schedule counts from RL's first step, not the warm start's.
@@ -99,7 +99,14 @@ describe("warm start", () => {
     const engine = await createEngine(recipe, teamPolicies(team));
     try {
       await expect(
-        warmStart(recipe, trainerEnv, team, engine, new FileStore(join(root, "bad-role")), quiet),
+        warmStart({
+          recipe,
+          trainerEnv,
+          team,
+          engine,
+          store: new FileStore(join(root, "bad-role")),
+          reporter: quiet,
+        }),
       ).rejects.toThrow(/^sft\.mistakeRoles: "planer" is not a role of this team \(planner, fixer\)$/);
     } finally {
       await engine.close();
@@ -125,9 +132,13 @@ describe("warm start", () => {
       const engine = await createEngine(recipe, teamPolicies(team));
       try {
         const notes: string[] = [];
-        const result = await warmStart(recipe, trainerEnv, team, engine, store, {
-          ...quiet,
-          note: (m) => notes.push(m),
+        const result = await warmStart({
+          recipe,
+          trainerEnv,
+          team,
+          engine,
+          store,
+          reporter: { ...quiet, note: (m) => notes.push(m) },
         });
         const runStore = new RunStore(store, warmStartId(recipe, team));
         return {

@@ -1,5 +1,6 @@
 export * from "./bytes.ts";
 export * from "./environment.ts";
+export * from "./episode.ts";
 export * from "./hash.ts";
 export * from "./messages.ts";
 export * from "./policy.ts";

@@ -18,6 +18,20 @@ export type SamplingParams = z.infer<typeof SamplingParamsSchema>;
 
 export const defaultSampling: SamplingParams = SamplingParamsSchema.parse({});
 
+/**
+ * Some of the sampling parameters, to lay over others (a role's own sampling over its team's):
+ * the fields of SamplingParamsSchema without their defaults, so an absent field is inherited.
+ */
+export const SamplingOverridesSchema = z.strictObject({
+  temperature: SamplingParamsSchema.shape.temperature.unwrap().optional(),
+  topP: SamplingParamsSchema.shape.topP.unwrap().optional(),
+  topK: SamplingParamsSchema.shape.topK.unwrap().optional(),
+  maxTokens: SamplingParamsSchema.shape.maxTokens.unwrap().optional(),
+  stop: SamplingParamsSchema.shape.stop.unwrap().optional(),
+  stopTokenIds: SamplingParamsSchema.shape.stopTokenIds.unwrap().optional(),
+});
+export type SamplingOverrides = z.infer<typeof SamplingOverridesSchema>;
+
 export function samplingParams(overrides: Partial<SamplingParams> = {}): SamplingParams {
   return SamplingParamsSchema.parse({ ...overrides });
 }

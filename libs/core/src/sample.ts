@@ -1,7 +1,11 @@
 /**
- * A `Sample` is one training record: one agent's completion at one point of a rollout, with its
- * reward, return, advantage and group, and the provenance that traces any number in a report back
- * to the rollout behind it. Samples are what rollout shards hold, one row each.
+ * Samples are the training records: one agent's completion at one point of a rollout, with the
+ * provenance that traces any number in a report back to the rollout behind it. Two stages, two types:
+ *
+ *   RolloutSample   what a rollout strategy produced: rewards, the return and the group, no
+ *                   advantage yet (what rollout workers' shards hold)
+ *   Sample          a RolloutSample with the advantage the trainer's advantage stage estimated
+ *                   (what the learner trains on and a step's shards hold)
  */
 import { z } from "zod";
 import { ChatMessageSchema } from "./messages.ts";
@@ -43,7 +47,7 @@ export const RewardPartsSchema = z.object({
 });
 export type RewardParts = z.infer<typeof RewardPartsSchema>;
 
-export const SampleSchema = z.object({
+export const RolloutSampleSchema = z.object({
   schemaVersion: z.literal(SAMPLE_SCHEMA_VERSION),
   provenance: ProvenanceSchema,
   observation: z.array(ChatMessageSchema),
@@ -55,17 +59,30 @@ export const SampleSchema = z.object({
   reward: RewardPartsSchema,
   /** The return the advantage is estimated from (each strategy defines it; docs/algorithms.md). */
   return: z.number(),
-  /** Group-relative advantage, set by the trainer's advantage stage (0 in rollout workers' shards). */
-  advantage: z.number(),
   groupKey: z.string(),
   /** Whether the episode this sample belongs to ended in success, when known. */
   success: z.boolean().optional(),
 });
+export type RolloutSample = z.infer<typeof RolloutSampleSchema>;
+
+export const SampleSchema = RolloutSampleSchema.extend({
+  /** Group-relative advantage, set by the trainer's advantage stage. */
+  advantage: z.number(),
+});
 export type Sample = z.infer<typeof SampleSchema>;
 
-/** Validates a sample read from outside (a shard, a worker), naming the field that is wrong. */
+/** Validates a sample read from outside (a step's shard), naming the field that is wrong. */
 export function parseSample(value: unknown, where = "sample"): Sample {
-  const parsed = SampleSchema.safeParse(value);
+  return parseWith(SampleSchema, value, where);
+}
+
+/** Validates a rollout sample read from outside (a rollout worker's shard); an `advantage` is dropped. */
+export function parseRolloutSample(value: unknown, where = "sample"): RolloutSample {
+  return parseWith(RolloutSampleSchema, value, where);
+}
+
+function parseWith<T extends RolloutSample>(schema: z.ZodType<T>, value: unknown, where: string): T {
+  const parsed = schema.safeParse(value);
   if (!parsed.success) {
     const issue = parsed.error.issues[0]!;
     throw new Error(`${where}: ${issue.path.join(".") || "(root)"}: ${issue.message}`);

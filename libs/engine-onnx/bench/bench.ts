@@ -27,7 +27,7 @@ import {
   tinyQwenConfig,
 } from "@troupe/engine";
 import { createOnnxEngine } from "../src/engine.ts";
-import { generateBatch } from "../src/generate.ts";
+import { generateBatch } from "../src/runtime/generate.ts";
 
 const REPEATS = Number(process.env.BENCH_REPEATS ?? 5);
 const BATCH = 16;

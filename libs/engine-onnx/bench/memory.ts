@@ -18,7 +18,7 @@ import {
   type Weights,
 } from "@troupe/engine";
 import { createOnnxEngine } from "../src/engine.ts";
-import { generateBatch } from "../src/generate.ts";
+import { generateBatch } from "../src/runtime/generate.ts";
 
 const NEW_TOKENS = Number(process.env.BENCH_MEMORY_TOKENS ?? 8);
 const PROMPT_TOKENS = Number(process.env.BENCH_MEMORY_PROMPT ?? 16);

@@ -10,7 +10,7 @@
  * weights and at most one graph run holds activations at any moment.
  *
  * Memory: with `activationBudgetBytes`, every run — a training micro-batch, a scoring chunk, a
- * generation's row group — is cut so that its estimated peak (model/memory.ts: the graph's
+ * generation's row group — is cut so that its estimated peak (runtime/memory.ts: the graph's
  * liveness at that shape, times ORT's measured overhead) stays under the budget; a sequence that
  * cannot fit alone is refused with a `MemoryBudgetError` before anything runs.
  */
@@ -54,10 +54,10 @@ import {
   tinyQwenConfig,
   type Weights,
 } from "@troupe/engine";
-import { batchingLimits, ContinuousBatcher, type ContinuousBatchingOptions } from "./continuous.ts";
-import { type GenerateOptions, generateBatch } from "./generate.ts";
 import { packWeights } from "./model/fused-weights.ts";
-import { type LossSequenceInput, ModelRunner } from "./model/runner.ts";
+import { batchingLimits, ContinuousBatcher, type ContinuousBatchingOptions } from "./runtime/continuous.ts";
+import { type GenerateOptions, generateBatch } from "./runtime/generate.ts";
+import { type LossSequenceInput, ModelRunner } from "./runtime/runner.ts";
 
 /** Sequences per scoring run in `logprobs` (bounds activation memory). */
 export const DEFAULT_SCORING_BATCH = 16;
@@ -326,7 +326,7 @@ export class OnnxEngine implements Engine {
   }
 
   /**
-   * One generation that joins the policy's running batch (continuous.ts): concurrent callers share
+   * One generation that joins the policy's running batch (runtime/continuous.ts): concurrent callers share
    * every decode step instead of waiting for each other's whole generation. Same completion as
    * `generate` with the same seed (at temperature 0, the same tokens). Rejects with
    * `GenerationQueueFullError` when the policy's queue is full, with `signal.reason` once aborted.

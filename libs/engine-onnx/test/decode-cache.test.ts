@@ -13,9 +13,10 @@ import {
 import { SMALL_QWEN_SHAPE } from "@troupe/engine/testing";
 import { describe, expect, it } from "vitest";
 import { createOnnxEngine } from "../src/engine.ts";
-import { generateBatch } from "../src/generate.ts";
 import { MASKED_BIAS } from "../src/model/host-inputs.ts";
-import { cachedAttentionBias, ModelRunner } from "../src/model/runner.ts";
+import { generateBatch } from "../src/runtime/generate.ts";
+import { cachedAttentionBias } from "../src/runtime/kv-cache.ts";
+import { ModelRunner } from "../src/runtime/runner.ts";
 import { randomTokens, TINY_CONFIGS, tinyWeights } from "./fixtures.ts";
 import { uniformStream } from "./gradcheck.ts";
 

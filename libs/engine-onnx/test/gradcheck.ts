@@ -5,7 +5,7 @@
 import { gradients } from "../src/graph/autodiff.ts";
 import { Graph, type Value } from "../src/graph/builder.ts";
 import { mul, sumAll } from "../src/graph/ops.ts";
-import { GraphSession, tensor } from "../src/graph/session.ts";
+import { GraphSession, tensor } from "../src/runtime/session.ts";
 
 export interface InputSpec {
   readonly shape: readonly number[];

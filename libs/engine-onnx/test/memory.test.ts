@@ -19,8 +19,8 @@ import { Graph } from "../src/graph/builder.ts";
 import * as op from "../src/graph/ops.ts";
 import { packWeights } from "../src/model/fused-weights.ts";
 import { buildTrainGraph } from "../src/model/graphs.ts";
-import { dimValue, estimateGraphPeakBytes } from "../src/model/memory.ts";
-import { type LossSequenceInput, ModelRunner } from "../src/model/runner.ts";
+import { dimValue, estimateGraphPeakBytes } from "../src/runtime/memory.ts";
+import { type LossSequenceInput, ModelRunner } from "../src/runtime/runner.ts";
 
 const config = tinyQwenConfig(SMALL_QWEN_SHAPE);
 const engines: OnnxEngine[] = [];

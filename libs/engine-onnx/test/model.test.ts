@@ -1,10 +1,11 @@
 import { logSoftmax } from "@troupe/engine";
 import { qwenReferenceLogits, qwenReferenceLogprobs } from "@troupe/engine/reference";
 import { describe, expect, it } from "vitest";
-import { GraphSession, tensor } from "../src/graph/session.ts";
 import { buildScoringGraph } from "../src/model/graphs.ts";
-import { attentionBias, padBatch, ropeTables } from "../src/model/host-inputs.ts";
-import { ModelRunner } from "../src/model/runner.ts";
+import { attentionBias, ropeTables } from "../src/model/host-inputs.ts";
+import { padBatch } from "../src/runtime/padding.ts";
+import { ModelRunner } from "../src/runtime/runner.ts";
+import { GraphSession, tensor } from "../src/runtime/session.ts";
 import { randomTokens, TINY_CONFIGS, tinyWeights } from "./fixtures.ts";
 import { uniformStream } from "./gradcheck.ts";
 

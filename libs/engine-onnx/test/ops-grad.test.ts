@@ -1,7 +1,7 @@
 import { describe, expect, it } from "vitest";
 import type { Value } from "../src/graph/builder.ts";
 import * as op from "../src/graph/ops.ts";
-import { int64Tensor } from "../src/graph/session.ts";
+import { int64Tensor } from "../src/runtime/session.ts";
 import { gradCheck, type InputSpec } from "./gradcheck.ts";
 
 /** Tolerance of the float64 checks: central differences with h = 1e-5 are exact to ~1e-9. */

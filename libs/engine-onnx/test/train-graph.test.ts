@@ -1,7 +1,7 @@
 import { aggregationWeights, policyLoss } from "@troupe/engine";
 import { FULL_POLICY_LOSS } from "@troupe/engine/testing";
 import { describe, expect, it } from "vitest";
-import { type HostWeights, type LossSequenceInput, ModelRunner } from "../src/model/runner.ts";
+import { type HostWeights, type LossSequenceInput, ModelRunner } from "../src/runtime/runner.ts";
 import { randomTokens, TINY_CONFIGS, tinyWeights, toFloat64 } from "./fixtures.ts";
 import { uniformStream } from "./gradcheck.ts";
 

@@ -21,8 +21,9 @@
  *   x'_{i+d/2} = x_{i+d/2} cos + x_i sin
  *
  * Imported as `@troupe/engine/reference` (tests only). The same model, built to run: as ONNX graph
- * nodes for the embedded engine (libs/engine-onnx/src/model/decoder.ts), and in PyTorch for the GPU
- * worker (apps/engine-torch/troupe_worker/qwen.py); the tests of both compare against this file.
+ * nodes for the embedded engine (libs/engine-onnx/src/model/, starting at decoder.ts), and in
+ * PyTorch for the GPU worker (apps/engine-torch/troupe_worker/qwen.py); the tests of both compare
+ * against this file.
  */
 import { hasQkNorm, type QwenConfig, qwenBiases } from "./model-config.ts";
 import { logSoftmax } from "./sampler.ts";

@@ -8,7 +8,7 @@
 import { type Sample, samplingParams, type Team } from "@troupe/core";
 import { ScriptedPolicy, sumToTargetEnv } from "@troupe/core/testing";
 import { defaultAtgrpoConfig, rolloutAtgrpo } from "../src/atgrpo.ts";
-import { estimateAdvantages } from "../src/estimators.ts";
+import { defaultEstimationConfig, estimateAdvantages } from "../src/estimators.ts";
 import { defaultMagrpoConfig, rolloutMagrpo } from "../src/magrpo.ts";
 import type { RolloutContext, RolloutNode } from "../src/rollout.ts";
 
@@ -103,7 +103,7 @@ const atgrpo = await rolloutAtgrpo(
   atgrpoConfig,
 );
 // The trainer's advantage stage, as it runs after every step's rollouts.
-const atgrpoSamples = estimateAdvantages(atgrpo.samples, atgrpoConfig).samples;
+const atgrpoSamples = estimateAdvantages(atgrpo.samples, defaultEstimationConfig).samples;
 console.log("AT-GRPO (K=3, w_team=1, argmax continues), groups keyed (task, turn, agent)");
 console.log(table(sampleRows(atgrpoSamples)));
 const ep = atgrpo.episodes[0]!;

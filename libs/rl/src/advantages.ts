@@ -63,18 +63,24 @@ registerBaseline("raw", (returns) => returns.slice());
 export type Baseline = string;
 export type StdKind = "population" | "sample";
 
-/** How a group's returns become advantages; a strategy's `advantage` section. */
+/** How a group's returns become advantages, with GRPO's defaults (mean baseline, std-normalised). */
 export const AdvantageSchema = z.strictObject({
   /** A registered baseline: mean (GRPO), rloo, max, raw (REINFORCE). */
-  baseline: z.string().refine((name) => baselines.has(name), {
-    error: (issue) => `unknown baseline "${String(issue.input)}" (known: ${baselineNames().join(", ")})`,
-  }),
-  /** Divide by the group's standard deviation (+ε). GRPO: true; Dr. GRPO: false. */
-  normalizeStd: z.boolean(),
+  baseline: z
+    .string()
+    .refine((name) => baselines.has(name), {
+      error: (issue) => `unknown baseline "${String(issue.input)}" (known: ${baselineNames().join(", ")})`,
+    })
+    .default("mean"),
+  /** Divide by the group's standard deviation (+ε). GRPO: true; Dr. GRPO and CoMLRL's MAGRPO: false. */
+  normalizeStd: z.boolean().default(true),
   // (R − b) / (σ + ε): with ε = 0 a group whose spread underflows to 0 gives 0/0 = NaN advantages.
-  eps: z.number().gt(0, {
-    message: "eps must be > 0: it is the ε in (R − baseline) / (std + ε), and ε = 0 divides by zero",
-  }),
+  eps: z
+    .number()
+    .gt(0, {
+      message: "eps must be > 0: it is the ε in (R − baseline) / (std + ε), and ε = 0 divides by zero",
+    })
+    .default(1e-6),
   /** Which std divides when normalizeStd: population (÷G, default) or sample (÷(G−1), as verl). */
   std: z.enum(["population", "sample"]).optional(),
 });

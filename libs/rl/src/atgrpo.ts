@@ -21,17 +21,18 @@
  * Turn order: agents act one at a time in role order; a team with turnOrder "parallel" is rolled
  * out the same way (each agent's candidates are stepped with only that agent's action).
  */
-import { deriveSeed, Rng, type Sample, type StepResult, type Task } from "@troupe/core";
-import { z } from "zod";
-import { AdvantageSchema } from "./advantages.ts";
-import { GroupFilterSchema, groupKey } from "./grouping.ts";
 import {
+  deriveSeed,
   type EpisodeSummary,
+  Rng,
   type RolloutContext,
-  type RolloutNode,
-  type RolloutResult,
-  rewardParts,
-} from "./rollout.ts";
+  type RolloutSample,
+  type StepResult,
+  type Task,
+} from "@troupe/core";
+import { z } from "zod";
+import { groupKey } from "./grouping.ts";
+import { type RolloutNode, type RolloutResult, rewardParts } from "./rollout.ts";
 import { edgeNode, rootNode, TreeRollout } from "./tree.ts";
 
 export const AtgrpoConfigSchema = z.strictObject({
@@ -45,8 +46,6 @@ export const AtgrpoConfigSchema = z.strictObject({
   selection: z.enum(["argmax", "sample"]).default("argmax"),
   /** τ for `selection: "sample"`. */
   selectionTemperature: z.number().gt(0).default(1),
-  advantage: AdvantageSchema.default({ baseline: "mean", normalizeStd: true, eps: 1e-6 }),
-  filters: GroupFilterSchema.optional(),
 });
 export type AtgrpoConfig = z.output<typeof AtgrpoConfigSchema>;
 export const defaultAtgrpoConfig: AtgrpoConfig = AtgrpoConfigSchema.parse({});
@@ -103,7 +102,7 @@ export async function rolloutAtgrpo<S, P>(
       cursor: root,
     });
   }
-  const samples: Sample[] = [];
+  const samples: RolloutSample[] = [];
   for (let turn = 0; turn < ctx.team.maxTurns; turn++) {
     for (const agent of order) {
       const live = episodes.filter((ep) => !ep.done);

@@ -2,9 +2,9 @@
  * The advantage stage: what the controller does between rollouts and the learner, in the verl
  * manner (one place estimates advantages for the whole batch, after the batch is known).
  *
- *   rollouts (strategy)   samples with rewards, returns and group keys; advantage not set
+ *   rollouts (strategy)   RolloutSamples: rewards, returns and group keys, no advantage
  *   → group filters       drop whole groups (grouping.ts), now that every group of the step is in
- *   → estimator           per group: A = (R − baseline(R)) [/ (σ(R) + ε)]   (advantages.ts)
+ *   → estimator           per group: A = (R − baseline(R)) [/ (σ(R) + ε)]   (advantages.ts): Samples
  *   → learner
  *
  * Strategies compute returns because only they see the episode or tree the return is defined
@@ -14,16 +14,21 @@
  * through the store, after the learner's staleness check, and a filter sees every group of the
  * step instead of one worker's share.
  */
-import type { Sample } from "@troupe/core";
-import { type AdvantageConfig, groupAdvantages } from "./advantages.ts";
-import { type FilterReport, filterGroups, type GroupFilterConfig, groupSamples } from "./grouping.ts";
+import type { RolloutSample, Sample } from "@troupe/core";
+import type { z } from "zod";
+import { AdvantageSchema, groupAdvantages } from "./advantages.ts";
+import { type FilterReport, filterGroups, GroupFilterSchema, groupSamples } from "./grouping.ts";
 
-/** The part of a strategy's config the stage reads. */
-export interface EstimationConfig {
-  readonly advantage: AdvantageConfig;
+/**
+ * The advantage stage's settings, the same for every strategy (a recipe's `advantage` section):
+ * the estimator (baseline, std normalisation; GRPO's defaults) and the group filters.
+ */
+export const EstimationConfigSchema = AdvantageSchema.extend({
   /** Absent: every group is kept. */
-  readonly filters?: GroupFilterConfig | undefined;
-}
+  filters: GroupFilterSchema.optional(),
+});
+export type EstimationConfig = z.output<typeof EstimationConfigSchema>;
+export const defaultEstimationConfig: EstimationConfig = EstimationConfigSchema.parse({});
 
 export interface EstimatedBatch {
   /** The kept samples in their original order, each with its advantage. */
@@ -36,18 +41,21 @@ export interface EstimatedBatch {
  * the samples sharing a `groupKey`; members keep batch order, which is the order their strategy
  * emitted them in (an advantage depends on it only through floating-point summation order).
  */
-export function estimateAdvantages(samples: readonly Sample[], config: EstimationConfig): EstimatedBatch {
+export function estimateAdvantages(
+  samples: readonly RolloutSample[],
+  config: EstimationConfig,
+): EstimatedBatch {
   const filtered = config.filters
     ? filterGroups(samples, config.filters)
     : {
         samples: [...samples],
         report: { kept: groupSamples(samples).size, droppedZeroVariance: 0, droppedLowMean: 0 },
       };
-  const advantage = new Map<Sample, number>();
+  const advantage = new Map<RolloutSample, number>();
   for (const members of groupSamples(filtered.samples).values()) {
     const advantages = groupAdvantages(
       members.map((s) => s.return),
-      config.advantage,
+      config,
     );
     members.forEach((s, i) => advantage.set(s, advantages[i]!));
   }

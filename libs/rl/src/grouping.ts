@@ -5,7 +5,7 @@
  * provenance — never from a batch index — so two different tasks can never land in one group
  * (one reference system computed the key from the wrong index and mixed problems).
  */
-import type { Sample } from "@troupe/core";
+import type { RolloutSample } from "@troupe/core";
 import { z } from "zod";
 
 export interface GroupKeyParts {
@@ -23,8 +23,8 @@ export function groupKey(parts: GroupKeyParts): string {
 }
 
 /** Samples by group key, groups and members in first-seen order. */
-export function groupSamples(samples: readonly Sample[]): Map<string, Sample[]> {
-  const groups = new Map<string, Sample[]>();
+export function groupSamples<T extends RolloutSample>(samples: readonly T[]): Map<string, T[]> {
+  const groups = new Map<string, T[]>();
   for (const s of samples) {
     const group = groups.get(s.groupKey);
     if (group) group.push(s);
@@ -49,10 +49,10 @@ export interface FilterReport {
 }
 
 /** Applies the group filters to samples (grouped by their groupKey, using `reward.total`). */
-export function filterGroups(
-  samples: readonly Sample[],
+export function filterGroups<T extends RolloutSample>(
+  samples: readonly T[],
   config: GroupFilterConfig,
-): { samples: Sample[]; report: FilterReport } {
+): { samples: T[]; report: FilterReport } {
   if (config.dropLowestMeanFraction < 0 || config.dropLowestMeanFraction >= 1) {
     throw new Error(`dropLowestMeanFraction must be in [0, 1), got ${config.dropLowestMeanFraction}`);
   }
@@ -66,7 +66,7 @@ export function filterGroups(
   const dropCount = Math.floor(groups.length * config.dropLowestMeanFraction);
   let droppedLowMean = 0;
   if (dropCount > 0) {
-    const meanOf = (members: Sample[]) => members.reduce((s, m) => s + m.reward.total, 0) / members.length;
+    const meanOf = (members: T[]) => members.reduce((s, m) => s + m.reward.total, 0) / members.length;
     // Stable order: by mean, ties by key, so the filter is deterministic.
     const ranked = groups
       .map(([key, members]) => ({ key, m: meanOf(members) }))

@@ -1,6 +1,5 @@
 export * from "./advantages.ts";
 export * from "./atgrpo.ts";
-export * from "./episode.ts";
 export * from "./estimators.ts";
 export * from "./grouping.ts";
 export * from "./magrpo.ts";

@@ -29,22 +29,18 @@
 import {
   type AgentId,
   type Completion,
+  type EpisodeSummary,
   type Observation,
-  type Sample,
+  type RolloutContext,
+  type RolloutSample,
   type StepResult,
   type Task,
   turnStages,
 } from "@troupe/core";
 import { z } from "zod";
-import { AdvantageSchema, mean } from "./advantages.ts";
-import { GroupFilterSchema, groupKey } from "./grouping.ts";
-import {
-  type EpisodeSummary,
-  type RolloutContext,
-  type RolloutNode,
-  type RolloutResult,
-  rewardParts,
-} from "./rollout.ts";
+import { mean } from "./advantages.ts";
+import { groupKey } from "./grouping.ts";
+import { type RolloutNode, type RolloutResult, rewardParts } from "./rollout.ts";
 import { edgeNode, rootNode, TreeRollout } from "./tree.ts";
 
 export const MagrpoConfigSchema = z.strictObject({
@@ -62,9 +58,6 @@ export const MagrpoConfigSchema = z.strictObject({
   teamWeight: z.number().default(1),
   /** w_local: weight of the agent's own reward in r. */
   localWeight: z.number().default(0),
-  /** CoMLRL: mean baseline, no std normalisation. */
-  advantage: AdvantageSchema.default({ baseline: "mean", normalizeStd: false, eps: 1e-6 }),
-  filters: GroupFilterSchema.optional(),
 });
 export type MagrpoConfig = z.output<typeof MagrpoConfigSchema>;
 export type JointMode = MagrpoConfig["jointMode"];
@@ -219,9 +212,9 @@ function collectSamples<S>(
   node: TreeNode<S>,
   agents: readonly AgentId[],
   config: MagrpoConfig,
-): Sample[] {
+): RolloutSample[] {
   if (node.children.length === 0) return [];
-  const out: Sample[] = [];
+  const out: RolloutSample[] = [];
   agents.forEach((agent, i) => {
     const G = node.candidates[i]!.length;
     // Credit R^i(g) and the immediate reward parts averaged over the joint actions g took part in.

@@ -13,12 +13,17 @@
  * agent at that turn (fewer if some episodes ended earlier). Advantages: the controller's
  * estimator (estimators.ts; GRPO: mean baseline, std-normalised).
  */
-import type { Task } from "@troupe/core";
+import {
+  type AgentAction,
+  type Episode,
+  type RolloutContext,
+  runEpisodes,
+  summarizeEpisode,
+  type Task,
+} from "@troupe/core";
 import { z } from "zod";
-import { AdvantageSchema } from "./advantages.ts";
-import { type AgentAction, type Episode, runEpisodes, summarizeEpisode } from "./episode.ts";
-import { GroupFilterSchema, groupKey } from "./grouping.ts";
-import { buildSample, type RolloutContext, type RolloutResult, rewardParts } from "./rollout.ts";
+import { groupKey } from "./grouping.ts";
+import { buildSample, type RolloutResult, rewardParts } from "./rollout.ts";
 import { chainTree, countLeaves } from "./tree.ts";
 
 export const ParallelConfigSchema = z.strictObject({
@@ -30,8 +35,6 @@ export const ParallelConfigSchema = z.strictObject({
   teamWeight: z.number().default(1),
   /** w_local: weight of the agent's own reward in r. */
   localWeight: z.number().default(0),
-  advantage: AdvantageSchema.default({ baseline: "mean", normalizeStd: true, eps: 1e-6 }),
-  filters: GroupFilterSchema.optional(),
 });
 export type ParallelConfig = z.output<typeof ParallelConfigSchema>;
 export const defaultParallelConfig: ParallelConfig = ParallelConfigSchema.parse({});

@@ -5,12 +5,12 @@
  * afterwards with the section's `advantage` and `filters` (estimators.ts). A new strategy is a
  * file in this folder and one entry below: no other package knows strategy names.
  */
-import type { Task } from "@troupe/core";
+import type { RolloutContext, Task } from "@troupe/core";
 import { z } from "zod";
 import { AtgrpoConfigSchema, rolloutAtgrpo } from "./atgrpo.ts";
 import { MagrpoConfigSchema, rolloutMagrpo } from "./magrpo.ts";
 import { ParallelConfigSchema, rolloutParallel } from "./parallel.ts";
-import type { RolloutContext, RolloutResult } from "./rollout.ts";
+import type { RolloutResult } from "./rollout.ts";
 
 /** An entry of the registry. */
 export interface Strategy<Name extends string, Config> {

@@ -3,21 +3,23 @@
  * demos and tests), and the helpers that build them. A tree strategy (MAGRPO, AT-GRPO) grows one
  * tree per task; parallel rollouts report each episode as a chain (one child per node).
  */
-import type { AgentId, Completion, Sample, SeedPart, StepResult, Task } from "@troupe/core";
 import {
+  type AgentId,
   type AgentRequest,
-  buildSample,
+  type Completion,
   type EpisodeSummary,
   generateForAgents,
   prepareContext,
   type RolloutContext,
-  type RolloutNode,
-  type RolloutResult,
+  type RolloutSample,
   requestSeed,
   resetState,
-  type SampleDraft,
+  type SeedPart,
+  type StepResult,
   stepState,
-} from "./rollout.ts";
+  type Task,
+} from "@troupe/core";
+import { buildSample, type RolloutNode, type RolloutResult, type SampleDraft } from "./rollout.ts";
 
 /** The root of a tree: the task's initial state, reached by no action. */
 export function rootNode(): RolloutNode {
@@ -131,12 +133,12 @@ export class TreeRollout<S> {
   }
 
   /** A sample of this strategy (see `buildSample`). */
-  sample(draft: Omit<SampleDraft, "strategy">): Sample {
+  sample(draft: Omit<SampleDraft, "strategy">): RolloutSample {
     return buildSample(this.ctx, { strategy: this.strategy, ...draft });
   }
 
   /** The rollout's result, with the calls counted so far. */
-  result(samples: Sample[], episodes: EpisodeSummary[], trees: RolloutNode[]): RolloutResult {
+  result(samples: RolloutSample[], episodes: EpisodeSummary[], trees: RolloutNode[]): RolloutResult {
     const stats = { completions: this.completions, envSteps: this.envSteps, leaves: countLeaves(trees) };
     return { samples, episodes, trees, stats };
   }

@@ -4,12 +4,14 @@ import {
   type Environment,
   type GenerationRequest,
   type Policy,
+  type RolloutContext,
+  type Sample,
   type SamplingParams,
   samplingParams,
   type Team,
 } from "@troupe/core";
 import { type EstimationConfig, estimateAdvantages } from "../src/estimators.ts";
-import type { RolloutContext, RolloutResult } from "../src/rollout.ts";
+import type { RolloutResult } from "../src/rollout.ts";
 
 /**
  * Answers the i-th request of every block of `answers.length` consecutive requests with answers[i].
@@ -73,7 +75,9 @@ export function twoAgentTeam(turnOrder: "parallel" | "sequential", maxTurns: num
   };
 }
 
+export type EstimatedRollout = Omit<RolloutResult, "samples"> & { samples: Sample[] };
+
 /** A rollout's samples after the trainer's advantage stage (filters, then the estimator). */
-export function estimated(out: RolloutResult, config: EstimationConfig): RolloutResult {
+export function estimated(out: RolloutResult | EstimatedRollout, config: EstimationConfig): EstimatedRollout {
   return { ...out, samples: estimateAdvantages(out.samples, config).samples };
 }

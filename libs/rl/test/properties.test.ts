@@ -59,25 +59,22 @@ describe("grouping invariants over random team shapes", () => {
           out = await rolloutParallel(ctx, tasks, {
             ...defaultParallelConfig,
             groupSize: s.groupSize,
-            advantage: mean,
           });
         } else if (s.strategy === "magrpo") {
           out = await rolloutMagrpo(ctx, tasks, {
             ...defaultMagrpoConfig,
             groupSize: s.groupSize,
             jointMode: s.jointMode,
-            advantage: mean,
           });
         } else {
           out = await rolloutAtgrpo(ctx, tasks, {
             ...defaultAtgrpoConfig,
             candidates: s.groupSize,
-            advantage: mean,
           });
         }
-        out = estimated(out, { advantage: mean });
-        expect(out.samples.length).toBeGreaterThan(0);
-        for (const [key, members] of groupSamples(out.samples)) {
+        const scored = estimated(out, mean);
+        expect(scored.samples.length).toBeGreaterThan(0);
+        for (const [key, members] of groupSamples(scored.samples)) {
           const first = members[0]!.provenance;
           for (const m of members) {
             expect(m.provenance.taskId).toBe(first.taskId);
@@ -92,7 +89,7 @@ describe("grouping invariants over random team shapes", () => {
           expect(Math.abs(sum)).toBeLessThan(1e-9);
         }
         // Every sample's policy is the one its role maps to.
-        for (const sample of out.samples) {
+        for (const sample of scored.samples) {
           expect(sample.provenance.policyId).toBe(s.shared ? "shared" : sample.provenance.agent);
         }
       }),

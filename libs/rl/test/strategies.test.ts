@@ -44,9 +44,8 @@ describe("MAGRPO", () => {
       crossCredit: "sum" as const,
       teamWeight: 1,
       localWeight: 0,
-      advantage: noStd,
     };
-    const out = estimated(await rolloutMagrpo(ctx, [task(5)], config), config);
+    const out = estimated(await rolloutMagrpo(ctx, [task(5)], config), noStd);
     expect(out.samples).toHaveLength(8); // (root + node [0]) × 2 agents × 2 candidates; node [1] is done
     expect(out.stats.leaves).toBe(3);
     const at = (path: string, agent: string) =>
@@ -73,14 +72,13 @@ describe("MAGRPO", () => {
       gamma: 0.9,
       teamWeight: 1,
       localWeight: 0,
-      advantage: noStd,
     };
     const sum = estimated(
       await rolloutMagrpo(context(env, policies, twoAgentTeam("parallel", 1)), [task(4)], {
         ...base,
         crossCredit: "sum",
       }),
-      base,
+      noStd,
     );
     const by = (agent: string, out = sum) => out.samples.filter((s) => s.provenance.agent === agent);
     expect(by("a").map((s) => s.return)).toEqual([1, -1]);
@@ -91,7 +89,9 @@ describe("MAGRPO", () => {
       ...base,
       crossCredit: "mean",
     });
-    expect(by("a", meanCredit).map((s) => s.return)).toEqual([0.5, -0.5]);
+    expect(meanCredit.samples.filter((s) => s.provenance.agent === "a").map((s) => s.return)).toEqual([
+      0.5, -0.5,
+    ]);
     expect(sum.stats.leaves).toBe(4);
   });
 
@@ -151,13 +151,17 @@ describe("MAGRPO", () => {
 
 describe("AT-GRPO", () => {
   /** K = 2, α = 1, local weight 1, argmax selection, std-normalised advantages. */
-  const handAtgrpo = (filters: { dropZeroVariance: boolean; dropLowestMeanFraction: number }) => ({
+  const handAtgrpo = {
     candidates: 2,
     teamWeight: 1,
     localWeight: 1,
     selection: "argmax" as const,
     selectionTemperature: 1,
-    advantage: { baseline: "mean", normalizeStd: true, eps: 1e-6 },
+  };
+  const stdNormalised = (filters: { dropZeroVariance: boolean; dropLowestMeanFraction: number }) => ({
+    baseline: "mean",
+    normalizeStd: true,
+    eps: 1e-6,
     filters,
   });
 
@@ -166,8 +170,10 @@ describe("AT-GRPO", () => {
     // A_a = (r − mean)/std = (±0.25)/0.25 = [1, −1]; argmax → "1" continues (total 1).
     // b at total 1 says ["2","5"]: "2" → 3 = target, team +1, r = 1; "5" → 6 > 3, team −1, r = −1. A_b = [1, −1].
     const ctx = context(env, listPolicies(["1", "x"], ["2", "5"]), twoAgentTeam("sequential", 3));
-    const config = handAtgrpo({ dropZeroVariance: false, dropLowestMeanFraction: 0 });
-    const out = estimated(await rolloutAtgrpo(ctx, [task(3)], config), config);
+    const out = estimated(
+      await rolloutAtgrpo(ctx, [task(3)], handAtgrpo),
+      stdNormalised({ dropZeroVariance: false, dropLowestMeanFraction: 0 }),
+    );
     expect(out.samples).toHaveLength(4); // the episode ends after b's turn-0 action
     const [a0, a1, b0, b1] = out.samples;
     expect([a0!.reward.total, a1!.reward.total]).toEqual([0, -0.5]);
@@ -195,8 +201,10 @@ describe("AT-GRPO", () => {
 
   it("group filters drop zero-variance groups", async () => {
     const ctx = context(env, listPolicies(["1", "1"], ["2", "5"]), twoAgentTeam("sequential", 1));
-    const config = handAtgrpo({ dropZeroVariance: true, dropLowestMeanFraction: 0 });
-    const out = estimated(await rolloutAtgrpo(ctx, [task(3)], config), config);
+    const out = estimated(
+      await rolloutAtgrpo(ctx, [task(3)], handAtgrpo),
+      stdNormalised({ dropZeroVariance: true, dropLowestMeanFraction: 0 }),
+    );
     expect(out.samples.map((s) => s.provenance.agent)).toEqual(["b", "b"]);
   });
 });
@@ -213,10 +221,10 @@ describe("parallel rollouts (GRPO / MAS without tree)", () => {
       maxTurns: 2,
       roles: [{ id: "a", policy: "p" }],
     };
-    const config = { groupSize: 2, gamma: 0.5, teamWeight: 1, localWeight: 0, advantage: noStd };
+    const config = { groupSize: 2, gamma: 0.5, teamWeight: 1, localWeight: 0 };
     const out = estimated(
       await rolloutParallel(context(solo, { p: new ListPolicy("p", ["1", "2"]) }, team), [task(3)], config),
-      config,
+      noStd,
     );
     const turn = (t: number) => out.samples.filter((s) => s.provenance.turn === t);
     expect(turn(0).map((s) => [s.provenance.episode, s.return, s.advantage])).toEqual([
@@ -238,7 +246,6 @@ describe("parallel rollouts (GRPO / MAS without tree)", () => {
       gamma: 1,
       teamWeight: 1,
       localWeight: 0,
-      advantage: noStd,
     });
     const b = out.samples.find((s) => s.provenance.agent === "b")!;
     expect(b.observation.at(-1)!.content).toContain("Total 4.");

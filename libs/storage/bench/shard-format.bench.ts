@@ -2,6 +2,7 @@
  * Shard format measurement: size, encode and decode (+ schema validation) time of 10k synthetic
  * Samples, Parquet vs JSONL.gz. `npm run bench -w libs/storage`. The numbers are in the README.
  */
+import { parseSample } from "@troupe/core";
 import { decodeShard, encodeShard, SHARD_FORMATS } from "../src/shard-format.ts";
 import { syntheticSamples } from "../test/samples.ts";
 
@@ -23,7 +24,7 @@ for (const { label, format, codec } of variants) {
     bytes = encodeShard(samples, format, codec);
     encodeMs = Math.min(encodeMs, performance.now() - t);
     t = performance.now();
-    const back = await decodeShard(bytes, format, "bench");
+    const back = await decodeShard(bytes, format, "bench", parseSample);
     decodeMs = Math.min(decodeMs, performance.now() - t);
     if (back.length !== SAMPLES) throw new Error("lost rows");
   }

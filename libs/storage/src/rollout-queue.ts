@@ -23,7 +23,7 @@
  * A unit's surplus copies (a takeover sampled with a newer version) are claimed with
  * `expired: true`, so the drop is recorded, not silent.
  */
-import type { Sample } from "@troupe/core";
+import { parseRolloutSample, type RolloutSample } from "@troupe/core";
 import { checkId, MANIFEST, pad, rolloutFolder, rolloutsPrefix, STEP_DIGITS, workFolder } from "./layout.ts";
 import { IntegrityError, type Manifest, newAttemptId, newManifest, parseManifest } from "./manifest.ts";
 import { getIfPresent, type ObjectStore } from "./object-store.ts";
@@ -77,7 +77,7 @@ export class RolloutQueue {
     policyVersion: number;
     workerId: string;
     seq: number;
-    samples: readonly Sample[];
+    samples: readonly RolloutSample[];
     /** Extra manifest meta, e.g. which worker process produced the shard. */
     meta?: Record<string, unknown>;
   }): Promise<{ committed: boolean; ref: RolloutShardRef; manifest: Manifest }> {
@@ -144,12 +144,12 @@ export class RolloutQueue {
   }
 
   /** Reads a committed shard, verified against its manifest. */
-  async readShard(ref: RolloutShardRef): Promise<Sample[]> {
+  async readShard(ref: RolloutShardRef): Promise<RolloutSample[]> {
     const key = `${ref.folder}/${MANIFEST}`;
     const manifest = await this.readShardManifest(ref);
     const entry = manifest.objects[0];
     if (!entry) throw new IntegrityError(key, "rollout manifest lists no object");
-    return readShardEntry(this.store, ref.folder, entry);
+    return readShardEntry(this.store, ref.folder, entry, parseRolloutSample);
   }
 
   private claimKey(ref: RolloutShardRef, consumer: string): string {

@@ -11,7 +11,7 @@
  * Data objects of a losing or crashed attempt are orphans: never read, removable by
  * `sweepOrphans`.
  */
-import type { Sample } from "@troupe/core";
+import { parseSample, type RolloutSample, type Sample } from "@troupe/core";
 import {
   checkFileName,
   checkId,
@@ -108,9 +108,9 @@ function formatOfKey(key: string): ShardFormat {
   throw new IntegrityError(key, "unknown shard extension");
 }
 
-/** Encodes Samples as a shard and returns its bytes + manifest entry, ready to put. */
+/** Encodes samples (a step's, or a rollout worker's) as a shard: its bytes + manifest entry, ready to put. */
 export async function prepareShard(
-  samples: readonly Sample[],
+  samples: readonly RolloutSample[],
   relativeKey: string,
   format: ShardFormat,
 ): Promise<{ bytes: Uint8Array; entry: ManifestEntry }> {
@@ -118,13 +118,14 @@ export async function prepareShard(
   return { bytes, entry: await manifestEntry(relativeKey, bytes) };
 }
 
-export async function readShardEntry(
+export async function readShardEntry<T extends RolloutSample>(
   store: ObjectStore,
   folder: string,
   entry: ManifestEntry,
-): Promise<Sample[]> {
+  parse: (row: unknown, where: string) => T,
+): Promise<T[]> {
   const bytes = await readVerified(store, folder, entry);
-  return decodeShard(bytes, formatOfKey(entry.key), `${folder}/${entry.key}`);
+  return decodeShard(bytes, formatOfKey(entry.key), `${folder}/${entry.key}`, parse);
 }
 
 /** Writes the manifest with putIfAbsent; returns whether we won, and the manifest that is now there. */
@@ -257,7 +258,7 @@ export class RunStore {
     const shards = new Map<string, Sample[]>();
     for (const entry of manifest.objects) {
       const shardId = entry.key.slice("shards/".length, entry.key.lastIndexOf(`.${manifest.attempt}.`));
-      shards.set(shardId, await readShardEntry(this.store, folder, entry));
+      shards.set(shardId, await readShardEntry(this.store, folder, entry, parseSample));
     }
     return { step, manifest, shards };
   }

@@ -1,5 +1,7 @@
 /**
- * Rollout shards: a batch of Samples as one object, one row per Sample. Two encodings:
+ * Rollout shards: a batch of samples as one object, one row per sample — Samples (a step's shards,
+ * advantages estimated) or RolloutSamples (a rollout worker's shards, no advantage: the column is
+ * optional and left empty). Two encodings:
  *
  *  - `parquet` (the default, see README for the measurements): columnar, one column per field —
  *    provenance flattened into `provenance.*` columns (repetitive strings dictionary-encode to a
@@ -8,15 +10,16 @@
  *    Sample schema version in its key-value metadata (`troupe.sample.schemaVersion`).
  *  - `jsonl.gz`: one canonical JSON object a line, gzipped (fflate, so it runs on Workers too).
  *
- * The Parquet columns are derived from the Sample zod schema (`sampleColumns`), never written out
+ * The Parquet columns are derived from the samples' zod schema (`sampleColumns`), never written out
  * by hand: a field added to the Sample gets its column, and a field of a kind no column can hold
  * fails at load time, naming it.
  *
  * Numbers: every number is written as DOUBLE or INT32 — a JS number round-trips exactly; integer-ness
- * and ranges are enforced when reading, by the Sample zod schema (`parseSample` from @troupe/core).
+ * and ranges are enforced when reading, by the reader's zod schema (`parseSample` or
+ * `parseRolloutSample` from @troupe/core).
  * Decoding errors name the shard, the row and the field.
  */
-import { parseSample, SAMPLE_SCHEMA_VERSION, type Sample, SampleSchema } from "@troupe/core";
+import { type RolloutSample, RolloutSampleSchema, SAMPLE_SCHEMA_VERSION, SampleSchema } from "@troupe/core";
 import { gunzipSync, gzipSync, strFromU8, strToU8 } from "fflate";
 import { parquetMetadata, parquetReadObjects } from "hyparquet";
 import { parquetWriteBuffer } from "hyparquet-writer";
@@ -33,6 +36,11 @@ const GZIP_LEVEL = 6;
 
 const INT32_MAX = 2 ** 31 - 1;
 
+/** What a shard row holds: a RolloutSample, and its advantage once the advantage stage set one. */
+export const ShardRowSchema = RolloutSampleSchema.extend({
+  advantage: SampleSchema.shape.advantage.optional(),
+});
+
 /**
  * Parquet page compression. GZIP (fflate) makes shards ~35% smaller than SNAPPY for token ids at
  * about the same read time (README); the reader handles both.
@@ -41,22 +49,31 @@ export type ParquetCodec = "GZIP" | "SNAPPY";
 export const DEFAULT_PARQUET_CODEC: ParquetCodec = "GZIP";
 
 export function encodeShard(
-  samples: readonly Sample[],
+  samples: readonly RolloutSample[],
   format: ShardFormat = DEFAULT_SHARD_FORMAT,
   parquetCodec: ParquetCodec = DEFAULT_PARQUET_CODEC,
 ): Uint8Array {
   return format === "parquet" ? encodeParquet(samples, parquetCodec) : encodeJsonlGz(samples);
 }
 
-/** Decodes and validates every row; `where` (the shard's name) prefixes any error. */
-export async function decodeShard(bytes: Uint8Array, format: ShardFormat, where: string): Promise<Sample[]> {
+/**
+ * Decodes and validates every row with `parse` (`parseSample` for a step's Samples, advantage
+ * required; `parseRolloutSample` for a rollout worker's shard); `where` (the shard's name)
+ * prefixes any error.
+ */
+export async function decodeShard<T extends RolloutSample>(
+  bytes: Uint8Array,
+  format: ShardFormat,
+  where: string,
+  parse: (row: unknown, where: string) => T,
+): Promise<T[]> {
   const rows = format === "parquet" ? await decodeParquet(bytes, where) : decodeJsonlGz(bytes, where);
-  return rows.map((row, i) => parseSample(row, `${where}: row ${i}`));
+  return rows.map((row, i) => parse(row, `${where}: row ${i}`));
 }
 
 // ---------------------------------------------------------------- jsonl.gz
 
-function encodeJsonlGz(samples: readonly Sample[]): Uint8Array {
+function encodeJsonlGz(samples: readonly RolloutSample[]): Uint8Array {
   const text = samples.map((s) => `${JSON.stringify(s)}\n`).join("");
   return gzipSync(strToU8(text), { level: GZIP_LEVEL, mtime: 0 }); // mtime 0: same samples, same bytes
 }
@@ -114,7 +131,7 @@ function scalarType(schema: Schema, path: string): ScalarType {
  * JSON — then the top-level number lists (token ids INT32, log-probs DOUBLE), then the optional
  * fields. Every field of the schema has exactly one column.
  */
-export function sampleColumns(schema: Schema = SampleSchema as unknown as Schema): Column[] {
+export function sampleColumns(schema: Schema = ShardRowSchema as unknown as Schema): Column[] {
   const scalars: Column[] = [];
   const lists: Column[] = [];
   const optionals: Column[] = [];
@@ -143,7 +160,7 @@ export function sampleColumns(schema: Schema = SampleSchema as unknown as Schema
 const COLUMNS = sampleColumns();
 
 /** A column's value in a Sample (`provenance.runId` → sample.provenance.runId; a missing optional → null). */
-function columnValue(sample: Sample, column: Column): unknown {
+function columnValue(sample: RolloutSample, column: Column): unknown {
   const dot = column.name.indexOf(".");
   const record = sample as unknown as Record<string, Record<string, unknown>>;
   const value =
@@ -178,7 +195,7 @@ function parquetSchema() {
   return schema;
 }
 
-function encodeParquet(samples: readonly Sample[], codec: ParquetCodec): Uint8Array {
+function encodeParquet(samples: readonly RolloutSample[], codec: ParquetCodec): Uint8Array {
   for (const c of COLUMNS) {
     if (c.kind !== "list" || c.element !== "INT32") continue;
     samples.forEach((s, row) => {

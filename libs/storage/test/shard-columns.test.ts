@@ -3,7 +3,7 @@
  * (a new field gets one without touching the codec), a field no column can hold fails naming it,
  * and a Sample with every field set comes back equal.
  */
-import { SampleSchema } from "@troupe/core";
+import { parseRolloutSample, parseSample, type RolloutSample, SampleSchema } from "@troupe/core";
 import { describe, expect, it } from "vitest";
 import { z } from "zod";
 import { decodeShard, encodeShard, sampleColumns } from "../src/shard-format.ts";
@@ -21,6 +21,18 @@ describe("shard columns", () => {
     const columns = sampleColumns().map((c) => c.name);
     expect([...columns].sort()).toEqual(fieldPaths(SampleSchema).sort());
     expect(new Set(columns).size).toBe(columns.length);
+  });
+
+  it("holds a rollout worker's samples without advantages; a step's reader refuses them, naming the field", async () => {
+    const [sample] = syntheticSamples(1);
+    const { advantage: _, ...rollout } = sample!;
+    const bytes = encodeShard([rollout as RolloutSample], "parquet");
+    expect(await decodeShard(bytes, "parquet", "w", parseRolloutSample)).toEqual([rollout]);
+    await expect(decodeShard(bytes, "parquet", "w", parseSample)).rejects.toThrow(/^w: row 0: advantage: /);
+    // a step's shard read as rollout samples: the advantage is dropped
+    expect(await decodeShard(encodeShard([sample!], "parquet"), "parquet", "s", parseRolloutSample)).toEqual([
+      rollout,
+    ]);
   });
 
   it("a field added to the Sample gets a column; one no column can hold fails, named", () => {
@@ -43,7 +55,7 @@ describe("shard columns", () => {
     const [a, b] = syntheticSamples(2, 7);
     const full = { ...a!, success: true };
     const { success: _dropped, ...bare } = b!;
-    const back = await decodeShard(encodeShard([full, bare]), "parquet", "t");
+    const back = await decodeShard(encodeShard([full, bare]), "parquet", "t", parseSample);
     expect(back).toEqual([full, bare]);
   });
 });

@@ -1,3 +1,4 @@
+import { parseSample } from "@troupe/core";
 import { describe, expect, it } from "vitest";
 import { sha256Hex } from "../src/checksum.ts";
 import { FileStore } from "../src/file-store.ts";
@@ -58,7 +59,7 @@ describe("retry", () => {
 describe.each(SHARD_FORMATS)("shard format %s", (format) => {
   it("round-trips Samples exactly (optional success kept/omitted)", async () => {
     const samples = syntheticSamples(50, 3);
-    const back = await decodeShard(encodeShard(samples, format), format, "shard-x");
+    const back = await decodeShard(encodeShard(samples, format), format, "shard-x", parseSample);
     expect(back).toEqual(samples);
     expect("success" in back[1]!).toBe(false);
     expect(encodeShard(samples, format)).toEqual(encodeShard(samples, format)); // deterministic bytes
@@ -66,14 +67,14 @@ describe.each(SHARD_FORMATS)("shard format %s", (format) => {
   it("names shard, row and field of an invalid row", async () => {
     const samples = syntheticSamples(3, 4);
     (samples[2]!.provenance as { step: number }).step = 1.5;
-    await expect(decodeShard(encodeShard(samples, format), format, "shard-y")).rejects.toThrow(
+    await expect(decodeShard(encodeShard(samples, format), format, "shard-y", parseSample)).rejects.toThrow(
       "shard-y: row 2: provenance.step:",
     );
   });
   it("rejects a truncated shard naming it", async () => {
     const bytes = encodeShard(syntheticSamples(20, 5), format);
-    await expect(decodeShard(bytes.subarray(0, bytes.length - 40), format, "shard-z")).rejects.toThrow(
-      /^shard-z: /,
-    );
+    await expect(
+      decodeShard(bytes.subarray(0, bytes.length - 40), format, "shard-z", parseSample),
+    ).rejects.toThrow(/^shard-z: /);
   });
 });

@@ -19,6 +19,8 @@ export interface LoadedTeam {
   readonly policies: ServingPolicySet;
   /** Each policy's default sampling (the manifest's). */
   readonly sampling: Readonly<Record<string, SamplingParams>>;
+  /** The roles that sample differently from their policy: role id → its sampling (the manifest's). */
+  readonly roleSampling?: Readonly<Record<string, SamplingParams>>;
   readonly backend: InferenceBackend["name"];
   /**
    * Per policy: its model's context and its prompt length, so `solve` refuses a task whose prompt
@@ -110,5 +112,9 @@ export async function loadTeam(
     sampling[policyId] = samplingParams(policy.sampling);
     contexts[policyId] = await policyContext(registry, manifest, policyId);
   }
-  return { manifest, environment, team, policies, sampling, backend: backend.name, contexts };
+  const roleSampling: Record<string, SamplingParams> = {};
+  for (const role of manifest.roles) {
+    if (role.sampling !== undefined) roleSampling[role.id] = samplingParams(role.sampling);
+  }
+  return { manifest, environment, team, policies, sampling, roleSampling, backend: backend.name, contexts };
 }

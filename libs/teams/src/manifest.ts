@@ -111,7 +111,16 @@ export const TeamManifestSchema = z
       maxTurns: z.number().int().min(1).optional(),
       turnOrder: z.enum(["sequential", "parallel"]).optional(),
     }),
-    roles: z.array(z.strictObject({ id: z.string().min(1), policy: SegmentSchema })).min(1),
+    roles: z
+      .array(
+        z.strictObject({
+          id: z.string().min(1),
+          policy: SegmentSchema,
+          /** The role's own served sampling, where it differs from its policy's (the recipe's per-role sampling). */
+          sampling: ServedSamplingSchema.optional(),
+        }),
+      )
+      .min(1),
     policies: z.record(SegmentSchema, PolicyManifestSchema),
     eval: EvalSummarySchema.optional(),
     source: z.strictObject({

@@ -4,7 +4,7 @@
  * stage as `turnStages(team)` orders them (sequential: one agent after the other; parallel: all on
  * the same state).
  *
- * The episode is played by @troupe/rl's episode runner, the loop of the trainer's parallel
+ * The episode is played by @troupe/core's episode runner, the loop of the trainer's parallel
  * rollouts and of its evaluation (one episode per task), so the prompts are the training prompts
  * (the environment renders them; the engine applies the policy's chat template), and with the
  * run's seed and the evaluation sampling a solve reproduces the evaluation's episode on that task.
@@ -16,11 +16,12 @@ import {
   type ChatMessage,
   type Observation,
   type Policy,
+  type RolloutContext,
   roleOf,
+  runEpisodes,
   type SamplingParams,
   type Task,
 } from "@troupe/core";
-import { type RolloutContext, runEpisodes } from "@troupe/rl";
 import { type ExecutedAction, renderAnswer, type SolveAnswer } from "./answer.ts";
 import {
   parseSolveOptions,
@@ -125,19 +126,32 @@ export async function solve(
   const task: Task<unknown> = await resolveTask(loaded.environment, env, input);
   if (signal?.aborted) throw new SolveAbortedError(signal.reason);
 
-  // Per policy: the manifest's sampling with the request's overrides; the signal reaches the backend.
+  // Per agent: its role's sampling, else its policy's (the manifest's), with the request's overrides
+  // on top; the signal reaches the backend.
   const { seed: givenSeed, ...samplingOverrides } = overrides;
   const seed = givenSeed ?? Math.floor(Math.random() * 2 ** 31);
   const policies: Record<string, Policy> = {};
   for (const [policyId, policy] of Object.entries(loaded.policies)) {
-    const params: SamplingParams = { ...loaded.sampling[policyId]!, ...samplingOverrides };
     policies[policyId] = {
       id: policy.id,
       version: policy.version,
-      generate: (requests) => policy.generate(requests, params, { signal }),
+      generate: (requests, sampling) => policy.generate(requests, sampling, { signal }),
     };
   }
   const team = { ...loaded.team, maxTurns };
+  // one params object per policy, so the roles of a policy still share its batch
+  const policySampling = new Map<string, SamplingParams>();
+  for (const role of team.roles) {
+    if (!policySampling.has(role.policy)) {
+      policySampling.set(role.policy, { ...loaded.sampling[role.policy]!, ...samplingOverrides });
+    }
+  }
+  const roleSampling: Record<AgentId, SamplingParams> = {};
+  for (const role of team.roles) {
+    const own = loaded.roleSampling?.[role.id];
+    roleSampling[role.id] =
+      own !== undefined ? { ...own, ...samplingOverrides } : policySampling.get(role.policy)!;
+  }
   const ctx: RolloutContext = {
     runId: `serve-${loaded.manifest.name}-v${loaded.manifest.version}`,
     step: 0,
@@ -145,8 +159,9 @@ export async function solve(
     env,
     team,
     policies,
-    // Unused by the wrapped policies above (each has its own); kept for the context's shape.
-    sampling: loaded.sampling[team.roles[0]!.policy]!,
+    // every role has its entry above; this is the context's shape
+    sampling: policySampling.get(team.roles[0]!.policy)!,
+    roleSampling,
   };
 
   // Every prompt must fit its model's context: all agents' first prompts before any generation

@@ -148,7 +148,6 @@ describe("solve with the ONNX backend (a real tiny team on Plan-Path)", () => {
         gamma: 1,
         teamWeight: 1,
         localWeight: 0,
-        advantage: { baseline: "raw", normalizeStd: false, eps: 0 },
       },
     );
     await engine.close();

@@ -113,4 +113,36 @@ describe("solve with the OpenAI backend against a local OpenAI-compatible server
     const unknown = await loadTeam(registry, manifest, backend({ modelFor: () => "nobody" }));
     await expect(solve(unknown, { generate: { seed: 2 } })).rejects.toThrow(/nobody/);
   }, 60_000);
+
+  it("serves a role that samples on its own with its manifest sampling, the request's overrides on top", async () => {
+    const input = await tinyTeamInput("roleteam");
+    const roles = input.roles.map((r) =>
+      r.id === "fixer" ? { ...r, sampling: { temperature: 0.5, topP: 0.9, maxTokens: 20, stop: ["\n"] } } : r,
+    );
+    const published = await registry.publish({ ...input, roles });
+    expect(published.roles[1]!.sampling).toEqual({
+      temperature: 0.5,
+      topP: 0.9,
+      maxTokens: 20,
+      stop: ["\n"],
+    });
+    const team = await loadTeam(
+      registry,
+      published,
+      backend({ modelFor: (_, policyId) => `openteam-${policyId}` }),
+    );
+    const task = team.environment.generateTasks("test", 1, 11)[0]!;
+    server.requests.length = 0;
+    await solve(team, { task }, { maxTurns: 1, sampling: { seed: 3 } });
+    expect(server.requests.map((r) => [r.model, r.temperature, r.topP, r.maxTokens])).toEqual([
+      ["openteam-planner", 1, 1, 8],
+      ["openteam-fixer", 0.5, 0.9, 20],
+    ]);
+    server.requests.length = 0;
+    await solve(team, { task }, { maxTurns: 1, sampling: { seed: 3, temperature: 0 } });
+    expect(server.requests.map((r) => [r.temperature, r.maxTokens])).toEqual([
+      [0, 8],
+      [0, 20],
+    ]);
+  }, 60_000);
 });

@@ -19,8 +19,20 @@
  * gradient sums over it). Masks, RoPE cos/sin and positions come in as inputs computed on the host
  * (cheap, and exact for any padding).
  *
- * The same model: the float64 reference the tests compare against (libs/engine/src/qwen-reference.ts,
- * `@troupe/engine/reference`), and the GPU worker's PyTorch decoder (apps/engine-torch/troupe_worker/qwen.py).
+ * src/model/ is the model and nothing else, written in the graph toolkit of src/graph/ (builder, ops
+ * with their gradient rules, autodiff); running it (ORT sessions, feeds, KV caches, generation,
+ * memory plans) is src/runtime/'s. Read in this order:
+ *
+ *   decoder.ts        this file: the decoder layers, SwiGLU, the lm head
+ *   rms-norm.ts       RMSNorm with its closed-form gradient
+ *   host-inputs.ts    what the host feeds the decoder: RoPE cos/sin tables, the causal + padding bias
+ *   fused-weights.ts  the fused [W_q; W_k; W_v] and [W_gate; W_up] inputs of the decode graphs
+ *   ppo-loss.ts       the PPO-clip loss as graph nodes
+ *   graphs.ts         the whole graphs: scoring, decode, cached decode, train (loss + ∂loss/∂w)
+ *
+ * The same model, twice more: the float64 reference the tests compare against
+ * (libs/engine/src/qwen-reference.ts, `@troupe/engine/reference`), and the GPU worker's PyTorch
+ * decoder (apps/engine-torch/troupe_worker/qwen.py).
  */
 import { hasQkNorm, type QwenConfig, qwenBiases } from "@troupe/engine";
 import type { FloatDType, Graph, Value } from "../graph/builder.ts";

@@ -1,46 +1,14 @@
 /**
- * Host-side inputs of the model graphs: padded token batches, RoPE tables and attention biases.
- * They are cheap to compute in TypeScript (O(B·T·d_head) and O(B·T·S)) and keep the graphs free of
- * position bookkeeping, so one graph serves right padding (scoring, training), left padding
- * (generation) and KV-cache decoding.
+ * The inputs of the model graphs that the host computes: RoPE tables and attention biases. They
+ * are cheap in TypeScript (O(B·T·d_head) and O(B·T·S)) and keep the graphs free of position
+ * bookkeeping, so one graph serves right padding (scoring, training), left padding (generation)
+ * and KV-cache decoding. Padding sequences into a batch (`padBatch`) is the runtime's
+ * (runtime/padding.ts); the bias of a pre-allocated cache is runtime/kv-cache.ts's.
  */
 import type { FloatDType } from "../graph/builder.ts";
 
 /** Additive bias of a masked attention entry: large and finite, so a fully masked row stays finite. */
 export const MASKED_BIAS = -1e9;
-
-export interface PaddedBatch {
-  readonly batch: number;
-  readonly time: number;
-  /** [B, T] token ids, pad positions hold `padId`. */
-  readonly ids: BigInt64Array;
-  /** [B, T] 1 for a real token, 0 for padding. */
-  readonly valid: Uint8Array;
-  /** [B, T] RoPE position of each token (count of real tokens before it). */
-  readonly positions: Int32Array;
-}
-
-/** Pads sequences to a common length, padding on the right (scoring, training) or left (generation). */
-export function padBatch(
-  sequences: readonly (readonly number[])[],
-  side: "left" | "right",
-  padId = 0,
-): PaddedBatch {
-  const batch = sequences.length;
-  const time = Math.max(1, ...sequences.map((s) => s.length));
-  const ids = new BigInt64Array(batch * time).fill(BigInt(padId));
-  const valid = new Uint8Array(batch * time);
-  const positions = new Int32Array(batch * time);
-  sequences.forEach((seq, b) => {
-    const offset = side === "left" ? time - seq.length : 0;
-    seq.forEach((tok, t) => {
-      ids[b * time + offset + t] = BigInt(tok);
-      valid[b * time + offset + t] = 1;
-      positions[b * time + offset + t] = t;
-    });
-  });
-  return { batch, time, ids, valid, positions };
-}
 
 /**
  * cos/sin tables [B, T, 1, D] of HF's default RoPE: inv_freq_j = θ^(−2j/D) for j < D/2,

@@ -13,7 +13,7 @@ import {
   gameDemo,
   gameEnvironment,
   type RolesVariant,
-} from "./episode.ts";
+} from "./role-protocols.ts";
 import type { Game } from "./game.ts";
 import { parseOptions } from "./options.ts";
 import type { GenerationSchema, SplitTaskGenerator } from "./splits.ts";

@@ -1,5 +1,5 @@
 export * from "./entry.ts";
-export * from "./episode.ts";
+export * from "./role-protocols.ts";
 export * from "./game.ts";
 export * from "./grid.ts";
 export * from "./plan-path.ts";

@@ -21,7 +21,7 @@
  */
 import type { Rng, Task } from "@troupe/core";
 import { z } from "zod";
-import { type GameEnvironment, type GameState, type RolesVariant, RolesVariantSchema } from "./episode.ts";
+import { type GameEnvironment, type GameState, type RolesVariant, RolesVariantSchema } from "./role-protocols.ts";
 import type { CompactHint, Game, GameRewards } from "./game.ts";
 import { gameModule, gameOptionsSchema } from "./game-env.ts";
 import {

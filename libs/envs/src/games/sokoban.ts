@@ -20,7 +20,7 @@
  */
 import type { Rng, Task } from "@troupe/core";
 import { z } from "zod";
-import { type GameEnvironment, type GameState, RolesVariantSchema } from "./episode.ts";
+import { type GameEnvironment, type GameState, RolesVariantSchema } from "./role-protocols.ts";
 import {
   badToolCall,
   type CellCommand,

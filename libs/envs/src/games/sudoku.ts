@@ -11,9 +11,9 @@
  *
  * The board stays consistent: a placement that repeats a value in its row, column or box, writes
  * over a given, or is out of range is invalid (not applied). Team reward per step:
- *   filling an empty cell (consistent with the givens and the rules)   fill = +fillTotal / blanks (fillTotal = 0.5)
- *   erasing a filled cell           −fillTotal / blanks (so erasing and refilling earns nothing)
- *   overwriting a filled cell       0
+ *   setting a cell to its solution value                          fill = +fillTotal / blanks (fillTotal = 0.5)
+ *   erasing or overwriting a cell that held its solution value   −fill (so erase and refill earn nothing)
+ *   any other consistent placement (a wrong value, erasing one)  0
  *   invalid placement or unreadable plan (the plan stops there)   invalid = −0.1
  *   grid complete (hence solved)    solved = +1
  *   the episode ends unsolved       failure = −1
@@ -21,7 +21,7 @@
  */
 import type { Rng, Task } from "@troupe/core";
 import { z } from "zod";
-import { type GameEnvironment, type GameState, RolesVariantSchema } from "./episode.ts";
+import { type GameEnvironment, type GameState, RolesVariantSchema } from "./role-protocols.ts";
 import { badToolCall, type Game, type GameToolCall, type ToolCallResult } from "./game.ts";
 import { gameModule, gameOptionsSchema } from "./game-env.ts";
 import { answerText } from "./grid.ts";
@@ -78,7 +78,7 @@ export const SudokuGenerationSchema = z.object({
 export type SudokuGeneration = z.output<typeof SudokuGenerationSchema>;
 
 export const SudokuRewardsSchema = z.object({
-  /** Total fill reward over all blanks; each placement into a blank earns fillTotal / blanks. */
+  /** Total fill reward over all blanks; each cell set to its solution value earns fillTotal / blanks. */
   fillTotal: z.number().default(0.5),
   invalid: z.number().default(-0.1),
   solved: z.number().default(1),
@@ -466,8 +466,12 @@ export function sudokuGame(rewards: SudokuRewards): Game<SudokuPuzzle, SudokuBoa
       if (v === 0 && before === 0) return { invalid: "already empty", at };
       if (v !== 0 && conflicts(puzzle, board.cells, r, c, v)) return { invalid: "conflict", at };
       const cells = board.cells.map((x, k) => (k === i ? v : x));
+      // Potential-based: Φ = fillTotal · (cells holding their solution value) / blanks, reward = ΔΦ.
+      // A consistent but wrong value earns nothing: every puzzle has one solution, so that value
+      // must be erased again (paying for it taught RL to fill fast and wrong).
       const fill = rewards.fillTotal / blanksOf(puzzle);
-      const reward = before === 0 ? fill : v === 0 ? -fill : 0;
+      const solution = puzzle.solution[i]!;
+      const reward = fill * (Number(v === solution) - Number(before === solution));
       return { board: { cells }, reward };
     },
     isSolved: (_puzzle, board) => board.cells.every((v) => v !== 0),

@@ -69,6 +69,22 @@ describe("sudoku rewards on a hand-made 4×4", () => {
     expect(overwrite.teamReward).toBe(0); // writing the same cell again: no new filled cell
   });
 
+  it("a consistent but wrong value earns nothing; replacing it with the solution value earns the fill", () => {
+    const loose: SudokuPuzzle = { ...puzzle, givens: [1, ...new Array(15).fill(0)] };
+    const t: Task<SudokuPuzzle> = { id: "loose", split: "test", payload: loose };
+    const s0 = env.reset(t, 0);
+    const fill = 0.5 / 15;
+    const wrong = stepSync(env, s0, { planner: "013" }); // the solution has 2 at (0,1)
+    expect(wrong.teamReward).toBe(0);
+    expect(wrong.state.board.cells[1]).toBe(3);
+    const right = stepSync(env, { ...wrong.state, turn: 0 }, { planner: "012" }); // overwrite 3 → 2
+    expect(right.teamReward).toBeCloseTo(fill, 12);
+    const spoil = stepSync(env, { ...right.state, turn: 0 }, { planner: "013" }); // 2 → 3 again
+    expect(spoil.teamReward).toBeCloseTo(-fill, 12);
+    const erase = stepSync(env, { ...wrong.state, turn: 0 }, { planner: "010" }); // erasing the wrong 3
+    expect(erase.teamReward).toBe(0);
+  });
+
   it("givens, erasing an empty cell, out-of-range values and unreadable plans are invalid (−0.1)", () => {
     const s0 = env.reset(task, 0);
     expect(stepSync(env, s0, { planner: "001" }).state.report).toBe("001: given cell at step 1 (0,0)=1");

@@ -1,0 +1,52 @@
+/**
+ * `trainer:sft`: only the recipe's supervised warm start (cached in the store, resumable), then one
+ * held-out evaluation of the warm-started team.
+ */
+import { readFileSync } from "node:fs";
+import { parseArgs } from "node:util";
+import { teamPolicies } from "@troupe/core";
+import { checkEngineRecipe, createEngine, policySet } from "../engines.ts";
+import { recipeEnvironment } from "../envs.ts";
+import { evalSampling, evaluate } from "../evaluate.ts";
+import { loadRecipeText, RecipeError } from "../recipe.ts";
+import { consoleReporter } from "../reports/reporter.ts";
+import { evalTasks } from "../run/tasks.ts";
+import { warmStart } from "../run/warm-start.ts";
+import { storeLocation } from "./cli.ts";
+import { checkedStoreFor, invokedFrom, resolveRecipePath } from "./workspace.ts";
+
+/** `sft`: only the supervised warm start of a recipe (cached in the store, resumable). */
+export async function commandSft(argv: string[]): Promise<number> {
+  const { values } = parseArgs({
+    args: argv,
+    options: {
+      recipe: { type: "string", default: "default" },
+      set: { type: "string", multiple: true, default: [] },
+    },
+    strict: true,
+  });
+  const recipe = loadRecipeText(readFileSync(resolveRecipePath(values.recipe), "utf8"), values.set);
+  if (!recipe.sft || recipe.sft.steps === 0)
+    throw new RecipeError("recipe has no sft section (or sft.steps is 0)");
+  const { trainerEnv, team } = recipeEnvironment(recipe);
+  checkEngineRecipe(recipe, teamPolicies(team));
+  const store = await checkedStoreFor(recipe, { write: true });
+  const engine = await createEngine(recipe, teamPolicies(team));
+  const reporter = consoleReporter();
+  const result = await warmStart({ recipe, trainerEnv, team, engine, store, reporter });
+  const evalResult = await evaluate(
+    trainerEnv,
+    team,
+    policySet(engine, team, 0),
+    evalTasks(trainerEnv, recipe),
+    evalSampling(recipe),
+    recipe.seed,
+  );
+  reporter.eval(0, evalResult);
+  reporter.finish();
+  await engine.close();
+  process.stdout.write(
+    `warm start ${result!.runId}${result!.cached ? " (cached)" : ""}: ${storeLocation(store, `runs/${result!.runId}/`, invokedFrom)}\n`,
+  );
+  return 0;
+}

@@ -1,0 +1,71 @@
+/**
+ * The environment part of a recipe: options checked against the named environment's own schema,
+ * `--set environment.name=…` starting from that environment's defaults, and one `error:` line
+ * naming the key for an unknown environment or an option of another one.
+ */
+import { execFile } from "node:child_process";
+import { readFileSync } from "node:fs";
+import { dirname, join, resolve } from "node:path";
+import { fileURLToPath } from "node:url";
+import { promisify } from "node:util";
+import { describe, expect, it } from "vitest";
+import { recipeEnvironment } from "../src/envs.ts";
+import { loadRecipeText } from "../src/recipe.ts";
+
+const appRoot = resolve(dirname(fileURLToPath(import.meta.url)), "..");
+const defaultRecipe = readFileSync(join(appRoot, "recipes", "default.yaml"), "utf8");
+
+describe("recipe environments", () => {
+  it("switching environment.name starts from that environment's defaults", () => {
+    const sudoku = loadRecipeText(defaultRecipe, ["environment.name=sudoku"]);
+    expect(sudoku.environment).toEqual({ name: "sudoku", options: {} });
+    const coding = loadRecipeText(defaultRecipe, [
+      "environment.name=coding",
+      "environment.options.maxTurns=1",
+    ]);
+    expect(coding.environment).toEqual({ name: "coding", options: { maxTurns: 1 } });
+    expect(recipeEnvironment(coding).team.roles.map((r) => r.id)).toEqual(["helper", "main"]);
+    // Naming the same environment keeps the file's options.
+    expect(loadRecipeText(defaultRecipe, ["environment.name=plan-path"]).environment.options).toMatchObject({
+      rows: 6,
+    });
+  });
+
+  it("an unknown environment, another environment's option and a bad value name the key", () => {
+    expect(() => loadRecipeText(defaultRecipe, ["environment.name=codng"])).toThrow(
+      'recipe: environment.name: unknown environment "codng" (known: plan-path, sokoban, sudoku, coding, math, writing)',
+    );
+    const sudokuWithRows =
+      "name: x\nenvironment: { name: sudoku, options: { rows: 6 } }\nstrategy: { name: atgrpo }\n";
+    expect(() => loadRecipeText(sudokuWithRows)).toThrow(
+      /^recipe: environment\.options\.rows: not an option of environment "sudoku" \(its options: roles, maxTurns, hints, maxPlanLength, toolWallMs, toolOutputChars, seed, size, givens, maxGivens, splitFractions, rewards\)$/,
+    );
+    expect(() => loadRecipeText(defaultRecipe, ["environment.options.rows=1"])).toThrow(
+      /^recipe: environment\.options\.rows: Too small: expected number to be >=2$/,
+    );
+    expect(() => loadRecipeText(defaultRecipe, ["environment.baseline=solo"])).toThrow(
+      /^recipe: environment\.baseline: Invalid option: expected one of "single"\|"naive-concat"\|"sequential"\|"discussion"$/,
+    );
+  });
+
+  it("the command line prints one error line, no stack trace", async () => {
+    const run = promisify(execFile);
+    const failed = await run(
+      process.execPath,
+      [
+        "--conditions=@troupe/source",
+        "--import",
+        "tsx",
+        join(appRoot, "src", "main.ts"),
+        "train",
+        "--set",
+        "environment.name=codng",
+      ],
+      { cwd: appRoot },
+    ).catch((error: { code: number; stderr: string }) => error);
+    expect("code" in failed && failed.code).toBe(2);
+    expect(failed.stderr).toBe(
+      `error: ${join(appRoot, "recipes", "default.yaml")}: environment.name: unknown environment "codng" (known: plan-path, sokoban, sudoku, coding, math, writing)\n`,
+    );
+  });
+});

@@ -1,0 +1,65 @@
+import { describe, expect, it } from "vitest";
+import { armRecipe } from "../../src/experiments/compare-arms.ts";
+import { loadRecipeText } from "../../src/recipe.ts";
+
+const base = loadRecipeText(`
+name: base
+seed: 1
+environment:
+  name: plan-path
+  options: { roles: compact, maxTurns: 2, rows: 6, cols: 6 }
+strategy: { name: atgrpo, candidates: 4 }
+train: { steps: 30, tasksPerStep: 8 }
+`);
+
+describe("compare arms", () => {
+  it("single-agent GRPO: the planner alone with the team's N·T = 4 turns, K = 4 episodes per task", () => {
+    const r = armRecipe(base, "grpo", 7);
+    expect(r.seed).toBe(7);
+    expect(r.environment.options).toMatchObject({ roles: "single", maxTurns: 4 });
+    expect(r.team.specialisation).toBe("shared");
+    expect(r.strategy).toMatchObject({ name: "parallel", groupSize: 4 });
+    expect(r.train.tasksPerStep).toBe(8);
+    expect(r.train.steps).toBe(30);
+  });
+
+  it("single-agent GRPO: demonstrations that slip in some team roles slip in the single agent's turns", () => {
+    const toolTeam = (sft: string) =>
+      loadRecipeText(`
+name: base
+environment:
+  name: plan-path
+  options: { roles: tool-call, maxTurns: 2 }
+strategy: { name: atgrpo, candidates: 4 }
+sft: ${sft}
+`);
+    const slips = toolTeam("{ steps: 10, mistakeRate: 0.3, mistakeRoles: [plan] }");
+    expect(armRecipe(slips, "grpo", 1).sft).toMatchObject({ steps: 10, mistakeRate: 0.3 });
+    expect(armRecipe(slips, "grpo", 1).sft?.mistakeRoles).toBeUndefined();
+    expect(armRecipe(slips, "atgrpo-per-role", 1).sft?.mistakeRoles).toEqual(["plan"]);
+    const cuts = toolTeam("{ steps: 10, mistakeRate: 0, cut: { rate: 0.6, length: 2, roles: [plan] } }");
+    expect(armRecipe(cuts, "grpo", 1).sft?.cut).toEqual({ rate: 0.6, length: 2 });
+    expect(armRecipe(cuts, "warm-start", 1).sft?.cut).toEqual({ rate: 0.6, length: 2, roles: ["plan"] });
+  });
+
+  it("MAGRPO gets round(8 · 16 / 40) = 3 tasks per step: N·K·(1 + K) = 40 samples per task vs N·T·K = 16", () => {
+    const r = armRecipe(base, "magrpo", 1);
+    expect(r.strategy).toMatchObject({ name: "magrpo", groupSize: 4, jointMode: "aligned" });
+    expect(r.train.tasksPerStep).toBe(3);
+    expect(r.team).toMatchObject({ specialisation: "per-role", turnOrder: "parallel" });
+  });
+
+  it("warm start only, AT-GRPO shared and per-role", () => {
+    expect(armRecipe(base, "warm-start", 1).train.steps).toBe(0);
+    expect(armRecipe(base, "atgrpo-shared", 1).team.specialisation).toBe("shared");
+    expect(armRecipe(base, "atgrpo-per-role", 1)).toMatchObject({
+      team: { specialisation: "per-role" },
+      strategy: { name: "atgrpo", candidates: 4 },
+    });
+  });
+
+  it("refuses a base recipe that is not AT-GRPO", () => {
+    const magrpo = loadRecipeText("name: m\nenvironment: { name: plan-path }\nstrategy: { name: magrpo }\n");
+    expect(() => armRecipe(magrpo, "grpo", 1)).toThrow(/must use strategy atgrpo \(got magrpo\)/);
+  });
+});

@@ -1,0 +1,293 @@
+import { readdirSync, readFileSync } from "node:fs";
+import { join } from "node:path";
+import { fileURLToPath } from "node:url";
+import { deriveSeed, samplingParams } from "@troupe/core";
+import { describe, expect, it } from "vitest";
+import { torchProcessOptions, torchTeamLayout, torchWorkerArgs } from "../src/engines.ts";
+import { recipeEnvironment } from "../src/envs.ts";
+import { checkRoleSampling, evalSampling, longestAnswer, rolloutSampling } from "../src/evaluate.ts";
+import { applyOverrides, loadRecipeText, parseOverrideValue, type TorchEngineRecipe } from "../src/recipe.ts";
+
+const minimal = `
+name: demo
+environment: { name: plan-path }
+strategy: { name: atgrpo }
+`;
+
+describe("recipes", () => {
+  it("fills every default from the papers and the engine", () => {
+    const r = loadRecipeText(minimal);
+    expect(r.strategy).toMatchObject({ name: "atgrpo", candidates: 4, teamWeight: 1, selection: "argmax" });
+    expect(r.loss).toMatchObject({ clipLow: 0.2, clipHigh: 0.2, aggregation: "token-mean" });
+    expect(r.store).toBe("file://./.troupe");
+    expect(r.engine.kind).toBe("onnx");
+  });
+
+  it("--set overrides nested keys with typed values", () => {
+    const r = loadRecipeText(minimal, [
+      "strategy.candidates=8",
+      "train.steps=3",
+      "team.specialisation=shared",
+      'sampling.stop=["\\n"]',
+    ]);
+    expect(r.strategy).toMatchObject({ candidates: 8 });
+    expect(r.train.steps).toBe(3);
+    expect(r.team.specialisation).toBe("shared");
+    expect(r.sampling.stop).toEqual(["\n"]);
+  });
+
+  it("a bad key fails naming the key", () => {
+    expect(() => loadRecipeText(minimal, ["train.stepz=3"])).toThrow(/unknown key "train\.stepz"/);
+    expect(() => loadRecipeText(`${minimal}\nbogus: 1\n`)).toThrow(/unknown key "bogus"/);
+  });
+
+  it("a bad value fails naming the key and the allowed values", () => {
+    expect(() => loadRecipeText(minimal, ["team.specialisation=solo"])).toThrow(
+      /team\.specialisation: .*"shared".*"per-role"/,
+    );
+    expect(() => loadRecipeText(minimal, ["strategy.name=ppo"])).toThrow(/strategy\.name/);
+    expect(() => loadRecipeText(minimal, ["train.steps=-1"])).toThrow(/train\.steps/);
+  });
+
+  it("strategy-specific keys are checked against the chosen strategy", () => {
+    expect(() => loadRecipeText(minimal, ["strategy.jointMode=cross"])).toThrow(
+      /unknown key "strategy\.jointMode"/,
+    );
+    const m = loadRecipeText(minimal, ["strategy.name=magrpo", "strategy.jointMode=aligned"]);
+    expect(m.strategy).toMatchObject({ name: "magrpo", jointMode: "aligned", groupSize: 4, gamma: 0.9 });
+  });
+
+  it("reads AT-GRPO's former `alpha` as teamWeight (recipes and stored run configs keep parsing)", () => {
+    expect(loadRecipeText(minimal, ["strategy.alpha=0.5"]).strategy).toMatchObject({ teamWeight: 0.5 });
+    expect(() => loadRecipeText(minimal, ["strategy.alpha=0.5", "strategy.teamWeight=1"])).toThrow(
+      /unknown key "strategy\.alpha"/,
+    );
+    expect(() => loadRecipeText(minimal, ["advantage.baseline=median"])).toThrow(
+      /recipe: advantage\.baseline: unknown baseline "median" \(known: mean, rloo, max, raw\)/,
+    );
+  });
+
+  it("parses override values like YAML scalars", () => {
+    expect(parseOverrideValue("3")).toBe(3);
+    expect(parseOverrideValue("true")).toBe(true);
+    expect(parseOverrideValue("1e-3")).toBe(0.001);
+    expect(parseOverrideValue("s3://b/p")).toBe("s3://b/p");
+    expect(() => applyOverrides({}, ["novalue"])).toThrow(/key=value/);
+    expect(() => applyOverrides({}, ["__proto__.x=1"])).toThrow(/bad key/);
+  });
+
+  it("rejects invalid YAML and non-mapping documents", () => {
+    expect(() => loadRecipeText("name: [unclosed")).toThrow(/not valid YAML/);
+    expect(() => loadRecipeText("- a\n- b")).toThrow(/mapping/);
+  });
+});
+
+describe("engine section", () => {
+  it("every recipe in recipes/ parses", () => {
+    const dir = fileURLToPath(new URL("../recipes", import.meta.url));
+    const names = readdirSync(dir).filter((f) => f.endsWith(".yaml"));
+    expect(names).toContain("qwen-gpu.yaml");
+    for (const name of names) {
+      expect(() => loadRecipeText(readFileSync(join(dir, name), "utf8"), [], name), name).not.toThrow();
+    }
+  });
+
+  it("defaults a torch engine and maps it to worker flags", () => {
+    const r = loadRecipeText(minimal, ["engine.kind=torch"]);
+    expect(r.engine).toEqual({
+      kind: "torch",
+      device: "auto",
+      dtype: "float32",
+      autocast: true,
+      chatTemplateKwargs: {},
+      gradientCheckpointing: false,
+      generator: "auto",
+      modelBackend: "auto",
+      threads: 0,
+      policyModels: {},
+      launch: { kind: "process" },
+      workerArgs: [],
+      startupTimeoutSeconds: 600,
+    });
+    expect(torchWorkerArgs(r.engine as TorchEngineRecipe)).toEqual([
+      "--param-dtype",
+      "float32",
+      "--generator",
+      "auto",
+      "--model-backend",
+      "auto",
+    ]);
+    const gpu = loadRecipeText(minimal, [
+      "engine.kind=torch",
+      "engine.device=cuda:1",
+      "engine.dtype=bfloat16",
+      "engine.autocast=false",
+      "engine.gradientCheckpointing=true",
+      "engine.threads=2",
+      'engine.workerArgs=["--logprob-batch-size", "4"]',
+    ]).engine as TorchEngineRecipe;
+    expect(torchWorkerArgs(gpu)).toEqual([
+      "--device",
+      "cuda:1",
+      "--param-dtype",
+      "bfloat16",
+      "--no-autocast",
+      "--gradient-checkpointing",
+      "--generator",
+      "auto",
+      "--model-backend",
+      "auto",
+      "--threads",
+      "2",
+      "--logprob-batch-size",
+      "4",
+    ]);
+  });
+
+  it("keeps `engine: {}` the embedded engine and rejects torch fields for it", () => {
+    expect(loadRecipeText(`${minimal}engine: {}\n`).engine).toEqual({ kind: "onnx" });
+    expect(() => loadRecipeText(minimal, ["engine.device=cuda"])).toThrow(/unknown key "engine\.device"/);
+    expect(() => loadRecipeText(minimal, ["engine.kind=jax"])).toThrow(/engine\.kind: .*'onnx' \| 'torch'/);
+    expect(() => loadRecipeText(minimal, ["engine.kind=torch", "engine.device=gpu"])).toThrow(
+      /engine\.device: expected "auto", "cpu", "cuda" or "cuda:N"/,
+    );
+  });
+
+  it("lays out per-role LoRA adapters, per-policy models and torchrun launches", () => {
+    const lora = loadRecipeText(minimal, [
+      "engine.kind=torch",
+      "engine.lora.r=8",
+      "model.from=/models/Qwen2.5-0.5B",
+    ]);
+    const layout = torchTeamLayout(lora, lora.engine as TorchEngineRecipe, ["planner", "fixer"]);
+    expect(layout.models).toEqual({
+      base: { kind: "path", path: "/models/Qwen2.5-0.5B", gradientCheckpointing: false },
+    });
+    expect(layout.policies).toEqual([
+      { id: "planner", model: "base", lora: { r: 8 }, seed: deriveSeed(0, "init", "planner") },
+      { id: "fixer", model: "base", lora: { r: 8 }, seed: deriveSeed(0, "init", "fixer") },
+    ]);
+
+    const full = loadRecipeText(minimal, ["engine.kind=torch", "engine.lora=null", "model.from=/m"]);
+    expect(torchTeamLayout(full, full.engine as TorchEngineRecipe, ["a", "b"]).policies).toEqual([
+      { id: "a", model: "base" },
+      { id: "b", model: "base" },
+    ]);
+
+    const mixed = loadRecipeText(minimal, [
+      "engine.kind=torch",
+      "engine.policyModels.planner=/models/Qwen2.5-1.5B",
+    ]);
+    const hetero = torchTeamLayout(mixed, mixed.engine as TorchEngineRecipe, ["planner", "fixer"]);
+    expect(hetero.policies).toEqual([
+      { id: "planner", model: "path:/models/Qwen2.5-1.5B" },
+      { id: "fixer", model: "init:fixer" },
+    ]);
+    expect(hetero.models["init:fixer"]!.kind).toBe("files");
+    expect(() => torchTeamLayout(mixed, mixed.engine as TorchEngineRecipe, ["a", "b"])).toThrow(
+      /engine\.policyModels\.planner: the team has no policy "planner"/,
+    );
+
+    const multi = loadRecipeText(minimal, [
+      "engine.kind=torch",
+      "engine.launch.kind=torchrun",
+      "engine.launch.nprocPerNode=8",
+      "engine.launch.nnodes=2",
+    ]);
+    expect(() => torchProcessOptions(multi.engine as TorchEngineRecipe)).toThrow(
+      /engine\.launch\.rdzvEndpoint: required when engine\.launch\.nnodes > 1/,
+    );
+    const launched = loadRecipeText(minimal, [
+      "engine.kind=torch",
+      "engine.launch.kind=torchrun",
+      "engine.launch.nprocPerNode=8",
+    ]);
+    expect(torchProcessOptions(launched.engine as TorchEngineRecipe).launch).toEqual({
+      kind: "torchrun",
+      nprocPerNode: 8,
+      nnodes: 1,
+      torchrun: "torchrun",
+    });
+  });
+});
+
+describe("recipe loss", () => {
+  it("takes a KL weight to the warm start (the learner scores the reference); refuses a negative one", () => {
+    const base = "name: k\nenvironment: { name: plan-path }\nstrategy: { name: atgrpo }\n";
+    expect(loadRecipeText(base, ["loss.klCoef=0.1"]).loss.klCoef).toBe(0.1);
+    expect(loadRecipeText(base).loss.klCoef).toBe(0);
+    expect(() => loadRecipeText(base, ["loss.klCoef=-0.1"])).toThrow(/loss\.klCoef/);
+  });
+});
+
+describe("recipe advantage", () => {
+  const base = "name: a\nenvironment: { name: plan-path }\nstrategy: { name: atgrpo }\n";
+  it("refuses eps ≤ 0, naming the key and why", () => {
+    for (const eps of ["0", "-0.001"])
+      expect(() =>
+        loadRecipeText(base, [
+          "advantage.baseline=raw",
+          "advantage.normalizeStd=true",
+          `advantage.eps=${eps}`,
+        ]),
+      ).toThrow(/advantage\.eps: eps must be > 0: it is the ε in \(R − baseline\) \/ \(std \+ ε\)/);
+  });
+  it("has one default for every strategy (GRPO's); takes std: sample (verl's unbiased std)", () => {
+    const grpo = { baseline: "mean", normalizeStd: true, eps: 1e-6 };
+    for (const name of ["parallel", "magrpo", "atgrpo"]) {
+      expect(loadRecipeText(base, [`strategy.name=${name}`]).advantage).toEqual(grpo);
+    }
+    const r = loadRecipeText(base, ["advantage.std=sample"]);
+    expect(r.advantage).toEqual({ ...grpo, std: "sample" });
+    expect(() => loadRecipeText(base, ["advantage.std=biased"])).toThrow(/advantage\.std/);
+  });
+  it("moves a stored run's strategy.advantage and strategy.filters into advantage; refuses both places", () => {
+    const old = loadRecipeText(base, [
+      "strategy.advantage.normalizeStd=false",
+      "strategy.filters.dropZeroVariance=true",
+    ]);
+    expect(old.advantage).toEqual({
+      baseline: "mean",
+      normalizeStd: false,
+      eps: 1e-6,
+      filters: { dropZeroVariance: true, dropLowestMeanFraction: 0 },
+    });
+    expect("advantage" in old.strategy).toBe(false);
+    expect(() =>
+      loadRecipeText(base, ["strategy.advantage.normalizeStd=false", "advantage.eps=0.1"]),
+    ).toThrow(
+      "recipe: strategy.advantage and advantage both given: the advantage stage's settings go in `advantage` only",
+    );
+  });
+});
+
+describe("recipe sampling per role", () => {
+  const base =
+    "name: s\nenvironment: { name: plan-path, options: { roles: compact } }\nstrategy: { name: atgrpo }\nsampling: { temperature: 1, maxTokens: 16 }\n";
+  it("lays a role's own fields over the team's, for rollouts and for evaluation", () => {
+    const recipe = loadRecipeText(base, [
+      "sampling.roles.fixer.maxTokens=24",
+      "sampling.roles.fixer.temperature=0.7",
+      "sampling.roles.fixer.evalTemperature=0.2",
+      "train.evalTemperature=0",
+    ]);
+    const rollout = rolloutSampling(recipe);
+    expect(rollout.sampling).toEqual(samplingParams({ temperature: 1, maxTokens: 16 }));
+    expect(rollout.roleSampling).toEqual({ fixer: samplingParams({ temperature: 0.7, maxTokens: 24 }) });
+    const held = evalSampling(recipe);
+    expect(held.sampling.temperature).toBe(0);
+    expect(held.roleSampling).toEqual({ fixer: samplingParams({ temperature: 0.2, maxTokens: 24 }) });
+    expect(evalSampling(recipe, 1).roleSampling?.fixer?.temperature).toBe(1);
+    expect(longestAnswer(recipe)).toBe(24);
+    expect(rolloutSampling(loadRecipeText(base)).roleSampling).toBeUndefined();
+  });
+  it("refuses an unknown field and a role the team does not have, each in one line", () => {
+    expect(() => loadRecipeText(base, ["sampling.roles.fixer.temprature=0.5"])).toThrow(
+      /unknown key "sampling\.roles\.fixer\.temprature"/,
+    );
+    const recipe = loadRecipeText(base, ["sampling.roles.tool.maxTokens=4"]);
+    expect(() => checkRoleSampling(recipe, recipeEnvironment(recipe).team)).toThrow(
+      'recipe: sampling.roles.tool: the team has no role "tool" (roles: planner, fixer)',
+    );
+  });
+});

@@ -1,0 +1,84 @@
+/**
+ * The KV caches of decoding, as the runner keeps them on the host, and the attention bias of a
+ * step over a pre-allocated cache:
+ *
+ *   KvCache        a growing cache: the previous step's `present_*` ORT tensors, fed back as
+ *                  `past_*` (the decode graph's Concat copies all of it every step)
+ *   FixedKvCache   one pre-allocated [B, KV, capacity, d_head] array per layer and kind, filled
+ *                  column by column (batched generation)
+ *   RaggedKvCache  the same arrays with one sequence per row, each at its own length (continuous
+ *                  batching)
+ *
+ * Graph-side, the cached decode graph reads the cache as it is and returns only the new tokens'
+ * keys/values (model/graphs.ts); the runner writes those into the arrays.
+ */
+import type { FloatDType } from "../graph/builder.ts";
+import { MASKED_BIAS } from "../model/host-inputs.ts";
+import type { FloatArray, ort } from "./session.ts";
+
+/**
+ * Attention bias [B, 1, 1, T, C + T] of a cached step: query t of row b sees cache column s < P
+ * iff that column holds a real token, no cache column ≥ P (not written yet), and new column j ≤ t
+ * iff token j is real (causal among the new tokens).
+ */
+export function cachedAttentionBias(
+  cache: Pick<FixedKvCache, "batch" | "capacity" | "length" | "valid">,
+  valid: Uint8Array,
+  time: number,
+  dtype: FloatDType,
+): FloatArray {
+  const { batch: B, capacity: C, length: P } = cache;
+  const S = C + time;
+  const out = dtype === "float32" ? new Float32Array(B * time * S) : new Float64Array(B * time * S);
+  out.fill(MASKED_BIAS);
+  for (let b = 0; b < B; b++) {
+    for (let t = 0; t < time; t++) {
+      const row = (b * time + t) * S;
+      for (let s = 0; s < P; s++) if (cache.valid[b * C + s] === 1) out[row + s] = 0;
+      for (let j = 0; j <= t; j++) if (valid[b * time + j] === 1) out[row + C + j] = 0;
+    }
+  }
+  return out;
+}
+
+/** A pre-allocated KV cache (see `ModelRunner.fixedCache`); `cachedDecodeStep` fills it in place. */
+export interface FixedKvCache {
+  readonly batch: number;
+  /** Columns the arrays hold. */
+  readonly capacity: number;
+  /** Columns filled so far. */
+  length: number;
+  /** Per layer [B, KV, capacity, d_head]. */
+  readonly keys: readonly FloatArray[];
+  readonly values: readonly FloatArray[];
+  /** [B, capacity]: 1 where the column holds a real (non-pad) token. */
+  readonly valid: Uint8Array;
+  /** [B·V] logits of the last step. */
+  readonly logits: FloatArray;
+}
+
+/**
+ * The KV cache of continuous batching: per layer [rows, KV, capacity, d_head], one row per
+ * sequence, each filled up to its own `lengths[row]` columns (a row's `valid` flags mark its real
+ * tokens, left pads excluded). The scheduler moves rows (a sequence joins, another leaves); the
+ * runner only appends one column per row and step (`raggedDecodeStep`).
+ */
+export interface RaggedKvCache {
+  readonly rows: number;
+  readonly capacity: number;
+  readonly lengths: Int32Array;
+  readonly keys: readonly FloatArray[];
+  readonly values: readonly FloatArray[];
+  /** [rows, capacity]: 1 where the column holds a real token. */
+  readonly valid: Uint8Array;
+  /** [rows·V] logits of the last step. */
+  readonly logits: FloatArray;
+}
+
+/** A growing KV cache of `decodeStep`: the ORT tensors of the previous step's `present_*` outputs. */
+export interface KvCache {
+  /** Cached columns P. */
+  readonly length: number;
+  readonly keys: readonly ort.Tensor[];
+  readonly values: readonly ort.Tensor[];
+}
