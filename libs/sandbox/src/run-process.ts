@@ -94,7 +94,7 @@ const O_CLOEXEC = 0o2000000;
 /**
  * Descriptors this process inherited without close-on-exec (a CI runner's pipe, a terminal...).
  * A spawned child inherits them, and neither setpriv, bwrap nor prlimit closes them, so the
- * sandboxed program could write to them. `runProcess` maps each of their numbers to /dev/null in
+ * sandboxed program could write to them. `startProcess` maps each of their numbers to /dev/null in
  * the child (stdio `ignore`). Descriptors Node opens itself are close-on-exec and never leak.
  */
 export function leakableFds(): number[] {
@@ -164,10 +164,6 @@ async function reportAfterExit(report: ReturnType<typeof collect>): Promise<stri
   ]);
   clearTimeout(timer);
   return report.text();
-}
-
-export function runProcess(plan: ProcessPlan): Promise<ProcessOutcome> {
-  return startProcess(plan).outcome;
 }
 
 export function startProcess(plan: ProcessPlan): StartedProcess {

@@ -17,11 +17,3 @@ export function extractCode(text: string, language = "python"): string {
   if (others.length > 0) return "";
   return text.trim();
 }
-
-/** The top-level `import` / `from … import` lines of a prompt. */
-export function promptImports(prompt: string): string {
-  return prompt
-    .split("\n")
-    .filter((line) => /^(from\s+[\w.]+\s+import\s+.+|import\s+[\w.,\s]+)$/.test(line))
-    .join("\n");
-}

@@ -5,6 +5,8 @@
  */
 import type { AgentId, Task } from "@troupe/core";
 import type { z } from "zod";
+import type { Game } from "./game.ts";
+import { parseOptions } from "./options.ts";
 import {
   type EpisodeOptions,
   EpisodeOptionsSchema,
@@ -14,8 +16,6 @@ import {
   gameEnvironment,
   type RolesVariant,
 } from "./role-protocols.ts";
-import type { Game } from "./game.ts";
-import { parseOptions } from "./options.ts";
 import type { GenerationSchema, SplitTaskGenerator } from "./splits.ts";
 
 export interface GameModuleSpec<

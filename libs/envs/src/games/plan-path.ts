@@ -21,7 +21,6 @@
  */
 import type { Rng, Task } from "@troupe/core";
 import { z } from "zod";
-import { type GameEnvironment, type GameState, type RolesVariant, RolesVariantSchema } from "./role-protocols.ts";
 import type { CompactHint, Game, GameRewards } from "./game.ts";
 import { gameModule, gameOptionsSchema } from "./game-env.ts";
 import {
@@ -37,6 +36,12 @@ import {
 } from "./grid.ts";
 import type { PlanPathBoard, PlanPathPuzzle } from "./plan-path-puzzle.ts";
 import { planPathToolCall } from "./plan-path-tool-call.ts";
+import {
+  type GameEnvironment,
+  type GameState,
+  type RolesVariant,
+  RolesVariantSchema,
+} from "./role-protocols.ts";
 import { SplitFractionsSchema, splitTaskGenerator } from "./splits.ts";
 
 export const PLAN_PATH = "plan-path";

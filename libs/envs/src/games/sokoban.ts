@@ -20,7 +20,6 @@
  */
 import type { Rng, Task } from "@troupe/core";
 import { z } from "zod";
-import { type GameEnvironment, type GameState, RolesVariantSchema } from "./role-protocols.ts";
 import {
   badToolCall,
   type CellCommand,
@@ -32,6 +31,7 @@ import {
 } from "./game.ts";
 import { gameModule, gameOptionsSchema } from "./game-env.ts";
 import { DELTA, DIRECTIONS, type Direction, formatPos, type Pos, parseDirections } from "./grid.ts";
+import { type GameEnvironment, type GameState, RolesVariantSchema } from "./role-protocols.ts";
 import { SplitFractionsSchema, splitTaskGenerator } from "./splits.ts";
 
 export const SOKOBAN = "sokoban";
