@@ -20,7 +20,8 @@ describe("layer rules", () => {
       "libs/engine-torch/src/planted.ts":
         'export const dir = new URL("../../../apps/engine-torch", import.meta.url);\n',
       "libs/rl/src/planted.ts": 'export { table } from "../../../apps/trainer/src/reports/reporter.ts";\n',
-      "libs/storage/src/planted.test.ts": 'import { it } from "vitest";\nit("sits beside its module", () => {});\n',
+      "libs/storage/src/planted.test.ts":
+        'import { it } from "vitest";\nit("sits beside its module", () => {});\n',
     });
     expect(violations).toEqual([
       {
