@@ -30,7 +30,6 @@ export const SamplingOverridesSchema = z.strictObject({
   stop: SamplingParamsSchema.shape.stop.unwrap().optional(),
   stopTokenIds: SamplingParamsSchema.shape.stopTokenIds.unwrap().optional(),
 });
-export type SamplingOverrides = z.infer<typeof SamplingOverridesSchema>;
 
 export function samplingParams(overrides: Partial<SamplingParams> = {}): SamplingParams {
   return SamplingParamsSchema.parse({ ...overrides });

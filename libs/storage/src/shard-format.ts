@@ -37,7 +37,7 @@ const GZIP_LEVEL = 6;
 const INT32_MAX = 2 ** 31 - 1;
 
 /** What a shard row holds: a RolloutSample, and its advantage once the advantage stage set one. */
-export const ShardRowSchema = RolloutSampleSchema.extend({
+const ShardRowSchema = RolloutSampleSchema.extend({
   advantage: SampleSchema.shape.advantage.optional(),
 });
 
