@@ -151,8 +151,9 @@ describe.each(storeKinds)("RunStore: $name", ({ make }) => {
   it("rollout shards: committed once, listed when committed, read back verified", async () => {
     const store = await make();
     const queue = new RolloutQueue(store, "run-q");
+    // A rollout worker's samples: no advantage yet (the learner's advantage stage estimates it).
     const shard = (v: number, seed: number) =>
-      syntheticSamples(4, seed, "run-q", v).map((s) => ({
+      syntheticSamples(4, seed, "run-q", v).map(({ advantage: _, ...s }) => ({
         ...s,
         provenance: { ...s.provenance, policyVersion: v },
       }));
