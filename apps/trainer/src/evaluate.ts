@@ -23,14 +23,7 @@ import { wilson } from "./reports/statistics.ts";
 
 /** The sampling of rollouts: the recipe's, and the roles of `sampling.roles` with their own fields over it. */
 export function rolloutSampling(recipe: Recipe): TeamSampling {
-  const { roles, ...team } = recipe.sampling;
-  const sampling = samplingParams(team);
-  if (roles === undefined) return { sampling };
-  const roleSampling: Record<string, SamplingParams> = {};
-  for (const [role, { evalTemperature: _, ...own }] of Object.entries(roles)) {
-    roleSampling[role] = samplingParams({ ...team, ...own });
-  }
-  return { sampling, roleSampling };
+  return teamSampling(recipe);
 }
 
 /**
@@ -39,16 +32,22 @@ export function rolloutSampling(recipe: Recipe): TeamSampling {
  * episode, as the compare reports beside the greedy one).
  */
 export function evalSampling(recipe: Recipe, temperature?: number): TeamSampling {
+  return teamSampling(recipe, (roleEval) => temperature ?? roleEval ?? recipe.train.evalTemperature);
+}
+
+/** The team's sampling and each listed role's (its fields over the team's), at `temperatureOf` when given. */
+function teamSampling(
+  recipe: Recipe,
+  temperatureOf?: (roleEvalTemperature?: number) => number,
+): TeamSampling {
   const { roles, ...team } = recipe.sampling;
-  const sampling = samplingParams({ ...team, temperature: temperature ?? recipe.train.evalTemperature });
+  const at = (fields: typeof team, roleEval?: number) =>
+    samplingParams(temperatureOf ? { ...fields, temperature: temperatureOf(roleEval) } : fields);
+  const sampling = at(team);
   if (roles === undefined) return { sampling };
   const roleSampling: Record<string, SamplingParams> = {};
   for (const [role, { evalTemperature, ...own }] of Object.entries(roles)) {
-    roleSampling[role] = samplingParams({
-      ...team,
-      ...own,
-      temperature: temperature ?? evalTemperature ?? recipe.train.evalTemperature,
-    });
+    roleSampling[role] = at({ ...team, ...own }, evalTemperature);
   }
   return { sampling, roleSampling };
 }

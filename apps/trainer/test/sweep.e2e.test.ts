@@ -20,20 +20,12 @@ import {
   writeSweep,
 } from "../src/experiments/sweep-results.ts";
 import type { TrainReporter } from "../src/run/context.ts";
-import { TINY_ONE_TURN, tempRoot, trainerInProcess } from "./tiny.ts";
-
-const recipeText = (store: string) => `
-name: tiny
-seed: 0
-store: file://${store}
-${TINY_ONE_TURN}
-train: { steps: 2, tasksPerStep: 2, evalEvery: 1, evalTasks: 64 }
-`;
+import { tempRoot, tinySweepRecipe, trainerInProcess } from "./tiny.ts";
 
 const root = tempRoot("sweep");
 const storeDir = join(root, "store");
 const gridPath = join(root, "grid.yaml");
-writeFileSync(join(root, "tiny.yaml"), recipeText(storeDir));
+writeFileSync(join(root, "tiny.yaml"), tinySweepRecipe(storeDir));
 writeFileSync(gridPath, "recipe: tiny.yaml\ngrid:\n  optimizer.lr: [0.001, 0.01]\n");
 
 function recorder() {
@@ -70,7 +62,7 @@ describe("trainer sweep end to end", () => {
     command: `npx nx run trainer:sweep -- --grid ${gridPath} --seeds 1,2 --id sw --eval-tasks 8`,
     gridFile: gridPath,
     grid: loadGridText(readFileSync(gridPath, "utf8")),
-    recipeText: recipeText(storeDir),
+    recipeText: tinySweepRecipe(storeDir),
     recipeWhere: "tiny.yaml",
     seeds: [1, 2],
     evalTasks: 8,

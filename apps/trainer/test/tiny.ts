@@ -122,6 +122,15 @@ strategy: { name: atgrpo, candidates: 2 }
 sampling: { temperature: 1, maxTokens: 6 }
 sft: { steps: 1, batchSize: 4 }`;
 
+/** The sweep tests' base recipe: the one-turn tiny team, two steps, evaluated every step. */
+export const tinySweepRecipe = (store: string) => `
+name: tiny
+seed: 0
+store: file://${store}
+${TINY_ONE_TURN}
+train: { steps: 2, tasksPerStep: 2, evalEvery: 1, evalTasks: 64 }
+`;
+
 /**
  * `--set`s that shrink any recipe to a tiny budget: one RL step on one task, one held-out task
  * evaluated before and after, a 16-wide 1-layer model, 8-token answers.

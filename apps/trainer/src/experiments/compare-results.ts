@@ -10,7 +10,7 @@ import { z } from "zod";
 import type { Recipe } from "../recipe.ts";
 import { finalSuccessSvg, learningCurvesSvg } from "../reports/plots.ts";
 import { interval, markdownTable, pct, signedPoints, table } from "../reports/reporter.ts";
-import { mean, meanRecord, seedInterval, wilson } from "../reports/statistics.ts";
+import { mean, meanRecord, seedInterval, seedSummary } from "../reports/statistics.ts";
 import { ARM_DESCRIPTIONS, ARMS, type Arm } from "./compare-arms.ts";
 import { RunResultFields } from "./run-results.ts";
 
@@ -62,22 +62,16 @@ export function summarise(results: readonly ArmResult[]): CompareRow[] {
   const arms = ARMS.filter((arm) => results.some((r) => r.arm === arm));
   return arms.map((arm) => {
     const runs = results.filter((r) => r.arm === arm).sort((a, b) => a.seed - b.seed);
-    const final = seedInterval(runs.map((r) => r.successRate));
-    const gain = seedInterval(
-      runs.map((r) => r.successRate - r.startSuccessRate),
-      [-1, 1],
-    );
-    const successes = runs.reduce((n, r) => n + r.successes, 0);
-    const tasks = runs.reduce((n, r) => n + r.tasks, 0);
+    const { final, gain, startMean, pooled } = seedSummary(runs);
     return {
       arm,
       description: ARM_DESCRIPTIONS[arm],
       seeds: runs.length,
       meanSuccess: final.mean,
       ...(final.ci95 ? { ci95Seeds: final.ci95 } : {}),
-      pooled: { successes, tasks, ci95: wilson(successes, tasks) },
+      pooled,
       perSeed: runs.map((r) => r.successRate),
-      meanStartSuccess: mean(runs.map((r) => r.startSuccessRate)),
+      meanStartSuccess: startMean,
       gainMean: gain.mean,
       ...(gain.ci95 ? { gainCi95Seeds: gain.ci95 } : {}),
       samplesPerRun: Math.round(mean(runs.map((r) => r.samples))),

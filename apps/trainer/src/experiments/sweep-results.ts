@@ -8,7 +8,7 @@ import type { ObjectStore } from "@troupe/storage";
 import { z } from "zod";
 import { type CurvePoint, finalSuccessSvg, learningCurvesSvg, meanCurve } from "../reports/plots.ts";
 import { interval, markdownTable, pct, signedPoints, table } from "../reports/reporter.ts";
-import { mean, seedInterval, wilson } from "../reports/statistics.ts";
+import { mean, seedSummary } from "../reports/statistics.ts";
 import { RunResultFields } from "./run-results.ts";
 import { GridFileSchema, type SweepPlan } from "./sweep-grid.ts";
 
@@ -79,23 +79,17 @@ export function summariseSweep(plan: SweepPlan, results: readonly PointResult[])
   return plan.points.flatMap((point) => {
     const runs = results.filter((r) => r.pointId === point.id).sort((a, b) => a.seed - b.seed);
     if (runs.length === 0) return [];
-    const final = seedInterval(runs.map((r) => r.successRate));
-    const gain = seedInterval(
-      runs.map((r) => r.successRate - r.startSuccessRate),
-      [-1, 1],
-    );
-    const successes = runs.reduce((n, r) => n + r.successes, 0);
-    const tasks = runs.reduce((n, r) => n + r.tasks, 0);
+    const { final, gain, startMean, pooled } = seedSummary(runs);
     return [
       {
         point: point.name,
         id: point.id,
         steps: point.recipe.train.steps,
         seeds: runs.length,
-        startMean: mean(runs.map((r) => r.startSuccessRate)),
+        startMean,
         finalMean: final.mean,
         ...(final.ci95 ? { finalCi95Seeds: final.ci95 } : {}),
-        pooled: { successes, tasks, ci95: wilson(successes, tasks) },
+        pooled,
         gainMean: gain.mean,
         ...(gain.ci95 ? { gainCi95Seeds: gain.ci95 } : {}),
         perSeed: runs.map((r) => ({

@@ -54,3 +54,24 @@ export function meanRecord(
     keys.map((k) => [k, present.reduce((s, r) => s + (r[k] ?? 0), 0) / present.length]),
   );
 }
+
+/**
+ * What compare and sweep report of one arm's or point's runs (one per seed): the final success
+ * and the gain over the start, each with its t-interval over seeds, the mean start, and the
+ * successes pooled over every run's held-out tasks with their Wilson interval.
+ */
+export function seedSummary(
+  runs: readonly { successRate: number; startSuccessRate: number; successes: number; tasks: number }[],
+) {
+  const successes = runs.reduce((n, r) => n + r.successes, 0);
+  const tasks = runs.reduce((n, r) => n + r.tasks, 0);
+  return {
+    final: seedInterval(runs.map((r) => r.successRate)),
+    gain: seedInterval(
+      runs.map((r) => r.successRate - r.startSuccessRate),
+      [-1, 1],
+    ),
+    startMean: mean(runs.map((r) => r.startSuccessRate)),
+    pooled: { successes, tasks, ci95: wilson(successes, tasks) },
+  };
+}

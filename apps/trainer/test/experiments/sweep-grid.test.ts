@@ -14,15 +14,7 @@ import {
   seedRecipe,
 } from "../../src/experiments/sweep-grid.ts";
 import { RecipeError } from "../../src/recipe.ts";
-import { TINY_ONE_TURN } from "../tiny.ts";
-
-const recipeText = (store: string) => `
-name: tiny
-seed: 0
-store: file://${store}
-${TINY_ONE_TURN}
-train: { steps: 2, tasksPerStep: 2, evalEvery: 1, evalTasks: 64 }
-`;
+import { tinySweepRecipe } from "../tiny.ts";
 
 /** The error line a grid file gives, or "" when it is fine. */
 function gridError(text: string): string {
@@ -137,7 +129,7 @@ grid: { optimizer.lr: [0.001, 0.003], strategy.candidates: [3] }
       command: "c",
       gridFile: "g.yaml",
       grid,
-      recipeText: recipeText("/tmp/unused"),
+      recipeText: tinySweepRecipe("/tmp/unused"),
       recipeWhere: "tiny.yaml",
       cliSets: ["train.steps=7"],
       seeds: [1, 2],
@@ -158,7 +150,7 @@ grid: { optimizer.lr: [0.001, 0.003], strategy.candidates: [3] }
           command: "c",
           gridFile: "g.yaml",
           grid: loadGridText(text),
-          recipeText: recipeText("/tmp/unused"),
+          recipeText: tinySweepRecipe("/tmp/unused"),
           recipeWhere: "tiny.yaml",
           seeds: [1],
           evalTasks: 8,
