@@ -46,21 +46,42 @@ def left_pad(prompts: list[list[int]], pad_id: int, device: torch.device) -> tup
     return ids.to(device), mask.to(device)
 
 
+class DecodeOutputs:
+    """What a batched decode loop sampled, step by step: rows already done get `pad_id` and log-prob
+    0; a live row that samples a stop token is done from then on. Shared by the eager loop and the
+    static-cache loop (static_decode.py), so both stop and pad alike."""
+
+    def __init__(self, batch: int, max_tokens: int, stop_token_ids: list[int], pad_id: int, device: torch.device) -> None:
+        self.stops = torch.tensor(sorted(set(stop_token_ids)) or [-1], device=device)
+        self.pad_id = pad_id
+        self.tokens = torch.zeros((batch, max_tokens), dtype=torch.long, device=device)
+        self.logprobs = torch.zeros((batch, max_tokens), dtype=torch.float64, device=device)
+        self.lengths = torch.zeros(batch, dtype=torch.long, device=device)
+        self.done = torch.zeros(batch, dtype=torch.bool, device=device)
+        self.stopped = torch.zeros(batch, dtype=torch.bool, device=device)
+
+    @torch.no_grad()
+    def record(self, step: int, token: torch.Tensor, logprob: torch.Tensor) -> None:
+        """Writes one decode step's sampled tokens [B], in place."""
+        live = ~self.done
+        self.tokens[:, step] = torch.where(live, token, torch.full_like(token, self.pad_id))
+        self.logprobs[:, step] = torch.where(live, logprob, torch.zeros_like(logprob))
+        self.lengths += live.long()
+        hit = live & (token[:, None] == self.stops[None, :]).any(-1)
+        self.stopped |= hit
+        self.done |= hit
+
+    def results(self) -> list[Generated]:
+        """Each row's tokens and log-probs up to its length, and why it ended (one host sync)."""
+        lengths, tokens, logprobs = self.lengths.tolist(), self.tokens.tolist(), self.logprobs.tolist()
+        stopped = self.stopped.tolist()
+        return [
+            Generated(tokens[b][: lengths[b]], logprobs[b][: lengths[b]], "stop" if stopped[b] else "length")
+            for b in range(len(lengths))
+        ]
+
+
 @torch.no_grad()
-def record_step(step: int, token: torch.Tensor, logprob: torch.Tensor, stops: torch.Tensor, pad_id: int,
-                out_tokens: torch.Tensor, out_logprobs: torch.Tensor, lengths: torch.Tensor,
-                done: torch.Tensor, stopped: torch.Tensor) -> None:
-    """Writes one decode step's sampled tokens [B] into the outputs, in place: rows already done get
-    `pad_id` and log-prob 0; a live row that sampled a stop token is done from now on."""
-    live = ~done
-    out_tokens[:, step] = torch.where(live, token, torch.full_like(token, pad_id))
-    out_logprobs[:, step] = torch.where(live, logprob, torch.zeros_like(logprob))
-    lengths += live.long()
-    hit = live & (token[:, None] == stops[None, :]).any(-1)
-    stopped |= hit
-    done |= hit
-
-
 def torch_generate(model: nn.Module, prompts: list[list[int]], seeds: list[int], config: SamplingConfig,
                    pad_id: int, device: torch.device, autocast_dtype: "torch.dtype | None" = None) -> list[Generated]:
     """The plain KV-cache sampling loop. Positions count real tokens only (cumsum of the mask − 1),
@@ -74,12 +95,7 @@ def torch_generate(model: nn.Module, prompts: list[list[int]], seeds: list[int],
     full_mask[:, :P] = prompt_mask
     mask = prompt_mask
     positions = (mask.cumsum(-1) - 1).clamp(min=0)
-    stops = torch.tensor(sorted(set(config.stop_token_ids)) or [-1], device=device)
-    out_tokens = torch.zeros((B, config.max_tokens), dtype=torch.long, device=device)
-    out_logprobs = torch.zeros((B, config.max_tokens), dtype=torch.float64, device=device)
-    lengths = torch.zeros(B, dtype=torch.long, device=device)
-    done = torch.zeros(B, dtype=torch.bool, device=device)
-    stopped = torch.zeros(B, dtype=torch.bool, device=device)
+    outputs = DecodeOutputs(B, config.max_tokens, config.stop_token_ids, pad_id, device)
     cache = None
     if isinstance(model, QwenForCausalLM):
         dtype = autocast_dtype if autocast_dtype is not None and device.type == "cuda" else next(model.parameters()).dtype
@@ -92,19 +108,13 @@ def torch_generate(model: nn.Module, prompts: list[list[int]], seeds: list[int],
         cache = out.past_key_values
         logits = out.logits[:, -1, :].float()
         token, logprob = sample(logits, config, draw_uniforms(generators))
-        record_step(step, token, logprob, stops, pad_id, out_tokens, out_logprobs, lengths, done, stopped)
-        if bool(done.all()):
+        outputs.record(step, token, logprob)
+        if bool(outputs.done.all()):
             break
         step_ids = token[:, None]
         step_pos = step_pos[:, -1:] + 1
         mask = full_mask[:, : P + step + 1]
-    lengths_l = lengths.tolist()
-    tokens_l = out_tokens.tolist()
-    logprobs_l = out_logprobs.tolist()
-    return [
-        Generated(tokens_l[b][: lengths_l[b]], logprobs_l[b][: lengths_l[b]], "stop" if bool(stopped[b]) else "length")
-        for b in range(B)
-    ]
+    return outputs.results()
 
 
 class _null:

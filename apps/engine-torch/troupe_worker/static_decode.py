@@ -42,7 +42,7 @@ from typing import Any, Optional
 import torch
 from torch import nn
 
-from .generate import Generated, _null, left_pad, record_step
+from .generate import DecodeOutputs, Generated, _null, left_pad
 from .qwen import KVCache, QwenConfig, QwenForCausalLM, rope_cos_sin
 from .sampling import SamplingConfig, draw_uniforms, request_generators, sample
 
@@ -296,22 +296,17 @@ def static_generate(model: QwenForCausalLM, prompts: list[list[int]], seeds: lis
     cache.decode_slot = state.slot
     logits = out.logits[:, -1, :]
 
-    stops = torch.tensor(sorted(set(config.stop_token_ids)) or [-1], device=device)
-    out_tokens = torch.zeros((B, config.max_tokens), dtype=torch.long, device=device)
-    out_logprobs = torch.zeros((B, config.max_tokens), dtype=torch.float64, device=device)
-    lengths = torch.zeros(B, dtype=torch.long, device=device)
-    done = torch.zeros(B, dtype=torch.bool, device=device)
-    stopped = torch.zeros(B, dtype=torch.bool, device=device)
+    outputs = DecodeOutputs(B, config.max_tokens, config.stop_token_ids, pad_id, device)
     no_uniforms = torch.zeros(B, dtype=torch.float64)
     next_pos = positions[:, -1:] + 1  # [B, 1]
     for step in range(config.max_tokens):
         # temperature 0 is an argmax: exact on the compute dtype; sampling works on float32 as the eager path
         token, logprob = sample(logits if config.temperature == 0 else logits.float(), config,
                                 draw_uniforms(generators) if generators else no_uniforms)
-        record_step(step, token, logprob, stops, pad_id, out_tokens, out_logprobs, lengths, done, stopped)
+        outputs.record(step, token, logprob)
         if step == config.max_tokens - 1:
             break
-        if (step + 1) % check_done_every == 0 and bool(done.all()):
+        if (step + 1) % check_done_every == 0 and bool(outputs.done.all()):
             break
         # feed `token` at position next_pos into slot P + step
         state.token.copy_(token[:, None])
@@ -328,10 +323,4 @@ def static_generate(model: QwenForCausalLM, prompts: list[list[int]], seeds: lis
                 logits = decode_step(model, state)
     if use_graph and fresh:
         GRAPHS.put(key, state, (model, graph_key))
-    lengths_l = lengths.tolist()
-    tokens_l = out_tokens.tolist()
-    logprobs_l = out_logprobs.tolist()
-    return [
-        Generated(tokens_l[b][: lengths_l[b]], logprobs_l[b][: lengths_l[b]], "stop" if bool(stopped[b]) else "length")
-        for b in range(B)
-    ]
+    return outputs.results()
