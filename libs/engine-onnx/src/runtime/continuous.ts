@@ -16,7 +16,7 @@
  */
 import type { Completion, SamplingParams } from "@troupe/core";
 import type { Tokenizer } from "@troupe/engine";
-import { SequenceSampler } from "./generate.ts";
+import { PREFILL_ROWS, SequenceSampler } from "./generate.ts";
 import type { RaggedKvCache } from "./kv-cache.ts";
 import { padBatch } from "./padding.ts";
 import type { HostWeights, ModelRunner } from "./runner.ts";
@@ -33,12 +33,8 @@ export interface ContinuousBatchingOptions {
 
 export const DEFAULT_MAX_BATCH = 256;
 export const DEFAULT_MAX_QUEUED = 1024;
-/**
- * A prefill's cost per row grows with its rows past a few dozen (its attention scores are
- * rows × T × 2T, fresh memory every run): on the tiny team's 80-token prompts 16 rows cost
- * 0.26 ms a row, 200 rows 1.4 ms a row. So joiners are prefilled 16 at a time, one group per step.
- */
-export const DEFAULT_PREFILL_ROWS = 16;
+/** Joiners are prefilled `PREFILL_ROWS` at a time (see generate.ts), one group per step. */
+export const DEFAULT_PREFILL_ROWS = PREFILL_ROWS;
 /** Cache columns are allocated in multiples of this, so a slightly longer joiner rarely reallocates. */
 const COLUMN_STEP = 32;
 
