@@ -72,6 +72,9 @@ export const TOOL_CALL_ROLE_DESCRIPTIONS: Readonly<Record<string, string>> = {
   plan: "gives the plan from the board and the tool's output (compact protocol); the environment executes it",
 };
 
+/** What pads a tool call's plan to `toolWidth` (every game's plan parser skips it). */
+const TOOL_PADDING = ".";
+
 const isCodeRunner = (value: unknown): value is CodeRunner =>
   typeof value === "object" && value !== null && typeof (value as { run?: unknown }).run === "function";
 
@@ -95,6 +98,14 @@ export const EpisodeOptionsSchema = z.object({
   toolWallMs: z.number().int().positive().default(10_000),
   /** Characters of the tool program's output shown to the plan agent (the tail is kept). */
   toolOutputChars: z.number().int().positive().default(1500),
+  /**
+   * The `tool-call` roles: a plan the tool gives is padded with `.` to this many characters (the
+   * plan parsers skip dots). The plan agent reads `tool: <output>` on the line before its cue, so
+   * at a fixed width the k-th character it writes copies the character a constant distance back,
+   * whatever the plan's length — one attention offset to learn; without it the distance grows with
+   * the plan, and a 2-layer byte model learns the copy late or not at all, depending on the seed.
+   */
+  toolWidth: z.number().int().min(1).max(256).optional(),
   /** Base seed for `generateTasks` when none is given there. */
   seed: z.number().int().default(0),
 });
@@ -241,7 +252,10 @@ export function gameEnvironment<Puzzle, Board, Move>(
   function callTool(puzzle: Puzzle, draft: Draft, agent: AgentId, text: string): void {
     const tool = game.toolCall!;
     const call = tool.run(puzzle, draft.board, text);
-    draft.toolOutput = call.output;
+    draft.toolOutput =
+      call.moves !== null && options.toolWidth !== undefined
+        ? call.output.padEnd(options.toolWidth, TOOL_PADDING)
+        : call.output;
     const reachesGoal =
       call.moves !== null && executePlan(game, puzzle, draft.board, call.moves, options.maxPlanLength).solved;
     if (call.bad) draft.local[agent] = planProgress(1, 1, true, rewards.invalid);

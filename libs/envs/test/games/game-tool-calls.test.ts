@@ -7,6 +7,7 @@ import { Rng, type Task } from "@troupe/core";
 import { describe, expect, it } from "vitest";
 import type { BoardAnswer, ExecutedAction } from "../../src/answer.ts";
 import {
+  type GameEnvironment,
   parsePushCommand,
   planBoxTo,
   runPushCommand,
@@ -200,5 +201,35 @@ describe("the Sudoku row command", () => {
     expect(() => sudokuEnv({ givens: 8, maxGivens: 7 }).generateTasks("test", 1)).toThrow(
       "sudoku options: maxGivens (7) is below givens (8)",
     );
+  });
+});
+
+describe("toolWidth: a tool call's plan padded to a fixed width", () => {
+  /** What the plan agent reads after one call, and the boards and rewards of its two answers. */
+  function afterCall<P>(env: GameEnvironment<P, unknown>, task: Task<P>, call: string) {
+    const called = stepSync(env, env.reset(task, 0), { tool: call });
+    const output = called.state.toolOutput!;
+    const demo = env.demo(task, called.state, "plan");
+    const verbatim = stepSync(env, called.state, { plan: output });
+    const plain = stepSync(env, called.state, { plan: demo });
+    return { prompt: env.observe(called.state, "plan").messages[0]!.content, output, demo, verbatim, plain };
+  }
+
+  it("the plan agent reads the padded plan; its demonstration and a verbatim copy are the same plan", () => {
+    const sudokuWide = sudokuEnv({ roles: "tool-call", maxTurns: 4, toolWidth: 15 });
+    const runs = [
+      afterCall(sudokuWide, sudokuTask, "row 0"),
+      afterCall(sokobanEnv({ roles: "tool-call", maxTurns: 2, toolWidth: 12 }), sokobanTask, "push 3 3"),
+    ];
+    expect(runs.map((r) => r.output)).toEqual(["012 023........", "DRURD......."]);
+    for (const r of runs) {
+      expect(r.prompt).toContain(`\ntool: ${r.output}\nplan:`);
+      expect(r.output).toBe(r.demo.padEnd(r.output.length, "."));
+      expect(r.verbatim.state.board).toEqual(r.plain.state.board);
+      expect(r.verbatim.teamReward).toBe(r.plain.teamReward);
+    }
+    // Messages are not plans: never padded.
+    const bad = stepSync(sudokuWide, sudokuWide.reset(sudokuTask, 0), { tool: "row 9" });
+    expect(bad.state.toolOutput).toBe("bad command: row 9 is off the board");
   });
 });
