@@ -88,6 +88,13 @@ export const EpisodeOptionsSchema = z.object({
    * order; [] is the board picture alone.
    */
   hints: z.array(z.enum(COMPACT_HINTS)).default([]),
+  /**
+   * Where the compact observation puts the report on the last executed plan (`last: …`): after the
+   * hint lines (default), or first, before the board. First, every line an agent copies from (the
+   * hints, the tool's output) stays the same distance from its cue on every turn, since the one
+   * line whose length and presence vary comes before them.
+   */
+  reportLine: z.enum(["after-hints", "first"]).default("after-hints"),
   /** Moves of one plan executed at most; the rest is ignored (and reported). */
   maxPlanLength: z.number().int().min(1).max(1000).default(64),
   /** Runs the tool agent's Python (required when roles = "tool"): the sandbox from @troupe/sandbox. */
@@ -402,7 +409,7 @@ export function gameEnvironment<Puzzle, Board, Move>(
           `${game.name} (${options.roles} roles): unknown agent "${agent}"; agents: ${agents.join(", ")}`,
         );
       }
-      if (compactLike || toolCalls) return compactObservation(game, state, agent, hints);
+      if (compactLike || toolCalls) return compactObservation(game, state, agent, hints, options.reportLine);
       return agent === "tool" ? toolObservation(game, state) : planObservation(game, state);
     },
     step(state: State, actions: JointAction) {
@@ -458,8 +465,9 @@ function toolPlanProgress<Puzzle, Board, Move>(
 // Observations
 
 /**
- * Compact prompt: `<game> <role>`, the board one row per line, the hint lines, the last report,
- * for the tool-call roles' plan agent the tool's output (`tool: RRDD`), and a cue (`plan:`;
+ * Compact prompt: `<game> <role>`, the board one row per line, the hint lines, the last report
+ * (with `reportLine: "first"` before the board instead), for the tool-call roles' plan agent the
+ * tool's output (`tool: RRDD`), and a cue (`plan:`;
  * `fix:` for the fixer, `call:` for the tool-call roles' tool agent). e.g. for the fixer:
  *   path fixer
  *   .A#.
@@ -474,10 +482,14 @@ export function compactObservation<Puzzle, Board>(
   state: GameState<Puzzle, Board>,
   agent: AgentId,
   hints: readonly CompactHint[] = [],
+  reportLine: "after-hints" | "first" = "after-hints",
 ): Observation {
-  const lines = [`${game.shortName} ${agent}`, game.render(state.puzzle, state.board)];
+  const lines = [`${game.shortName} ${agent}`];
+  const report = state.report === null ? [] : [`last: ${state.report}`];
+  if (reportLine === "first") lines.push(...report);
+  lines.push(game.render(state.puzzle, state.board));
   for (const kind of hints) lines.push(game.hint!(kind, state.puzzle, state.board));
-  if (state.report !== null) lines.push(`last: ${state.report}`);
+  if (reportLine === "after-hints") lines.push(...report);
   if (agent === "plan" && state.toolOutput !== null) lines.push(`tool: ${state.toolOutput}`);
   lines.push(agent === "fixer" ? "fix:" : agent === "tool" ? "call:" : "plan:");
   return userObservation(lines.join("\n"));

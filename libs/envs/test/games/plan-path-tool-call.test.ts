@@ -156,6 +156,23 @@ describe("tool-call roles", () => {
     expect(p2.teamReward).toBeCloseTo(-0.01 - 0.25 - 1, 12);
   });
 
+  it('reportLine "first": the report before the board, so the lines copied from keep their distance to the cue', () => {
+    const first = planPathEnv({ roles: "tool-call", hints: [...HINTS], maxTurns: 2, reportLine: "first" });
+    const p1 = stepSync(first, stepSync(first, first.reset(task, 0), { tool: "path 2 2" }).state, {
+      plan: "DDRR",
+    });
+    expect(first.observe(p1.state, "tool").messages[0]!.content).toBe(
+      "path tool\nlast: DDRR: not solved, at (2,2)\n..#.\n.#..\n..A#\n#..G\nagent 2 2\ngoal 3 3\ngoal D1 R1\nnear U. D. L. R#\ncall:",
+    );
+    const t2 = stepSync(first, p1.state, { tool: "path 3 3" });
+    expect(first.observe(t2.state, "plan").messages[0]!.content).toMatch(
+      /^path plan\nlast: DDRR: not solved, at \(2,2\)\n..#.\n[^]*\nnear U. D. L. R#\ntool: DR\nplan:$/,
+    );
+    // The first turn has no report: the same prompt either way.
+    const s0 = first.reset(task, 0);
+    expect(first.observe(s0, "tool")).toEqual(env.observe(env.reset(task, 0), "tool"));
+  });
+
   it("branches from one frozen state never share state", () => {
     const s0 = deepFreeze(env.reset(task, 0));
     const before = stableHash(s0);
