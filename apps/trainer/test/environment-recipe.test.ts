@@ -38,7 +38,7 @@ describe("recipe environments", () => {
     const sudokuWithRows =
       "name: x\nenvironment: { name: sudoku, options: { rows: 6 } }\nstrategy: { name: atgrpo }\n";
     expect(() => loadRecipeText(sudokuWithRows)).toThrow(
-      /^recipe: environment\.options\.rows: not an option of environment "sudoku" \(its options: roles, maxTurns, hints, maxPlanLength, toolWallMs, toolOutputChars, seed, size, givens, maxGivens, splitFractions, rewards\)$/,
+      /^recipe: environment\.options\.rows: not an option of environment "sudoku" \(its options: roles, maxTurns, hints, reportLine, maxPlanLength, toolWallMs, toolOutputChars, toolWidth, seed, size, givens, maxGivens, splitFractions, rewards\)$/,
     );
     expect(() => loadRecipeText(defaultRecipe, ["environment.options.rows=1"])).toThrow(
       /^recipe: environment\.options\.rows: Too small: expected number to be >=2$/,
