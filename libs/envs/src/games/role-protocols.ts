@@ -111,8 +111,9 @@ export const EpisodeOptionsSchema = z.object({
    * at a fixed width the k-th character it writes copies the character a constant distance back,
    * whatever the plan's length — one attention offset to learn; without it the distance grows with
    * the plan, and a 2-layer byte model learns the copy late or not at all, depending on the seed.
+   * 0 (or absent): no padding.
    */
-  toolWidth: z.number().int().min(1).max(256).optional(),
+  toolWidth: z.number().int().min(0).max(256).optional(),
   /** Base seed for `generateTasks` when none is given there. */
   seed: z.number().int().default(0),
 });

@@ -222,6 +222,8 @@ describe("toolWidth: a tool call's plan padded to a fixed width", () => {
       afterCall(sokobanEnv({ roles: "tool-call", maxTurns: 2, toolWidth: 12 }), sokobanTask, "push 3 3"),
     ];
     expect(runs.map((r) => r.output)).toEqual(["012 023........", "DRURD......."]);
+    const unpadded = sudokuEnv({ roles: "tool-call", maxTurns: 4, toolWidth: 0 });
+    expect(afterCall(unpadded, sudokuTask, "row 0").output).toBe("012 023");
     for (const r of runs) {
       expect(r.prompt).toContain(`\ntool: ${r.output}\nplan:`);
       expect(r.output).toBe(r.demo.padEnd(r.output.length, "."));
