@@ -17,7 +17,7 @@
 import type { Completion, SamplingParams } from "@troupe/core";
 import type { Tokenizer } from "@troupe/engine";
 import { PREFILL_ROWS, SequenceSampler } from "./generate.ts";
-import type { RaggedKvCache } from "./kv-cache.ts";
+import { copyCacheRow, type RaggedKvCache } from "./kv-cache.ts";
 import { padBatch } from "./padding.ts";
 import type { HostWeights, ModelRunner } from "./runner.ts";
 import type { FloatArray } from "./session.ts";
@@ -33,8 +33,6 @@ export interface ContinuousBatchingOptions {
 
 export const DEFAULT_MAX_BATCH = 256;
 export const DEFAULT_MAX_QUEUED = 1024;
-/** Joiners are prefilled `PREFILL_ROWS` at a time (see generate.ts), one group per step. */
-export const DEFAULT_PREFILL_ROWS = PREFILL_ROWS;
 /** Cache columns are allocated in multiples of this, so a slightly longer joiner rarely reallocates. */
 const COLUMN_STEP = 32;
 
@@ -43,7 +41,8 @@ export function batchingLimits(options: ContinuousBatchingOptions): Required<Con
   const limits = {
     maxBatch: options.maxBatch ?? DEFAULT_MAX_BATCH,
     maxQueued: options.maxQueued ?? DEFAULT_MAX_QUEUED,
-    prefillRows: options.prefillRows ?? DEFAULT_PREFILL_ROWS,
+    // Joiners are prefilled `PREFILL_ROWS` at a time (see generate.ts), one group per step.
+    prefillRows: options.prefillRows ?? PREFILL_ROWS,
   };
   for (const [name, value] of Object.entries(limits)) {
     if (!Number.isInteger(value) || value < 1)
@@ -277,12 +276,7 @@ export class ContinuousBatcher {
     const last = this.active.length - 1;
     if (r !== last) {
       const cache = this.cache!;
-      const rowValues = cache.keys[0]!.length / cache.rows;
-      for (const arrays of [cache.keys, cache.values]) {
-        for (const a of arrays) a.copyWithin(r * rowValues, last * rowValues, (last + 1) * rowValues);
-      }
-      const C = cache.capacity;
-      cache.valid.copyWithin(r * C, last * C, (last + 1) * C);
+      copyCacheRow(cache, last, r);
       cache.lengths[r] = cache.lengths[last]!;
       this.active[r] = this.active[last]!;
     }

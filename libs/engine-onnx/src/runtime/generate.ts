@@ -12,7 +12,7 @@
  */
 import { type Completion, deriveSeed, Rng, type SamplingParams } from "@troupe/core";
 import { sampleToken, type Tokenizer } from "@troupe/engine";
-import type { FixedKvCache } from "./kv-cache.ts";
+import { copyCacheRow, type FixedKvCache } from "./kv-cache.ts";
 import { type PaddedBatch, padBatch } from "./padding.ts";
 import type { HostWeights, ModelRunner } from "./runner.ts";
 import type { FloatArray, ort } from "./session.ts";
@@ -120,26 +120,14 @@ async function prefill(
 ): Promise<FloatArray> {
   const B = cache.batch;
   const T = padded.time;
-  const C = cache.capacity;
-  const rowValues = cache.keys[0]!.length / B;
-  const V = cache.logits.length / B;
   for (let start = 0; start < B; start += PREFILL_ROWS) {
     const end = Math.min(B, start + PREFILL_ROWS);
-    const rows: FixedKvCache = {
-      batch: end - start,
-      capacity: C,
-      length: 0,
-      keys: cache.keys.map((a) => a.subarray(start * rowValues, end * rowValues)),
-      values: cache.values.map((a) => a.subarray(start * rowValues, end * rowValues)),
-      valid: cache.valid.subarray(start * C, end * C),
-      logits: cache.logits.subarray(start * V, end * V),
-    };
     await runner.cachedDecodeStep(
       weights,
       padded.ids.subarray(start * T, end * T),
       padded.positions.subarray(start * T, end * T),
       padded.valid.subarray(start * T, end * T),
-      rows,
+      cacheRows(cache, start, end),
       versioned,
     );
   }
@@ -155,30 +143,32 @@ async function prefill(
  */
 function dropFinished(cache: FixedKvCache, order: number[], rows: readonly SequenceSampler[]): FixedKvCache {
   let batch = cache.batch;
-  const C = cache.capacity;
-  const rowValues = cache.keys[0]!.length / cache.batch;
   for (let k = batch - 1; k >= 0; k--) {
     if (!rows[order[k]!]!.done) continue;
     const last = batch - 1;
     if (k !== last) {
-      for (const arrays of [cache.keys, cache.values])
-        for (const a of arrays) a.copyWithin(k * rowValues, last * rowValues, (last + 1) * rowValues);
-      cache.valid.copyWithin(k * C, last * C, (last + 1) * C);
+      copyCacheRow(cache, last, k);
       order[k] = order[last]!;
     }
     order.pop();
     batch--;
   }
-  if (batch === cache.batch) return cache;
+  return batch === cache.batch ? cache : cacheRows(cache, 0, batch, cache.length);
+}
+
+/** Rows [start, end) of a cache as a cache of their own: views of the same arrays, `length` columns filled. */
+function cacheRows(cache: FixedKvCache, start: number, end: number, length = 0): FixedKvCache {
+  const C = cache.capacity;
+  const rowValues = cache.keys[0]!.length / cache.batch;
   const V = cache.logits.length / cache.batch;
   return {
-    batch,
+    batch: end - start,
     capacity: C,
-    length: cache.length,
-    keys: cache.keys.map((a) => a.subarray(0, batch * rowValues)),
-    values: cache.values.map((a) => a.subarray(0, batch * rowValues)),
-    valid: cache.valid.subarray(0, batch * C),
-    logits: cache.logits.subarray(0, batch * V),
+    length,
+    keys: cache.keys.map((a) => a.subarray(start * rowValues, end * rowValues)),
+    values: cache.values.map((a) => a.subarray(start * rowValues, end * rowValues)),
+    valid: cache.valid.subarray(start * C, end * C),
+    logits: cache.logits.subarray(start * V, end * V),
   };
 }
 

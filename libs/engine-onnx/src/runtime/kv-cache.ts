@@ -75,6 +75,22 @@ export interface RaggedKvCache {
   readonly logits: FloatArray;
 }
 
+/**
+ * Copies row `from` of a pre-allocated cache (fixed or ragged: rows are the outermost dimension
+ * of its keys, values and valid flags) over row `to`.
+ */
+export function copyCacheRow(
+  cache: Pick<FixedKvCache, "keys" | "values" | "valid" | "capacity">,
+  from: number,
+  to: number,
+): void {
+  const C = cache.capacity;
+  const rowValues = (cache.keys[0]!.length * C) / cache.valid.length;
+  for (const arrays of [cache.keys, cache.values])
+    for (const a of arrays) a.copyWithin(to * rowValues, from * rowValues, (from + 1) * rowValues);
+  cache.valid.copyWithin(to * C, from * C, (from + 1) * C);
+}
+
 /** A growing KV cache of `decodeStep`: the ORT tensors of the previous step's `present_*` outputs. */
 export interface KvCache {
   /** Cached columns P. */

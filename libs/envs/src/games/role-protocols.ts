@@ -72,6 +72,10 @@ export const TOOL_CALL_ROLE_DESCRIPTIONS: Readonly<Record<string, string>> = {
   plan: "gives the plan from the board and the tool's output (compact protocol); the environment executes it",
 };
 
+/** Where the compact observation puts the last report (`reportLine`). */
+const REPORT_LINES = ["after-hints", "first"] as const;
+type ReportLine = (typeof REPORT_LINES)[number];
+
 /** What pads a tool call's plan to `toolWidth` (every game's plan parser skips it). */
 const TOOL_PADDING = ".";
 
@@ -94,7 +98,7 @@ export const EpisodeOptionsSchema = z.object({
    * hints, the tool's output) stays the same distance from its cue on every turn, since the one
    * line whose length and presence vary comes before them.
    */
-  reportLine: z.enum(["after-hints", "first"]).default("after-hints"),
+  reportLine: z.enum(REPORT_LINES).default("after-hints"),
   /** Moves of one plan executed at most; the rest is ignored (and reported). */
   maxPlanLength: z.number().int().min(1).max(1000).default(64),
   /** Runs the tool agent's Python (required when roles = "tool"): the sandbox from @troupe/sandbox. */
@@ -483,7 +487,7 @@ export function compactObservation<Puzzle, Board>(
   state: GameState<Puzzle, Board>,
   agent: AgentId,
   hints: readonly CompactHint[] = [],
-  reportLine: "after-hints" | "first" = "after-hints",
+  reportLine: ReportLine = "after-hints",
 ): Observation {
   const lines = [`${game.shortName} ${agent}`];
   const report = state.report === null ? [] : [`last: ${state.report}`];
