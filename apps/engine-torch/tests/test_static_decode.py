@@ -118,12 +118,17 @@ def test_graph_decode_matches_eager_on_cuda(model_type: str, precision: str) -> 
 
 @pytest.mark.skipif(not hasattr(torch, "compile") or not torch.cuda.is_available(),
                     reason=f"compile_blocks needs torch ≥ 2.0 and CUDA (torch {torch.__version__}, CUDA {torch.cuda.is_available()})")
-def test_compiled_blocks_train_step_matches_plain() -> None:
-    plain = Engine(EngineOptions(device="cuda", model_backend="troupe", generator="torch"))
-    fast = Engine(EngineOptions(device="cuda", model_backend="troupe", generator="torch", compile_blocks=True))
+@pytest.mark.parametrize("autocast", [False, True])
+def test_compiled_blocks_train_step_matches_plain(autocast: bool) -> None:
+    """Two train steps, plain blocks against compiled ones: the second step's loss shows that the first
+    step's gradients and update agree too. In fp32 the fused kernels round like the eager ones (1e-4);
+    under bf16 autocast (the trainer's default on CUDA) Inductor keeps fused intermediates in fp32 where
+    eager rounds each op to bf16 (8-bit mantissa, 0.4% a rounding), so the losses agree to 1%."""
     from conftest import tiny_config
 
-    for e in (plain, fast):
+    engines = [Engine(EngineOptions(device="cuda", model_backend="troupe", generator="torch", autocast=autocast,
+                                    compile_blocks=compiled)) for compiled in (False, True)]
+    for e in engines:
         e.load_model({"name": "m", "init": {"config": tiny_config("qwen3"), "seed": 0}}, {})
         e.add_policy({"id": "p", "model": "m", "copy": False})
     seq = [5, 6, 7, 8, 9, 10]
@@ -131,8 +136,8 @@ def test_compiled_blocks_train_step_matches_plain() -> None:
                 "completion_lengths": torch.tensor([4, 4], dtype=torch.int32), "old_logprobs": torch.full((8,), -3.0),
                 "advantages": torch.tensor([1.0, -1.0])}
     step = {"policy": "p", "loss": {}, "optimizer": {"lr": 1e-3}, "microBatchSize": 2}
-    a, b = plain.train_step(step, payloads), fast.train_step(step, payloads)
-    assert b["loss"] == pytest.approx(a["loss"], rel=1e-3, abs=1e-4)
+    plain, fast = ([e.train_step(step, payloads)["loss"] for _ in range(2)] for e in engines)
+    assert fast == pytest.approx(plain, rel=1e-2 if autocast else 1e-4, abs=1e-5)
 
 
 def test_compile_blocks_is_refused_without_torch_compile() -> None:
