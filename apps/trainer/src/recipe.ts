@@ -311,9 +311,12 @@ export const RecipeSchema = z.strictObject({
       /**
        * A warm start that stops when it is good enough: after the step where every policy's mean
        * negative log-likelihood over its last SFT_STOP_WINDOW steps is at or below this, instead of
-       * at `steps` (then a maximum). The schedule still counts over `steps`. (Optional: cache ids stay.)
+       * at `steps` (then a maximum). The schedule still counts over `steps`. One number for every
+       * policy, or one per role (`{ tool: 0.05, plan: 0.2 }`): a role whose demonstrations keep some
+       * entropy (cut ones: stop here or go on) never gets as low as one that copies. Roles that share
+       * a policy share its NLL, so they must be given one value. (Optional: cache ids stay.)
        */
-      stopAtNll: z.number().gt(0).optional(),
+      stopAtNll: z.union([z.number().gt(0), z.record(z.string().min(1), z.number().gt(0))]).optional(),
     })
     .optional(),
   /**

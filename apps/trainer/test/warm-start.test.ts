@@ -11,7 +11,7 @@ import { describe, expect, it } from "vitest";
 import { createEngine } from "../src/engines.ts";
 import { createEnvironment, recipeTeam } from "../src/envs.ts";
 import { loadRecipeText } from "../src/recipe.ts";
-import { cachedWarmStart, SFT_STOP_WINDOW, warmStart } from "../src/run/warm-start.ts";
+import { cachedWarmStart, SFT_STOP_WINDOW, stopThresholds, warmStart } from "../src/run/warm-start.ts";
 import { warmStartId, warmStartProgress } from "../src/run/warm-start-cache.ts";
 import { quiet, TINY_PLAN_PATH, tempRoot } from "./tiny.ts";
 
@@ -120,7 +120,7 @@ describe("warm start", () => {
 
   it("stops when the mean NLL of its last SFT_STOP_WINDOW steps reaches sft.stopAtNll, and is then finished", async () => {
     const store = new FileStore(join(root, "stop"));
-    const run = async (stopAtNll: number, steps: number) => {
+    const run = async (stopAtNll: number | string, steps: number) => {
       const recipe = loadRecipeText(
         recipeText("{ lr: 0.001 }").replace(
           "sft: { steps: 3,",
@@ -173,5 +173,59 @@ describe("warm start", () => {
     expect(await never.runStore.latestCommittedStep()).toBe(SFT_STOP_WINDOW + 1);
     expect(never.progress).toEqual({ latest: SFT_STOP_WINDOW + 1, finished: true });
     expect(never.runStore.runId).not.toBe(early.runStore.runId);
+    // One value per role: a role that never gets low enough keeps the warm start going.
+    const perRole = await run("{ planner: 100, fixer: 1e-9 }", SFT_STOP_WINDOW + 4);
+    expect(await perRole.runStore.latestCommittedStep()).toBe(SFT_STOP_WINDOW + 3);
+    const bothHigh = await run("{ planner: 100, fixer: 50 }", 40);
+    expect(bothHigh.notes.at(-1)).toMatch(
+      /^warm start: stopped after \d+ steps, the mean nll of the last 10 at or below planner 100, fixer 50$/,
+    );
+  });
+
+  describe("stopThresholds: sft.stopAtNll as each policy's threshold", () => {
+    const teamOf = (specialisation: "shared" | "per-role") => {
+      const recipe = loadRecipeText(recipeText("{ lr: 0.001 }"));
+      const trainerEnv = createEnvironment(recipe.environment.name, recipe.environment.options);
+      return recipeTeam(trainerEnv, { ...recipe.team, specialisation });
+    };
+    const baseSft = loadRecipeText(recipeText("{ lr: 0.001 }")).sft!;
+    const sft = (stopAtNll: number | Record<string, number> | undefined) => ({ ...baseSft, stopAtNll });
+
+    it("gives every policy one number, or each role's own value", () => {
+      expect(stopThresholds(sft(undefined), teamOf("per-role"))).toBeUndefined();
+      expect([...stopThresholds(sft(0.09), teamOf("per-role"))!]).toEqual([
+        ["planner", 0.09],
+        ["fixer", 0.09],
+      ]);
+      expect([...stopThresholds(sft(0.09), teamOf("shared"))!]).toEqual([["shared", 0.09]]);
+      expect([...stopThresholds(sft({ fixer: 0.2, planner: 0.05 }), teamOf("per-role"))!]).toEqual([
+        ["planner", 0.05],
+        ["fixer", 0.2],
+      ]);
+      expect([...stopThresholds(sft({ planner: 0.1, fixer: 0.1 }), teamOf("shared"))!]).toEqual([
+        ["shared", 0.1],
+      ]);
+    });
+
+    it("refuses an unknown role, a role left out, and two values for one shared policy, with one line", () => {
+      expect(() => stopThresholds(sft({ planer: 0.1, fixer: 0.1 }), teamOf("per-role"))).toThrow(
+        /^sft\.stopAtNll: "planer" is not a role of this team \(planner, fixer\)$/,
+      );
+      expect(() => stopThresholds(sft({ planner: 0.1 }), teamOf("per-role"))).toThrow(
+        /^sft\.stopAtNll: no value for the role "fixer" \(give every role one, or one number\)$/,
+      );
+      expect(() => stopThresholds(sft({ planner: 0.1, fixer: 0.2 }), teamOf("shared"))).toThrow(
+        /^sft\.stopAtNll: the roles of the policy "shared" share its NLL and need one value \(got 0\.1 and 0\.2\)$/,
+      );
+    });
+
+    it("parses a per-role map from YAML and refuses a threshold of 0", () => {
+      const text = recipeText("{ lr: 0.001 }").replace(
+        "sft: { steps: 3,",
+        "sft: { steps: 3, stopAtNll: { planner: 0.05, fixer: 0.2 },",
+      );
+      expect(loadRecipeText(text).sft?.stopAtNll).toEqual({ planner: 0.05, fixer: 0.2 });
+      expect(() => loadRecipeText(text.replace("fixer: 0.2", "fixer: 0"))).toThrow(/stopAtNll/);
+    });
   });
 });

@@ -106,6 +106,7 @@ export function armRecipe(base: Recipe, arm: Arm, seed: number): Recipe {
           ...(base.sft.cut ? { cut: { ...base.sft.cut, roles: undefined } } : {}),
         };
       }
+      if (out.sft) out.sft = oneStopThreshold(out.sft as NonNullable<Recipe["sft"]>);
       break;
     }
     case "warm-start":
@@ -128,12 +129,24 @@ export function armRecipe(base: Recipe, arm: Arm, seed: number): Recipe {
     }
     case "atgrpo-shared":
       out.team = { ...base.team, specialisation: "shared" };
+      if (base.sft) out.sft = oneStopThreshold(base.sft);
       break;
     case "atgrpo-per-role":
       out.team = { ...base.team, specialisation: "per-role" };
       break;
   }
   return parseRecipe(out, `compare arm ${arm}`);
+}
+
+/**
+ * A per-role `sft.stopAtNll` as one number, for an arm whose one policy speaks for every role (the
+ * single agent, a shared policy): the largest, since that policy's NLL keeps the entropy of the
+ * role whose demonstrations keep the most (the cut ones) and would never reach the smaller values.
+ */
+function oneStopThreshold(sft: NonNullable<Recipe["sft"]>): NonNullable<Recipe["sft"]> {
+  const stopAtNll = sft.stopAtNll;
+  if (stopAtNll === undefined || typeof stopAtNll === "number") return sft;
+  return { ...sft, stopAtNll: Math.max(...Object.values(stopAtNll)) };
 }
 
 /** 1 + k + … + k^(t−1): the nodes of an aligned MAGRPO tree of depth t with branching k. */

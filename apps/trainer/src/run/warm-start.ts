@@ -4,7 +4,7 @@
  * determines its result. A second run with the same model, environment, team and SFT settings
  * loads the finished warm start instead of recomputing it; an interrupted one resumes.
  */
-import { deriveSeed, type Team, teamPolicies } from "@troupe/core";
+import { deriveSeed, type PolicyId, type Team, teamPolicies } from "@troupe/core";
 import { defaultOptimizerConfig, type Engine, learningRate } from "@troupe/engine";
 import type { ObjectStore } from "@troupe/storage";
 import { RunStore } from "@troupe/storage";
@@ -110,6 +110,7 @@ export async function warmStart(context: RunContext): Promise<WarmStartResult | 
   const sft = recipe.sft;
   if (!sft || sft.steps === 0) return undefined;
   checkDemonstrationRoles(sft, team);
+  const stopAt = stopThresholds(sft, team);
   const demoEnv = demonstrationEnvironment(recipe, trainerEnv);
   const runStore = new RunStore(store, warmStartId(recipe, team));
   await runStore.writeConfig({ kind: "sft", ...warmStartKey(recipe, team) });
@@ -152,10 +153,10 @@ export async function warmStart(context: RunContext): Promise<WarmStartResult | 
     }
   }
   const goodEnough = () =>
-    sft.stopAtNll !== undefined &&
-    teamPolicies(team).every((policyId) => {
+    stopAt !== undefined &&
+    [...stopAt].every(([policyId, threshold]) => {
       const list = recent.get(policyId) ?? [];
-      return list.length === SFT_STOP_WINDOW && mean(list) <= sft.stopAtNll!;
+      return list.length === SFT_STOP_WINDOW && mean(list) <= threshold;
     });
   const started = performance.now();
   for (let step = (latest ?? -1) + 1; step < sft.steps; step++) {
@@ -196,7 +197,7 @@ export async function warmStart(context: RunContext): Promise<WarmStartResult | 
     }
     if (stop) {
       reporter.note(
-        `warm start: stopped after ${step + 1} steps, the mean nll of the last ${SFT_STOP_WINDOW} at or below ${sft.stopAtNll}`,
+        `warm start: stopped after ${step + 1} steps, the mean nll of the last ${SFT_STOP_WINDOW} at or below ${describeThresholds(stopAt!)}`,
       );
       break;
     }
@@ -216,6 +217,48 @@ export function checkDemonstrationRoles(sft: NonNullable<Recipe["sft"]>, team: T
     if (unknownRole !== undefined)
       throw new RecipeError(`${field}: "${unknownRole}" is not a role of this team (${roleIds.join(", ")})`);
   }
+}
+
+/**
+ * `sft.stopAtNll` as each policy's threshold (undefined when absent). A number holds for every
+ * policy; a map names every role once, and roles that share a policy must agree (they share its
+ * NLL) — one RecipeError line otherwise.
+ */
+export function stopThresholds(
+  sft: NonNullable<Recipe["sft"]>,
+  team: Team,
+): Map<PolicyId, number> | undefined {
+  const stopAtNll = sft.stopAtNll;
+  if (stopAtNll === undefined) return undefined;
+  if (typeof stopAtNll === "number") return new Map(teamPolicies(team).map((id) => [id, stopAtNll]));
+  const roleIds = team.roles.map((r) => r.id);
+  const unknownRole = Object.keys(stopAtNll).find((id) => !roleIds.includes(id));
+  if (unknownRole !== undefined)
+    throw new RecipeError(
+      `sft.stopAtNll: "${unknownRole}" is not a role of this team (${roleIds.join(", ")})`,
+    );
+  const thresholds = new Map<PolicyId, number>();
+  for (const role of team.roles) {
+    const value = stopAtNll[role.id];
+    if (value === undefined)
+      throw new RecipeError(
+        `sft.stopAtNll: no value for the role "${role.id}" (give every role one, or one number)`,
+      );
+    const shared = thresholds.get(role.policy);
+    if (shared !== undefined && shared !== value)
+      throw new RecipeError(
+        `sft.stopAtNll: the roles of the policy "${role.policy}" share its NLL and need one value (got ${shared} and ${value})`,
+      );
+    thresholds.set(role.policy, value);
+  }
+  return thresholds;
+}
+
+/** `0.09`, or `tool 0.05, plan 0.2` where the policies' thresholds differ. */
+function describeThresholds(thresholds: ReadonlyMap<PolicyId, number>): string {
+  const values = new Set(thresholds.values());
+  if (values.size === 1) return String([...values][0]);
+  return [...thresholds].map(([id, v]) => `${id} ${v}`).join(", ");
 }
 
 /**

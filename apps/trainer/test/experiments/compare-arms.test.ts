@@ -40,6 +40,12 @@ sft: ${sft}
     const cuts = toolTeam("{ steps: 10, mistakeRate: 0, cut: { rate: 0.6, length: 2, roles: [plan] } }");
     expect(armRecipe(cuts, "grpo", 1).sft?.cut).toEqual({ rate: 0.6, length: 2 });
     expect(armRecipe(cuts, "warm-start", 1).sft?.cut).toEqual({ rate: 0.6, length: 2, roles: ["plan"] });
+    // A per-role stopping NLL becomes the largest for an arm whose one policy speaks for every role.
+    const stops = toolTeam("{ steps: 10, mistakeRate: 0, stopAtNll: { tool: 0.05, plan: 0.2 } }");
+    expect(armRecipe(stops, "grpo", 1).sft?.stopAtNll).toBe(0.2);
+    expect(armRecipe(stops, "atgrpo-shared", 1).sft?.stopAtNll).toBe(0.2);
+    expect(armRecipe(stops, "atgrpo-per-role", 1).sft?.stopAtNll).toEqual({ tool: 0.05, plan: 0.2 });
+    expect(armRecipe(stops, "warm-start", 1).sft?.stopAtNll).toEqual({ tool: 0.05, plan: 0.2 });
   });
 
   it("MAGRPO gets round(8 · 16 / 40) = 3 tasks per step: N·K·(1 + K) = 40 samples per task vs N·T·K = 16", () => {
