@@ -208,15 +208,16 @@ export async function warmStart(context: RunContext): Promise<WarmStartResult | 
 
 /** The roles the warm start's slips and cuts name must be the team's (one RecipeError line if not). */
 export function checkDemonstrationRoles(sft: NonNullable<Recipe["sft"]>, team: Team): void {
+  checkRoleNames("sft.mistakeRoles", sft.mistakeRoles, team);
+  checkRoleNames("sft.cut.roles", sft.cut?.roles, team);
+}
+
+/** Every name in `roles` (when given) must be a role of the team: one RecipeError line naming `field` if not. */
+function checkRoleNames(field: string, roles: readonly string[] | undefined, team: Team): void {
   const roleIds = team.roles.map((r) => r.id);
-  for (const [field, roles] of [
-    ["sft.mistakeRoles", sft.mistakeRoles],
-    ["sft.cut.roles", sft.cut?.roles],
-  ] as const) {
-    const unknownRole = roles?.find((id) => !roleIds.includes(id));
-    if (unknownRole !== undefined)
-      throw new RecipeError(`${field}: "${unknownRole}" is not a role of this team (${roleIds.join(", ")})`);
-  }
+  const unknownRole = roles?.find((id) => !roleIds.includes(id));
+  if (unknownRole !== undefined)
+    throw new RecipeError(`${field}: "${unknownRole}" is not a role of this team (${roleIds.join(", ")})`);
 }
 
 /**
@@ -231,12 +232,7 @@ export function stopThresholds(
   const stopAtNll = sft.stopAtNll;
   if (stopAtNll === undefined) return undefined;
   if (typeof stopAtNll === "number") return new Map(teamPolicies(team).map((id) => [id, stopAtNll]));
-  const roleIds = team.roles.map((r) => r.id);
-  const unknownRole = Object.keys(stopAtNll).find((id) => !roleIds.includes(id));
-  if (unknownRole !== undefined)
-    throw new RecipeError(
-      `sft.stopAtNll: "${unknownRole}" is not a role of this team (${roleIds.join(", ")})`,
-    );
+  checkRoleNames("sft.stopAtNll", Object.keys(stopAtNll), team);
   const thresholds = new Map<PolicyId, number>();
   for (const role of team.roles) {
     const value = stopAtNll[role.id];
