@@ -50,6 +50,7 @@ describe("recipes", () => {
       "atgrpo-math-tool",
       "atgrpo-planpath-tool",
       "atgrpo-planpath-toolcall",
+      "atgrpo-planpath-toolcall-long",
       "atgrpo-sokoban",
       "atgrpo-sudoku",
       "default",
