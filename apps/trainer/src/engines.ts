@@ -102,6 +102,7 @@ export async function createEngine(recipe: Recipe, policyIds: readonly PolicyId[
         })),
         activationBudgetBytes: memory.runBytes,
         memoryArena: recipe.engine.memoryArena === true,
+        completionWindow: recipe.engine.completionWindow === true,
       });
     }
     case "torch": {

@@ -92,6 +92,33 @@ describe("warm start", () => {
     expect(decayed).not.toBe(await warmStartWeights(optimizer, "sft-constant"));
   });
 
+  it("with engine.completionWindow: its own cache id, and the full graphs' NLL to float rounding", async () => {
+    const optimizer = "{ lr: 0.001 }";
+    const full = loadRecipeText(recipeText(optimizer));
+    const windowed = loadRecipeText(recipeText(optimizer), ["engine.completionWindow=true"]);
+    const team = recipeTeam(createEnvironment(full.environment.name, full.environment.options), full.team);
+    // Off (or absent), the key is what it was before the field existed.
+    expect(warmStartId(loadRecipeText(recipeText(optimizer), ["engine.completionWindow=false"]), team)).toBe(
+      WARM_START_ID_BEFORE_SCHEDULE,
+    );
+    expect(warmStartId(windowed, team)).not.toBe(warmStartId(full, team));
+    const nll = async (recipe: typeof full, folder: string) => {
+      const trainerEnv = createEnvironment(recipe.environment.name, recipe.environment.options);
+      const engine = await createEngine(recipe, teamPolicies(team));
+      try {
+        const store = new FileStore(join(root, folder));
+        const result = await warmStart({ recipe, trainerEnv, team, engine, store, reporter: quiet });
+        return Object.values(result!.finalNll);
+      } finally {
+        await engine.close();
+      }
+    };
+    const [a] = await nll(full, "window-off");
+    const [b] = await nll(windowed, "window-on");
+    expect(a).toBeGreaterThan(0.5); // three steps of a fresh model: far from fitted
+    expect(b).toBeCloseTo(a!, 4);
+  });
+
   it("refuses sft.mistakeRoles naming a role the team does not have, in one line", async () => {
     const recipe = loadRecipeText(recipeText("{ lr: 0.001 }", ", mistakeRoles: [planer]"));
     const trainerEnv = createEnvironment(recipe.environment.name, recipe.environment.options);

@@ -194,6 +194,52 @@ if (process.env.BENCH_TORCH !== "0") {
 }
 await engine.close();
 
+// The completion window (`completionWindow`) on the games' shape: a 2-layer model 128 wide, prompts
+// of 80–120 tokens and answers of 4–16, a warm-start micro-batch of 16. Both engines run
+// alternately in this one process, so the ratio holds whatever else loads the machine.
+{
+  const games = tinyQwenConfig({
+    vocab_size: 259,
+    hidden_size: 128,
+    intermediate_size: 384,
+    num_hidden_layers: 2,
+    num_attention_heads: 4,
+    num_key_value_heads: 2,
+  });
+  const policies = [{ id: "games", config: games, seed: 0 }];
+  const full = await createOnnxEngine({ policies, memoryArena: true });
+  const windowed = await createOnnxEngine({ policies, memoryArena: true, completionWindow: true });
+  const gamesBatch: TrainSequence[] = Array.from({ length: BATCH }, () => ({
+    promptTokenIds: tokens(80 + Math.floor(rand() * 41)),
+    completionTokenIds: tokens(4 + Math.floor(rand() * 13)),
+    oldLogprobs: [],
+    advantage: 0,
+  })).map((s) => ({ ...s, oldLogprobs: s.completionTokenIds.map(() => -1) }));
+  const step = { ...trainConfig, loss: { ...defaultPolicyLossConfig, nllCoef: 1 } };
+  const times = { full: [] as number[], windowed: [] as number[] };
+  await full.trainStep("games", gamesBatch, step);
+  await windowed.trainStep("games", gamesBatch, step);
+  for (let i = 0; i < Math.max(3, REPEATS); i++) {
+    for (const [name, e] of [
+      ["full", full],
+      ["windowed", windowed],
+    ] as const) {
+      const t0 = performance.now();
+      await e.trainStep("games", gamesBatch, step);
+      times[name].push(performance.now() - t0);
+    }
+  }
+  print({
+    bench: "train_step_completion_window",
+    shape: "2 layers, d 128, 16 × (80–120 prompt + 4–16 answer tokens)",
+    fullMs: median(times.full),
+    windowedMs: median(times.windowed),
+    ratio: median(times.windowed) / median(times.full),
+  });
+  await full.close();
+  await windowed.close();
+}
+
 if (process.env.BENCH_MEMORY !== "0") {
   // Peak RSS is per process: the 0.5B model runs in a child of its own.
   const script = join(dirname(fileURLToPath(import.meta.url)), "memory.ts");

@@ -90,6 +90,12 @@ export interface OnnxEngineOptions {
    * only the decode step, whose shape hardly changes, keeps one.
    */
   readonly memoryArena?: boolean;
+  /**
+   * Score and train with the last layer's queries, MLP and output head on the columns that predict
+   * completion tokens only (`ModelRunner.completionWindow`): the same numbers up to float rounding,
+   * less work for long prompts and short answers. Default false.
+   */
+  readonly completionWindow?: boolean;
   /** Bounds of `generateContinuous` (rows decoded together, sequences waiting), per policy. */
   readonly continuousBatching?: ContinuousBatchingOptions;
 }
@@ -127,6 +133,7 @@ export async function createOnnxEngine(options: OnnxEngineOptions): Promise<Onnx
     options.activationBudgetBytes,
     options.memoryArena,
     options.continuousBatching,
+    options.completionWindow,
   );
   for (const spec of options.policies) engine.addPolicy(spec);
   return engine;
@@ -144,6 +151,7 @@ export class OnnxEngine implements Engine {
     readonly activationBudgetBytes = Number.POSITIVE_INFINITY,
     readonly memoryArena = false,
     readonly continuousBatching: ContinuousBatchingOptions = {},
+    readonly completionWindow = false,
   ) {
     if (!(activationBudgetBytes > 0))
       throw new Error(`onnx engine: activationBudgetBytes must be > 0, got ${activationBudgetBytes}`);
@@ -183,6 +191,7 @@ export class OnnxEngine implements Engine {
       runner: new ModelRunner(config, "float32", `policy "${spec.id}"`, {
         vocab: Math.min(tokenizer.vocabSize, config.vocab_size),
         memoryArena: this.memoryArena,
+        completionWindow: this.completionWindow,
       }),
       optimizer: undefined,
       optimizerKey: undefined,
@@ -520,6 +529,7 @@ export class OnnxEngine implements Engine {
         s.runner = new ModelRunner(ckpt.config, "float32", `policy "${s.id}"`, {
           vocab: Math.min(ckpt.tokenizer.vocabSize, ckpt.config.vocab_size),
           memoryArena: this.memoryArena,
+          completionWindow: this.completionWindow,
         });
         s.config = ckpt.config;
       }

@@ -14,9 +14,12 @@ export function warmStartKey(recipe: Recipe, team: Team) {
   const { rewards: _rewards, ...options } = recipe.environment.options;
   // The engine decides what a checkpoint holds (full weights, or LoRA adapters on a base).
   const engine = recipe.engine.kind === "onnx" ? undefined : recipe.engine;
+  // The windowed graphs round differently (ORT settings that give the same numbers stay out).
+  const windowed = recipe.engine.kind === "onnx" && recipe.engine.completionWindow === true;
   return {
     model: recipe.model,
     ...(engine ? { engine } : {}),
+    ...(windowed ? { completionWindow: true } : {}),
     environment: { name: recipe.environment.name, options },
     roles: team.roles,
     maxTurns: team.maxTurns,

@@ -539,3 +539,36 @@ export function leadingRows(x: Value, rows: number): Value {
     ),
   );
 }
+
+/**
+ * The last `count` entries of `axis` (count: an int64 [1] value known only at run time), e.g. the
+ * trailing columns of a left-padded batch. Gradient: g padded back with zeros in front along
+ * `axis` (Pad with run-time pads), so the entries left out get none.
+ */
+export function trailing(x: Value, axis: number, count: Value, staticShape: Shape): Value {
+  const gr = x.graph;
+  const rank = x.shape.length;
+  const a = normAxis(axis, rank);
+  if (count.dtype !== "int64") throw new Error(`trailing: count ${count.name} must be int64`);
+  const rule: GradRule = ([g]) => {
+    if (!g) return [undefined, undefined, undefined, undefined];
+    const pads = gr.untaped(() => {
+      // pads = [begins of every axis, ends of every axis]: only `axis` grows, at its beginning.
+      const full = slice(shapeOf(x), 0, a, a + 1, [1]);
+      const front = one(gr.op("Sub", [full, count], [{ dtype: "int64", shape: [1] }]));
+      const zeros = (n: number) => (n > 0 ? [gr.ints(new Array<number>(n).fill(0))] : []);
+      return concat([...zeros(a), front, ...zeros(rank - a - 1), ...zeros(rank)], 0);
+    });
+    return [one(gr.op("Pad", [g, pads], [{ dtype: g.dtype, shape: x.shape }]))];
+  };
+  const start = gr.untaped(() => one(gr.op("Neg", [count], [{ dtype: "int64", shape: [1] }])));
+  return one(
+    gr.op(
+      "Slice",
+      [x, start, gr.ints([Number.MAX_SAFE_INTEGER]), gr.ints([a])],
+      [{ dtype: x.dtype, shape: staticShape }],
+      {},
+      rule,
+    ),
+  );
+}

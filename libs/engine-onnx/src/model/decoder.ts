@@ -61,6 +61,14 @@ export interface DecoderInputs {
    * (the caller writes them into the cache). No Concat copies the cache.
    */
   readonly cache?: readonly { readonly k: Value; readonly v: Value }[];
+  /**
+   * The number W (int64 [1]) of trailing columns whose outputs are wanted (scoring and training of
+   * left-padded sequences: the columns that predict completion tokens). The last layer then runs
+   * its queries, attention output, MLP and the final norm on those columns only; its keys and
+   * values still cover every column. `hidden` is then [B·W, d]. The same math for the columns
+   * kept: no other column's output feeds them in the last layer.
+   */
+  readonly queryWindow?: Value;
 }
 
 export interface DecoderOutputs {
@@ -157,8 +165,8 @@ export function decoderForward(
     // (fused-weights.ts); graphs over long rows (scoring, training) keep three Gemms, where
     // splitting and re-concatenating the wide activations would cost more than the Gemms save.
     const has = (name: string) => weights.has(`${p}.${name}`);
-    const proj = (name: string) =>
-      op.linear(h, w(`self_attn.${name}.weight`), bias.qkv ? w(`self_attn.${name}.bias`) : undefined);
+    const proj = (name: string, rows: Value = h) =>
+      op.linear(rows, w(`self_attn.${name}.weight`), bias.qkv ? w(`self_attn.${name}.bias`) : undefined);
     const mlp = (x: Value) => {
       const h2 = rmsNorm(x, w("post_attention_layernorm.weight"), eps);
       const [gate, up] = has("mlp.gate_up_proj.weight")
@@ -166,16 +174,29 @@ export function decoderForward(
         : [op.linear(h2, w("mlp.gate_proj.weight")), op.linear(h2, w("mlp.up_proj.weight"))];
       return op.add(x, op.linear(swiGlu(gate, up), w("mlp.down_proj.weight")));
     };
+    // The last layer of a windowed graph: queries (and everything after attention) on the trailing
+    // W columns only, keys and values on every column.
+    const window =
+      inputs.queryWindow !== undefined && i === config.num_hidden_layers - 1 && !single
+        ? windowColumns(ids, inputs.queryWindow)
+        : undefined;
+    const Tq = window === undefined ? T : "W";
+    const windowBias = window?.bias(inputs.attnBias, G);
     let [q, k, v] = has("self_attn.qkv_proj.weight")
       ? (op.split(proj("qkv_proj"), [H * D, KV * D, KV * D], 1) as [Value, Value, Value])
-      : [proj("q_proj"), proj("k_proj"), proj("v_proj")];
-    q = op.reshape(q, headsShape(H), [B, T, H, D]);
+      : [proj("q_proj", window?.rows(h, d)), proj("k_proj"), proj("v_proj")];
+    // Fused weights project every row at once; the window then keeps its own query rows.
+    if (window !== undefined && has("self_attn.qkv_proj.weight")) q = window.rows(q, H * D);
+    q = op.reshape(q, window?.heads(H, D) ?? headsShape(H), [B, Tq, H, D]);
     k = op.reshape(k, headsShape(KV), [B, T, KV, D]);
     if (qkNorm) {
       q = rmsNorm(q, w("self_attn.q_norm.weight"), eps);
       k = rmsNorm(k, w("self_attn.k_norm.weight"), eps);
     }
-    q = rope(q);
+    q =
+      window === undefined
+        ? rope(q)
+        : applyRope(q, window.columns(inputs.cos), window.columns(inputs.sin), D);
     k = rope(k);
     if (single) {
       const step = singleTokenAttention(op.mul(q, scale), k, v, inputs.cache![i]!, stepBias!, { KV, G, D });
@@ -193,7 +214,7 @@ export function decoderForward(
     const qHeads = op.reshape(op.transpose(op.mul(q, scale), [0, 2, 1, 3]), graph.ints([0, KV, -1, D]), [
       B,
       KV,
-      `${G}*${T}`,
+      `${G}*${Tq}`,
       D,
     ]);
     let kHeads = op.transpose(k, [0, 2, 1, 3]); // [B, KV, T, D]
@@ -206,11 +227,11 @@ export function decoderForward(
     present.push({ k: kHeads, v: vHeads });
     const cache = inputs.cache?.[i];
     const context =
-      cache === undefined
-        ? attention(qHeads, kHeads, vHeads, rowsBias!)
-        : cachedAttention(qHeads, kHeads, vHeads, cache, rowsBias!);
+      cache !== undefined
+        ? cachedAttention(qHeads, kHeads, vHeads, cache, windowBias ?? rowsBias!)
+        : attention(qHeads, kHeads, vHeads, windowBias ?? rowsBias!);
     const merged = op.reshape(
-      op.transpose(op.reshape(context, graph.ints([0, H, -1, D]), [B, H, T, D]), [0, 2, 1, 3]),
+      op.transpose(op.reshape(context, graph.ints([0, H, -1, D]), [B, H, Tq, D]), [0, 2, 1, 3]),
       graph.ints([-1, H * D]),
       [N, H * D],
     );
@@ -219,10 +240,37 @@ export function decoderForward(
       w("self_attn.o_proj.weight"),
       bias.o ? w("self_attn.o_proj.bias") : undefined,
     );
-    x = op.add(x, attnOut);
+    x = op.add(window?.rows(x, d) ?? x, attnOut);
     x = mlp(x);
   }
   return { hidden: rmsNorm(x, weight(weights, "model.norm.weight"), eps), present };
+}
+
+/**
+ * The trailing W columns of a [B, T, …] batch (ids [B, T]), for the last layer of a `queryWindow`
+ * graph: `rows(x, d)` takes rows [B·T, d] to [B·W, d], `columns(t)` a [B, T, …] host input to
+ * [B, W, …], `heads(n, D)` is the runtime shape [B, W, n, D], `bias(b, G)` the attention bias of
+ * the W query columns for G stacked heads.
+ */
+function windowColumns(ids: Value, W: Value) {
+  const graph = ids.graph;
+  const B = DIM.batch;
+  return {
+    rows(x: Value, d: number): Value {
+      const byBatch = op.reshape(x, shapeVector(graph, [[ids, 0], [ids, 1], d]), [B, DIM.time, d]);
+      return op.reshape(op.trailing(byBatch, 1, W, [B, "W", d]), graph.ints([-1, d]), [DIM.rows, d]);
+    },
+    columns(t: Value): Value {
+      return graph.untaped(() => op.trailing(t, 1, W, [B, "W", ...t.shape.slice(2)]));
+    },
+    heads(n: number, D: number): Value {
+      return graph.untaped(() => op.concat([shapeVector(graph, [[ids, 0]]), W, graph.ints([n, D])], 0));
+    },
+    bias(attnBias: Value, G: number): Value {
+      const rows = graph.untaped(() => op.trailing(attnBias, 3, W, [B, 1, 1, "W", attnBias.shape[4]!]));
+      return biasForStackedHeads(rows, G);
+    },
+  };
 }
 
 /**

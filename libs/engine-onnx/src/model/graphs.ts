@@ -98,6 +98,24 @@ export interface ScoringOptions {
    * runs over these only, as the sampler's does. Every target must be below it.
    */
   readonly vocab?: number;
+  /**
+   * Outputs for the trailing W columns only, W being the second axis of `targets` [B, W] (and of
+   * the loss inputs): for left-padded sequences whose completions end every row, the columns that
+   * predict completion tokens. The last layer's queries, MLP and the output head then run on those
+   * columns only (`DecoderInputs.queryWindow`): the same numbers there, less work elsewhere.
+   */
+  readonly window?: boolean;
+}
+
+/** The [B, T] or, windowed, [B, W] axes of targets and per-token outputs. */
+function outputAxes(options: ScoringOptions): [string, string] {
+  return [DIM.batch, options.window ? "W" : DIM.time];
+}
+
+/** W as an int64 [1] value: the second axis of `targets` (windowed graphs). */
+function windowOf(targets: Value): Value {
+  const graph = targets.graph;
+  return graph.untaped(() => op.slice(op.shapeOf(targets), 0, 1, 2, [1]));
 }
 
 /** Scoring graph: outputs `logprobs` and `entropy` [B, T] (and `logits` [N, vocab] when asked). */
@@ -108,8 +126,11 @@ export function buildScoringGraph(
 ): Graph {
   const vocab = options.vocab ?? config.vocab_size;
   const m = modelInputs(config, dtype, "scoring", { fused: false, keys: DIM.time });
-  const targets = m.graph.input("targets", "int64", [DIM.batch, DIM.time]);
-  const { hidden } = decoderForward(config, m.weights, m);
+  const targets = m.graph.input("targets", "int64", outputAxes(options));
+  const { hidden } = decoderForward(config, m.weights, {
+    ...m,
+    ...(options.window ? { queryWindow: windowOf(targets) } : {}),
+  });
   const logits = lmHead(config, m.weights, hidden, vocab);
   const { logprobs, entropy } = tokenLogprobs(logits, targets, vocab);
   m.graph.output(logprobs, "logprobs");
@@ -189,6 +210,12 @@ export function buildCachedDecodeGraph(
     readonly constantWeights?: WeightData | undefined;
     /** Exactly one new token per row (T = 1): the decode step, with constant-shaped reshapes. */
     readonly singleToken?: boolean;
+    /**
+     * A prefill whose last layer runs its queries, MLP and the final norm on the last column only
+     * (`DecoderInputs.queryWindow` of 1): the only column whose logits are read. Every column's
+     * keys and values still go to the cache.
+     */
+    readonly lastColumnOnly?: boolean;
   } = {},
 ): Graph {
   const C = "C";
@@ -205,9 +232,14 @@ export function buildCachedDecodeGraph(
     k: graph.input(cacheKeyName(i), dtype, kvShape),
     v: graph.input(cacheValueName(i), dtype, kvShape),
   }));
-  const { hidden, present } = decoderForward(config, m.weights, { ...m, cache });
-  // With one token per row the hidden rows are already the last column.
-  const last = options.singleToken ? hidden : lastColumn(m.inputIds, hidden, config.hidden_size);
+  const windowed = options.lastColumnOnly === true && !options.singleToken;
+  const { hidden, present } = decoderForward(config, m.weights, {
+    ...m,
+    cache,
+    ...(windowed ? { queryWindow: graph.ints([1]) } : {}),
+  });
+  // With one token per row, or a window of one, the hidden rows are already the last column.
+  const last = options.singleToken || windowed ? hidden : lastColumn(m.inputIds, hidden, config.hidden_size);
   graph.output(lmHead(config, m.weights, last), "logits");
   present.forEach((p, i) => {
     graph.output(p.k, newKeyName(i));
@@ -260,7 +292,7 @@ export function buildTrainGraph(config: QwenConfig, dtype: FloatDType, options: 
   const vocab = options.vocab ?? config.vocab_size;
   const m = modelInputs(config, dtype, "train", { fused: false, keys: DIM.time });
   const { graph } = m;
-  const bt = [DIM.batch, DIM.time];
+  const bt = outputAxes(options);
   const targets = graph.input("targets", "int64", bt);
   const input = (name: string) => graph.input(name, dtype, bt);
   const scalar = (name: string) => graph.input(name, dtype, []);
@@ -278,7 +310,10 @@ export function buildTrainGraph(config: QwenConfig, dtype: FloatDType, options: 
     entropyCoef: scalar(TRAIN_INPUTS.entropyCoef),
     nllCoef: scalar(TRAIN_INPUTS.nllCoef),
   };
-  const { hidden } = decoderForward(config, m.weights, m);
+  const { hidden } = decoderForward(config, m.weights, {
+    ...m,
+    ...(options.window ? { queryWindow: windowOf(targets) } : {}),
+  });
   const logits = lmHead(config, m.weights, hidden, vocab);
   const { logprobs, entropy } = tokenLogprobs(logits, targets, vocab);
   const loss = ppoLoss({ ...lossInputs, logprobs, entropy });

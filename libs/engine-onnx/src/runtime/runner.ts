@@ -115,6 +115,16 @@ export class ModelRunner {
    * training take the softmax over these only, as the sampler does, and reject other token ids.
    */
   readonly vocab: number;
+  /**
+   * Score and train with the windowed graphs (`ScoringOptions.window`): sequences left-padded, and
+   * the last layer's queries, MLP and the output head run only on the trailing columns that
+   * predict completion tokens; generation's prefill runs its last layer on the last column only.
+   * The same logprobs, gradients and samples up to float rounding, for less work where prompts are
+   * long next to completions (the games' prompts: ≈ 10× their answers).
+   * Memory plans keep the full graph's estimate (an upper bound), so micro-batches split the same
+   * way with it on or off.
+   */
+  readonly completionWindow: boolean;
 
   constructor(
     readonly config: QwenConfig,
@@ -124,10 +134,12 @@ export class ModelRunner {
       readonly maxConstantParameters?: number;
       readonly vocab?: number;
       readonly memoryArena?: boolean;
+      readonly completionWindow?: boolean;
     } = {},
   ) {
     this.maxConstantParameters = options.maxConstantParameters ?? DEFAULT_MAX_CONSTANT_PARAMETERS;
     this.memoryArena = options.memoryArena ?? false;
+    this.completionWindow = options.completionWindow ?? false;
     this.vocab = options.vocab ?? config.vocab_size;
     if (!Number.isInteger(this.vocab) || this.vocab < 1 || this.vocab > config.vocab_size)
       throw new Error(
@@ -138,9 +150,10 @@ export class ModelRunner {
   }
 
   private scoringSession(): Promise<GraphSession> {
-    this.scoring ??= GraphSession.create(buildScoringGraph(this.config, this.dtype, { vocab: this.vocab }), {
-      memoryArena: this.memoryArena,
-    });
+    this.scoring ??= GraphSession.create(
+      buildScoringGraph(this.config, this.dtype, { vocab: this.vocab, window: this.completionWindow }),
+      { memoryArena: this.memoryArena },
+    );
     return this.scoring;
   }
   private decodeSession(): Promise<GraphSession> {
@@ -150,9 +163,10 @@ export class ModelRunner {
     return this.decode;
   }
   private trainSession(): Promise<GraphSession> {
-    this.train ??= GraphSession.create(buildTrainGraph(this.config, this.dtype, { vocab: this.vocab }), {
-      memoryArena: this.memoryArena,
-    });
+    this.train ??= GraphSession.create(
+      buildTrainGraph(this.config, this.dtype, { vocab: this.vocab, window: this.completionWindow }),
+      { memoryArena: this.memoryArena },
+    );
     return this.train;
   }
 
@@ -261,26 +275,42 @@ export class ModelRunner {
     });
   }
 
-  /** Right-padded inputs of scoring/training: ids, next-token targets, RoPE, causal+padding bias. */
+  /**
+   * Inputs of scoring/training: ids, next-token targets, RoPE, causal+padding bias. Right-padded,
+   * per-token arrays [B, T] with sequence b's completion at columns [prompt − 1, …); or with
+   * `completionWindow` left-padded, per-token arrays [B, W] (W the longest completion) with each
+   * completion ending its row. `column(b, j)` is where completion token j of sequence b sits in a
+   * per-token array of `width` columns.
+   */
   private sequenceFeeds(sequences: readonly ScoredSequence[]): {
     feeds: Record<string, ort.Tensor>;
-    time: number;
+    width: number;
+    column: (b: number, j: number) => number;
   } {
+    const windowed = this.completionWindow;
     const full = sequences.map((s) => [...s.promptTokenIds, ...s.completionTokenIds].slice(0, -1));
-    const padded = padBatch(full, "right");
+    const padded = padBatch(full, windowed ? "left" : "right");
     const { batch, time } = padded;
-    const targets = new BigInt64Array(batch * time);
+    const width = windowed ? Math.max(1, ...sequences.map((s) => s.completionTokenIds.length)) : time;
+    const column = windowed
+      ? (b: number, j: number) => b * width + width - sequences[b]!.completionTokenIds.length + j
+      : (b: number, j: number) => b * width + sequences[b]!.promptTokenIds.length - 1 + j;
+    const targets = new BigInt64Array(batch * width);
     sequences.forEach((s, b) => {
-      const all = [...s.promptTokenIds, ...s.completionTokenIds];
-      for (let t = 0; t + 1 < all.length; t++) targets[b * time + t] = BigInt(all[t + 1]!);
+      if (windowed) s.completionTokenIds.forEach((tok, j) => (targets[column(b, j)] = BigInt(tok)));
+      else {
+        const all = [...s.promptTokenIds, ...s.completionTokenIds];
+        for (let t = 0; t + 1 < all.length; t++) targets[b * width + t] = BigInt(all[t + 1]!);
+      }
     });
     const rope = ropeTables(padded.positions, this.config.head_dim, this.config.rope_theta, this.dtype);
     const D = this.config.head_dim;
     return {
-      time,
+      width,
+      column,
       feeds: {
         input_ids: tensor("int64", padded.ids, [batch, time]),
-        targets: tensor("int64", targets, [batch, time]),
+        targets: tensor("int64", targets, [batch, width]),
         rope_cos: tensor(this.dtype, rope.cos, [batch, time, 1, D]),
         rope_sin: tensor(this.dtype, rope.sin, [batch, time, 1, D]),
         attn_bias: tensor(this.dtype, attentionBias(padded.valid, batch, 0, time, this.dtype), [
@@ -294,24 +324,25 @@ export class ModelRunner {
     };
   }
 
-  /** Picks each sequence's completion positions out of a [B, T] output. */
-  private completionRows(out: ort.Tensor, sequences: readonly ScoredSequence[], time: number): number[][] {
+  /** Picks each sequence's completion positions out of a per-token output. */
+  private completionRows(
+    out: ort.Tensor,
+    sequences: readonly ScoredSequence[],
+    column: (b: number, j: number) => number,
+  ): number[][] {
     const data = out.data as FloatArray;
-    return sequences.map((s, b) => {
-      const start = s.promptTokenIds.length - 1;
-      return Array.from(s.completionTokenIds, (_, j) => data[b * time + start + j]!);
-    });
+    return sequences.map((s, b) => Array.from(s.completionTokenIds, (_, j) => data[column(b, j)]!));
   }
 
   async score(weights: HostWeights, sequences: readonly ScoredSequence[]): Promise<ScoreResult> {
     if (sequences.length === 0) return { logprobs: [], entropies: [] };
     this.checkTokens(sequences);
     const session = await this.scoringSession();
-    const { feeds, time } = this.sequenceFeeds(sequences);
+    const { feeds, column } = this.sequenceFeeds(sequences);
     const out = await session.run({ ...this.weightFeeds(weights), ...feeds });
     return {
-      logprobs: this.completionRows(out.logprobs!, sequences, time),
-      entropies: this.completionRows(out.entropy!, sequences, time),
+      logprobs: this.completionRows(out.logprobs!, sequences, column),
+      entropies: this.completionRows(out.entropy!, sequences, column),
     };
   }
 
@@ -328,15 +359,14 @@ export class ModelRunner {
   ): Promise<MicroBatchResult> {
     this.checkTokens(sequences);
     const session = await this.trainSession();
-    const { feeds, time } = this.sequenceFeeds(sequences);
+    const { feeds, width, column } = this.sequenceFeeds(sequences);
     const B = sequences.length;
     const perToken = (pick: (s: LossSequenceInput, j: number) => number) => {
-      const data = this.dtype === "float32" ? new Float32Array(B * time) : new Float64Array(B * time);
+      const data = this.dtype === "float32" ? new Float32Array(B * width) : new Float64Array(B * width);
       sequences.forEach((s, b) => {
-        const start = s.promptTokenIds.length - 1;
-        for (let j = 0; j < s.completionTokenIds.length; j++) data[b * time + start + j] = pick(s, j);
+        for (let j = 0; j < s.completionTokenIds.length; j++) data[column(b, j)] = pick(s, j);
       });
-      return tensor(this.dtype, data, [B, time]);
+      return tensor(this.dtype, data, [B, width]);
     };
     const scalar = (x: number) =>
       tensor(this.dtype, this.dtype === "float32" ? Float32Array.of(x) : Float64Array.of(x), []);
@@ -372,8 +402,8 @@ export class ModelRunner {
       entropy: num("entropy_sum"),
       clipped: num("clipped"),
       oldMinusNew: num("old_minus_new"),
-      logprobs: this.completionRows(out.logprobs!, sequences, time),
-      entropies: this.completionRows(out.entropy!, sequences, time),
+      logprobs: this.completionRows(out.logprobs!, sequences, column),
+      entropies: this.completionRows(out.entropy!, sequences, column),
       grads,
     };
   }
@@ -475,9 +505,10 @@ export class ModelRunner {
     weightsVersion: number | undefined,
   ): Promise<{ session: GraphSession; baked: boolean }> {
     if (!singleToken) {
-      this.cachedPrefill ??= GraphSession.create(buildCachedDecodeGraph(this.config, this.dtype), {
-        memoryArena: this.memoryArena,
-      });
+      this.cachedPrefill ??= GraphSession.create(
+        buildCachedDecodeGraph(this.config, this.dtype, { lastColumnOnly: this.completionWindow }),
+        { memoryArena: this.memoryArena },
+      );
       return { session: await this.cachedPrefill, baked: false };
     }
     const bake =
