@@ -209,12 +209,16 @@ await engine.close();
   const policies = [{ id: "games", config: games, seed: 0 }];
   const full = await createOnnxEngine({ policies, memoryArena: true });
   const windowed = await createOnnxEngine({ policies, memoryArena: true, completionWindow: true });
-  const gamesBatch: TrainSequence[] = Array.from({ length: BATCH }, () => ({
-    promptTokenIds: tokens(80 + Math.floor(rand() * 41)),
-    completionTokenIds: tokens(4 + Math.floor(rand() * 13)),
-    oldLogprobs: [],
-    advantage: 0,
-  })).map((s) => ({ ...s, oldLogprobs: s.completionTokenIds.map(() => -1) }));
+  const gamesBatch: TrainSequence[] = Array.from({ length: BATCH }, () => {
+    const promptTokenIds = tokens(80 + Math.floor(rand() * 41));
+    const completionTokenIds = tokens(4 + Math.floor(rand() * 13));
+    return {
+      promptTokenIds,
+      completionTokenIds,
+      oldLogprobs: completionTokenIds.map(() => -1),
+      advantage: 0,
+    };
+  });
   const step = { ...trainConfig, loss: { ...defaultPolicyLossConfig, nllCoef: 1 } };
   const times = { full: [] as number[], windowed: [] as number[] };
   await full.trainStep("games", gamesBatch, step);

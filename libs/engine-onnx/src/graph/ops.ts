@@ -551,7 +551,7 @@ export function trailing(x: Value, axis: number, count: Value, staticShape: Shap
   const a = normAxis(axis, rank);
   if (count.dtype !== "int64") throw new Error(`trailing: count ${count.name} must be int64`);
   const rule: GradRule = ([g]) => {
-    if (!g) return [undefined, undefined, undefined, undefined];
+    if (!g) return [undefined];
     const pads = gr.untaped(() => {
       // pads = [begins of every axis, ends of every axis]: only `axis` grows, at its beginning.
       const full = slice(shapeOf(x), 0, a, a + 1, [1]);

@@ -227,9 +227,9 @@ export function decoderForward(
     present.push({ k: kHeads, v: vHeads });
     const cache = inputs.cache?.[i];
     const context =
-      cache !== undefined
-        ? cachedAttention(qHeads, kHeads, vHeads, cache, windowBias ?? rowsBias!)
-        : attention(qHeads, kHeads, vHeads, windowBias ?? rowsBias!);
+      cache === undefined
+        ? attention(qHeads, kHeads, vHeads, windowBias ?? rowsBias!)
+        : cachedAttention(qHeads, kHeads, vHeads, cache, windowBias ?? rowsBias!);
     const merged = op.reshape(
       op.transpose(op.reshape(context, graph.ints([0, H, -1, D]), [B, H, Tq, D]), [0, 2, 1, 3]),
       graph.ints([-1, H * D]),

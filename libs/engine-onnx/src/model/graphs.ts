@@ -112,10 +112,19 @@ function outputAxes(options: ScoringOptions): [string, string] {
   return [DIM.batch, options.window ? "W" : DIM.time];
 }
 
-/** W as an int64 [1] value: the second axis of `targets` (windowed graphs). */
-function windowOf(targets: Value): Value {
-  const graph = targets.graph;
-  return graph.untaped(() => op.slice(op.shapeOf(targets), 0, 1, 2, [1]));
+/**
+ * The decoder of the scoring and training graphs; windowed, its query window W is the second axis
+ * of `targets` [B, W].
+ */
+function forwardForTargets(
+  config: QwenConfig,
+  m: ModelGraphInputs,
+  targets: Value,
+  options: ScoringOptions,
+): ReturnType<typeof decoderForward> {
+  if (!options.window) return decoderForward(config, m.weights, m);
+  const window = m.graph.untaped(() => op.slice(op.shapeOf(targets), 0, 1, 2, [1]));
+  return decoderForward(config, m.weights, { ...m, queryWindow: window });
 }
 
 /** Scoring graph: outputs `logprobs` and `entropy` [B, T] (and `logits` [N, vocab] when asked). */
@@ -127,10 +136,7 @@ export function buildScoringGraph(
   const vocab = options.vocab ?? config.vocab_size;
   const m = modelInputs(config, dtype, "scoring", { fused: false, keys: DIM.time });
   const targets = m.graph.input("targets", "int64", outputAxes(options));
-  const { hidden } = decoderForward(config, m.weights, {
-    ...m,
-    ...(options.window ? { queryWindow: windowOf(targets) } : {}),
-  });
+  const { hidden } = forwardForTargets(config, m, targets, options);
   const logits = lmHead(config, m.weights, hidden, vocab);
   const { logprobs, entropy } = tokenLogprobs(logits, targets, vocab);
   m.graph.output(logprobs, "logprobs");
@@ -310,10 +316,7 @@ export function buildTrainGraph(config: QwenConfig, dtype: FloatDType, options: 
     entropyCoef: scalar(TRAIN_INPUTS.entropyCoef),
     nllCoef: scalar(TRAIN_INPUTS.nllCoef),
   };
-  const { hidden } = decoderForward(config, m.weights, {
-    ...m,
-    ...(options.window ? { queryWindow: windowOf(targets) } : {}),
-  });
+  const { hidden } = forwardForTargets(config, m, targets, options);
   const logits = lmHead(config, m.weights, hidden, vocab);
   const { logprobs, entropy } = tokenLogprobs(logits, targets, vocab);
   const loss = ppoLoss({ ...lossInputs, logprobs, entropy });
