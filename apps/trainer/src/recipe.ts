@@ -314,6 +314,11 @@ export const RecipeSchema = z.strictObject({
        * existing warm starts keep their cache ids.)
        */
       schedule: z.enum(["constant", "cosine", "linear", "wsd"]).optional(),
+      /**
+       * Linear warm-up over the warm start's first steps, on top of the schedule: step s of the
+       * first W runs at (s + 1)/W of the scheduled rate. (Optional: cache ids stay.)
+       */
+      warmupSteps: z.number().int().min(0).optional(),
       minLrRatio: z.number().min(0).max(1).optional(),
       decayFraction: z.number().gt(0).max(1).optional(),
       /**

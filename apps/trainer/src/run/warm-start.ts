@@ -29,8 +29,18 @@ import { warmStartId, warmStartKey, warmStartProgress } from "./warm-start-cache
  * on the tool-call team); a decay from the first step slows the late jumpers until they miss it,
  * while a constant rate ends wherever its noise leaves the weights. Holding the rate and decaying
  * only at the end does both: every seed jumps, and the last steps settle.
+ * With sft.warmupSteps = W the step s < W runs at (s + 1)/W of the scheduled rate. Why: AdamW
+ * moves every weight by about η a step whatever its gradient, so at the full rate from step 0 the
+ * first steps throw the freshly initialised attention far from where it started before the
+ * gradients mean anything; a linear warm-up is the usual cure.
  */
 export function warmStartLr(step: number, sft: NonNullable<Recipe["sft"]>): number {
+  const warmup = sft.warmupSteps ?? 0;
+  const scheduled = scheduledWarmStartLr(step, sft);
+  return step < warmup ? (scheduled * (step + 1)) / warmup : scheduled;
+}
+
+function scheduledWarmStartLr(step: number, sft: NonNullable<Recipe["sft"]>): number {
   const schedule = sft.schedule ?? "constant";
   if (schedule === "constant") return sft.lr;
   // The decays are the RL optimizer's (learningRate); wsd runs its linear one over the last steps.

@@ -31,6 +31,13 @@ describe("warmStartLr", () => {
       1, 0.9, 0.8, 0.7, 0.6, 0.5, 0.4, 0.3, 0.2, 0.1,
     ]);
   });
+
+  it("warms up linearly over the first warmupSteps, on top of the schedule", () => {
+    expect(lrs({ warmupSteps: 4 })).toEqual([0.25, 0.5, 0.75, 1, 1, 1, 1, 1, 1, 1]);
+    expect(lrs({ warmupSteps: 0 })).toEqual(lrs({}));
+    const linear = lrs({ schedule: "linear", minLrRatio: 0, warmupSteps: 2 }).map((x) => +x.toFixed(12));
+    expect(linear).toEqual([0.5, 0.9, 0.8, 0.7, 0.6, 0.5, 0.4, 0.3, 0.2, 0.1]);
+  });
 });
 
 describe("demonstrationEnvironment", () => {
