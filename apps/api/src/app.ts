@@ -30,7 +30,7 @@ import {
 import { withDeadline } from "./deadline.ts";
 import { renderDocsPage } from "./docs-page.ts";
 import { ApiError, type ErrorMapping, errorHandler } from "./errors.ts";
-import { rateLimit, TokenBuckets } from "./rate-limit.ts";
+import { type RateLimiter, rateLimit, TokenBuckets } from "./rate-limit.ts";
 import { healthRoutes } from "./routes/health.ts";
 import { solveRoutes } from "./routes/solve.ts";
 import { getTeamRoutes } from "./routes/team.ts";
@@ -58,6 +58,8 @@ export interface AppOptions {
   readonly resolveTtlMs?: number;
   /** Clock for the rate limiter (tests). */
   readonly now?: () => number;
+  /** Where the per-key rate buckets live (default: this process's own `TokenBuckets`). */
+  readonly rateLimiter?: RateLimiter;
 }
 
 export type TroupeApp = OpenAPIHono & { readonly stats: ApiStats };
@@ -89,7 +91,7 @@ export function createApp(options: AppOptions): TroupeApp {
   app.use(
     "/v1/*",
     rateLimit({
-      buckets: new TokenBuckets(options.now),
+      buckets: options.rateLimiter ?? new TokenBuckets(options.now),
       ratePerMinute: limits.ratePerMinute,
       onRefused: () => {
         stats.rateLimited += 1;

@@ -17,10 +17,13 @@
  *   --batching          TROUPE_BATCHING         on (default): concurrent turns of a policy share decode steps
  *                                               (continuous batching) | off: one FIFO slot for every turn
  *   --max-queued        TROUPE_MAX_QUEUED       turns waiting per policy before 503 + Retry-After (default 1024)
+ *   --workers           TROUPE_WORKERS          server processes on the one port (default 1; cluster.ts): one
+ *                                               process runs on about one core, N use N
  * Without any key the server runs unauthenticated, which it allows only on a loopback address.
  * SIGTERM / SIGINT: stop accepting, let in-flight requests finish (up to 10 s), close the backend.
  */
 
+import cluster from "node:cluster";
 import { readFileSync } from "node:fs";
 import { dirname, resolve } from "node:path";
 import { fileURLToPath } from "node:url";
@@ -33,6 +36,7 @@ import { createOnnxBackend } from "@troupe/teams/onnx";
 import { z } from "zod";
 import { createApp } from "./app.ts";
 import { type ApiKey, keyAuth, noAuth, parseApiKeys } from "./auth.ts";
+import { primaryRateLimiter, runPrimary } from "./cluster.ts";
 import { consoleLogger, DEFAULT_LIMITS } from "./context.ts";
 import { playgroundRoutes } from "./playground/routes.ts";
 
@@ -43,7 +47,7 @@ const SHUTDOWN_GRACE_MS = 10_000;
 const USAGE = `usage: api serve [--store <uri>] [--port <n>] [--host <addr>] [--keys-file <path>]
                  [--backend onnx|openai] [--openai-base-url <url>]
                  [--body-limit <bytes>] [--deadline-ms <ms>] [--rate-per-minute <n>]
-                 [--batching on|off] [--max-queued <n>]`;
+                 [--batching on|off] [--max-queued <n>] [--workers <n>]`;
 
 const positiveInt = (name: string) =>
   z.coerce
@@ -65,6 +69,7 @@ const ServeConfigSchema = z.strictObject({
   ratePerMinute: positiveInt("--rate-per-minute"),
   batching: z.enum(["on", "off"], { error: "--batching must be on or off" }),
   maxQueued: positiveInt("--max-queued").optional(),
+  workers: positiveInt("--workers"),
 });
 export type ServeConfig = z.infer<typeof ServeConfigSchema>;
 
@@ -84,6 +89,7 @@ export function serveConfig(argv: string[], env: NodeJS.ProcessEnv): ServeConfig
       "rate-per-minute": { type: "string" },
       batching: { type: "string" },
       "max-queued": { type: "string" },
+      workers: { type: "string" },
     },
     strict: true,
   });
@@ -101,6 +107,7 @@ export function serveConfig(argv: string[], env: NodeJS.ProcessEnv): ServeConfig
     ratePerMinute: values["rate-per-minute"] ?? env.TROUPE_RATE_PER_MINUTE ?? DEFAULT_LIMITS.ratePerMinute,
     batching: values.batching ?? env.TROUPE_BATCHING ?? "on",
     maxQueued: values["max-queued"] ?? env.TROUPE_MAX_QUEUED,
+    workers: values.workers ?? env.TROUPE_WORKERS ?? 1,
   });
   if (!parsed.success) {
     const issue = parsed.error.issues[0]!;
@@ -114,7 +121,12 @@ export function serveConfig(argv: string[], env: NodeJS.ProcessEnv): ServeConfig
 
 const isLoopback = (host: string) => host === "localhost" || host === "::1" || host.startsWith("127.");
 
-export async function startServer(config: ServeConfig) {
+/**
+ * What must hold before anything listens: the keys parse, authentication is on unless the address
+ * is a loopback one, and the store can hold teams. Run by the cluster's primary before it forks,
+ * so a bad setting is one line from one process.
+ */
+async function preflight(config: ServeConfig) {
   const keys: ApiKey[] = [
     ...(config.keysFile ? parseApiKeys(readFileSync(config.keysFile, "utf8"), config.keysFile) : []),
     ...(config.keyHashes ? parseApiKeys(config.keyHashes, "TROUPE_API_KEY_HASHES") : []),
@@ -128,6 +140,15 @@ export async function startServer(config: ServeConfig) {
   // Before listening, as `train` does: a store that cannot hold teams (a folder that does not
   // exist, a file, /proc; S3 without credentials) is one line, not a server whose every solve fails.
   await checkStore(store, { write: false });
+  return { keys, store };
+}
+
+/**
+ * Starts one server process. In a cluster's worker (`--workers` > 1) the rate buckets are the
+ * primary's and the start is logged as "worker listening" (the primary logs "listening" once).
+ */
+export async function startServer(config: ServeConfig) {
+  const { keys, store } = await preflight(config);
   const backend: InferenceBackend =
     config.backend === "openai"
       ? createOpenAIBackend({ baseUrl: config.openaiBaseUrl!, apiKey: config.openaiApiKey })
@@ -143,6 +164,7 @@ export async function startServer(config: ServeConfig) {
     },
     sandboxAvailable: false,
     extraRoutes: playgroundRoutes,
+    ...(cluster.isWorker ? { rateLimiter: primaryRateLimiter() } : {}),
   });
   const server = await new Promise<ReturnType<typeof serve>>((ready, fail) => {
     const s = serve(
@@ -163,12 +185,13 @@ export async function startServer(config: ServeConfig) {
   });
   const address = server.address();
   const port = typeof address === "object" && address ? address.port : config.port;
-  consoleLogger("info", "listening", {
+  consoleLogger("info", cluster.isWorker ? "worker listening" : "listening", {
     url: `http://${config.host.includes(":") ? `[${config.host}]` : config.host}:${port}`,
     store: store.uri,
     backend: backend.name,
     ...(config.backend === "onnx" ? { batching: config.batching } : {}),
     auth: keys.length > 0 ? `${keys.length} key(s)` : "off (loopback only)",
+    ...(cluster.isWorker ? { worker: cluster.worker?.id, pid: process.pid } : {}),
   });
 
   let closing: Promise<void> | undefined;
@@ -204,6 +227,16 @@ async function main(argv: string[]): Promise<number> {
     process.stderr.write(`error: ${(error as Error).message}\n${USAGE}\n`);
     return 2;
   }
+  if (config.workers > 1 && cluster.isPrimary) {
+    try {
+      await preflight(config);
+    } catch (error) {
+      if (!(error instanceof StoreError)) throw error;
+      process.stderr.write(`error: ${error.message}\n`);
+      return 2;
+    }
+    return await runPrimary({ workers: config.workers, host: config.host, log: consoleLogger });
+  }
   let started: Awaited<ReturnType<typeof startServer>>;
   try {
     started = await startServer(config);
@@ -217,18 +250,25 @@ async function main(argv: string[]): Promise<number> {
     for (const signal of ["SIGTERM", "SIGINT"] as const) {
       process.once(signal, () => void shutdown(signal).then(done));
     }
+    // A worker whose primary is gone has no one to hand it connections or rate tokens.
+    if (cluster.isWorker) process.once("disconnect", () => void shutdown("the primary is gone").then(done));
   });
   return 0;
 }
 
 if (process.argv[1] && resolve(process.argv[1]) === fileURLToPath(import.meta.url)) {
-  main(process.argv.slice(2)).then(
-    (code) => {
-      process.exitCode = code;
-    },
-    (error) => {
-      process.stderr.write(`error: ${(error as Error).message}\n`);
-      process.exitCode = 1;
-    },
-  );
+  main(process.argv.slice(2))
+    .then(
+      (code) => {
+        process.exitCode = code;
+      },
+      (error) => {
+        process.stderr.write(`error: ${(error as Error).message}\n`);
+        process.exitCode = 1;
+      },
+    )
+    .finally(() => {
+      // A cluster worker's IPC channel would keep it alive once it has stopped (or failed to start).
+      if (cluster.isWorker && process.connected) process.disconnect();
+    });
 }

@@ -27,7 +27,16 @@ interface Bucket {
   updatedMs: number;
 }
 
-export class TokenBuckets {
+/**
+ * Where the buckets live: in this process (`TokenBuckets`), or, for a server of several processes,
+ * in the cluster's primary (`primaryRateLimiter` in cluster.ts), so that a key's limit holds across
+ * all of them.
+ */
+export interface RateLimiter {
+  take(key: string, ratePerMinute: number): RateDecision | Promise<RateDecision>;
+}
+
+export class TokenBuckets implements RateLimiter {
   private readonly buckets = new Map<string, Bucket>();
   /** Refusals so far, per key (the "429 counter"). */
   readonly refused = new Map<string, number>();
@@ -59,7 +68,7 @@ export class TokenBuckets {
 }
 
 export interface RateLimitOptions {
-  readonly buckets: TokenBuckets;
+  readonly buckets: RateLimiter;
   /** Requests per minute of a caller without its own `ratePerMinute`. */
   readonly ratePerMinute: number;
   /** Called on every refusal (counters). */
@@ -74,7 +83,7 @@ export function rateLimit(options: RateLimitOptions): MiddlewareHandler {
   return async (c, next) => {
     const caller = c.get("caller");
     const rate = caller.ratePerMinute ?? options.ratePerMinute;
-    const decision = options.buckets.take(caller.id, rate);
+    const decision = await options.buckets.take(caller.id, rate);
     c.header("RateLimit-Limit", String(rate));
     c.header("RateLimit-Remaining", String(decision.remaining));
     if (!decision.allowed) {

@@ -62,6 +62,63 @@ describe("pre-allocated KV cache", () => {
     await runner.release();
   });
 
+  it("a prefill with nothing cached gives the logits and keys/values of a prefill into a cache", async () => {
+    const config = TINY_CONFIGS["qwen3 tied, q/k-norm, GQA"]!;
+    const { num_key_value_heads: KV, head_dim: D, num_hidden_layers: L } = config;
+    const rand = uniformStream(5);
+    const weights = tinyWeights(config, 6);
+    const runner = new ModelRunner(config);
+    // Two left-padded rows of T = 8: a prompt of 5 (3 pads first) and one of 8.
+    const B = 2;
+    const T = 8;
+    const prompts = [randomTokens(5, config.vocab_size, rand), randomTokens(8, config.vocab_size, rand)];
+    const ids = new BigInt64Array(B * T);
+    const positions = new Int32Array(B * T);
+    const valid = new Uint8Array(B * T);
+    prompts.forEach((p, b) => {
+      const pad = T - p.length;
+      p.forEach((token, j) => {
+        ids[b * T + pad + j] = BigInt(token);
+        positions[b * T + pad + j] = j;
+        valid[b * T + pad + j] = 1;
+      });
+    });
+    const cache = runner.fixedCache(B, T);
+    const cachedLogits = Float32Array.from(
+      await runner.cachedDecodeStep(weights, ids, positions, valid, cache),
+    );
+    const alone = await runner.prefill(weights, ids, positions, valid, B);
+    const maxDiff = (a: ArrayLike<number>, b: ArrayLike<number>) => {
+      let m = 0;
+      for (let i = 0; i < a.length; i++) m = Math.max(m, Math.abs(a[i]! - b[i]!));
+      return m;
+    };
+    expect(alone.logits).toHaveLength(B * config.vocab_size);
+    expect(maxDiff(alone.logits, cachedLogits)).toBeLessThan(1e-5);
+    // The returned [B, KV, T, D] keys/values are the cache's columns (capacity T: the same layout).
+    for (let i = 0; i < L; i++) {
+      expect(alone.keys[i]).toHaveLength(B * KV * T * D);
+      for (let b = 0; b < B; b++) {
+        for (let t = 0; t < T; t++) {
+          if (valid[b * T + t] === 0) continue; // a pad's keys are never attended to
+          for (let h = 0; h < KV; h++) {
+            const at = ((b * KV + h) * T + t) * D;
+            expect(
+              maxDiff(alone.keys[i]!.subarray(at, at + D), cache.keys[i]!.subarray(at, at + D)),
+            ).toBeLessThan(1e-5);
+            expect(
+              maxDiff(alone.values[i]!.subarray(at, at + D), cache.values[i]!.subarray(at, at + D)),
+            ).toBeLessThan(1e-5);
+          }
+        }
+      }
+    }
+    await expect(runner.prefill(weights, ids, positions.subarray(1), valid, B)).rejects.toThrow(
+      "prefill: ids, positions and valid must all be [2, T]",
+    );
+    await runner.release();
+  });
+
   it("the baked-weights step session is rebuilt exactly when the weights version changes", async () => {
     const config = TINY_CONFIGS["qwen3 tied, q/k-norm, GQA"]!;
     const V = config.vocab_size;

@@ -128,6 +128,10 @@ export function samplingDistribution(logits: Logits, params: TokenSamplingParams
 
 /** Draws one token with one `rng.float()` (none when greedy). */
 export function sampleToken(logits: Logits, params: TokenSamplingParams, rng: Rng): SampledToken {
+  if (params.temperature > 0 && !(params.topK > 0 && params.topK < logits.length) && params.topP === 1) {
+    checkSamplingParams(params);
+    return sampleFull(logits, params.temperature, rng);
+  }
   const dist = samplingDistribution(logits, params);
   if (params.temperature === 0) return { tokenId: dist.tokenIds[0]!, logprob: 0 };
   let u = rng.float();
@@ -142,6 +146,46 @@ export function sampleToken(logits: Logits, params: TokenSamplingParams, rng: Rn
   // Rounding leftovers (u ≥ Σq by ~1e-16) fall to the last kept token with non-zero probability.
   while (chosen > 0 && dist.probs[chosen] === 0) chosen -= 1;
   return { tokenId: dist.tokenIds[chosen]!, logprob: Math.log(dist.probs[chosen]!) };
+}
+
+/**
+ * `sampleToken` from the full distribution (no top-k, no top-p), without materialising it: the
+ * same float64 operations in the same order — z_i / T, its max, log Z = max + log Σ exp(z_i/T − max),
+ * then q_i = exp(z_i/T − log Z) subtracted from u in id order — so the same token and logprob, but
+ * the draw stops at the chosen id (half the exps on average) and nothing is allocated: this runs
+ * once per generated token of every rollout and served turn.
+ */
+function sampleFull(logits: Logits, temperature: number, rng: Rng): SampledToken {
+  const n = logits.length;
+  if (n === 0) throw new Error("logSoftmax: empty logits");
+  let max = Number.NEGATIVE_INFINITY;
+  for (let i = 0; i < n; i++) {
+    const z = logits[i]!;
+    if (Number.isNaN(z)) throw new Error(`sampling: logit ${i} is NaN`);
+    if (z / temperature > max) max = z / temperature;
+  }
+  if (!Number.isFinite(max)) throw new Error(`logSoftmax: the largest logit is ${max}`);
+  let sum = 0;
+  for (let i = 0; i < n; i++) sum += Math.exp(logits[i]! / temperature - max);
+  const logZ = max + Math.log(sum);
+  let u = rng.float();
+  let chosen = -1;
+  let q = 0;
+  for (let i = 0; i < n; i++) {
+    q = Math.exp(logits[i]! / temperature - logZ);
+    u -= q;
+    if (u < 0) {
+      chosen = i;
+      break;
+    }
+  }
+  if (chosen < 0) {
+    // Rounding leftovers (u ≥ Σq by ~1e-16) fall to the last id with non-zero probability.
+    chosen = n - 1;
+    q = Math.exp(logits[chosen]! / temperature - logZ);
+    while (chosen > 0 && q === 0) q = Math.exp(logits[--chosen]! / temperature - logZ);
+  }
+  return { tokenId: chosen, logprob: Math.log(q) };
 }
 
 /** Entropy −Σ p log p of softmax(logits) in nats (the raw model distribution, before warping). */

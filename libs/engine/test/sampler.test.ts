@@ -119,6 +119,51 @@ describe("sampleToken", () => {
     expect(rng.float()).toBe(new Rng(1).float());
   });
 
+  it("draws from the full distribution exactly as the inverse CDF over samplingDistribution (property)", () => {
+    // The full-distribution path never builds the distribution; it must give the same token and
+    // the same logprob, bit for bit, as drawing over samplingDistribution's probabilities in id order.
+    const viaDistribution = (logits: Float32Array, temperature: number, rng: Rng) => {
+      const dist = samplingDistribution(logits, { temperature, topK: 0, topP: 1 });
+      let u = rng.float();
+      let chosen = dist.probs.length - 1;
+      for (let r = 0; r < dist.probs.length; r++) {
+        u -= dist.probs[r]!;
+        if (u < 0) {
+          chosen = r;
+          break;
+        }
+      }
+      while (chosen > 0 && dist.probs[chosen] === 0) chosen -= 1;
+      return { tokenId: dist.tokenIds[chosen]!, logprob: Math.log(dist.probs[chosen]!) };
+    };
+    fc.assert(
+      fc.property(
+        fc.array(fc.float({ min: -30, max: 30, noNaN: true }), { minLength: 1, maxLength: 600 }),
+        fc.double({ min: 0.05, max: 4, noNaN: true }),
+        fc.integer({ min: 0, max: 1_000_000 }),
+        (values, temperature, seed) => {
+          const logits = Float32Array.from(values);
+          const params = { temperature, topK: 0, topP: 1 };
+          expect(sampleToken(logits, params, new Rng(seed))).toEqual(
+            viaDistribution(logits, temperature, new Rng(seed)),
+          );
+        },
+      ),
+      { numRuns: 300 },
+    );
+    // The leftover rule: u at the top of [0, 1) can pass Σq (ten q of 0.1 sum to 1 − 2⁻⁵³); the draw
+    // then falls to the last id whose probability is not 0, never to the underflowed tail.
+    const top = { float: () => 1 - 2 ** -53 } as unknown as Rng;
+    const tail = Float32Array.from([...Array(10).fill(0), -1e4, -1e4]);
+    const drawn = sampleToken(tail, { temperature: 1, topK: 0, topP: 1 }, top);
+    expect(drawn).toEqual(viaDistribution(tail, 1, top));
+    expect(drawn.tokenId).toBe(9);
+    expect(drawn.logprob).toBeCloseTo(Math.log(0.1), 12);
+    expect(() =>
+      sampleToken(Float32Array.of(0, Number.NaN), { temperature: 1, topK: 0, topP: 1 }, new Rng(1)),
+    ).toThrow("logit 1 is NaN");
+  });
+
   it("inverts the CDF of one uniform draw, with log q as logprob", () => {
     const params = { temperature: 1, topK: 3, topP: 1 }; // ids [3, 2, 1] with q = 4/9, 3/9, 2/9
     for (let seed = 0; seed < 20; seed++) {

@@ -205,15 +205,17 @@ export class ContinuousBatcher {
       m.tokenizer.padTokenId,
     );
     const T = padded.time;
-    const prefilled = m.runner.fixedCache(joiners.length, T);
-    const logits = await m.runner.cachedDecodeStep(
+    const prefilled = await m.runner.prefill(
       m.weights,
       padded.ids,
       padded.positions,
       padded.valid,
-      prefilled,
-      { weightsVersion: m.weightsVersion },
+      joiners.length,
+      {
+        weightsVersion: m.weightsVersion,
+      },
     );
+    const logits = prefilled.logits;
     this.counts.prefills++;
     if (this.closed) {
       // close() failed the queue and the rows while this prefill ran; the joiners were in neither.
@@ -244,7 +246,7 @@ export class ContinuousBatcher {
         }
       }
       cache.valid.fill(0, r * C, (r + 1) * C);
-      cache.valid.set(prefilled.valid.subarray(j * T, (j + 1) * T), r * C);
+      cache.valid.set(padded.valid.subarray(j * T, (j + 1) * T), r * C);
       cache.lengths[r] = T;
       this.active.push(joiners[j]!);
     }

@@ -653,6 +653,43 @@ export class ModelRunner {
   }
 
   /**
+   * The prefill of B prompts with nothing cached: T tokens per row (`ids`, `positions`, `valid` [B·T],
+   * left-padded) attend only to each other — the cached-decode graph over a past of zero columns —
+   * and their keys/values come back as the graph returns them, per layer [B, KV, T, d_head], for the
+   * caller to place (continuous batching copies each row into its own row of the ragged cache).
+   * A prefill into a cache of T columns (`cachedDecodeStep` on a fresh `fixedCache(B, T)`) gives the
+   * same tokens with twice the attention: its scores span the T empty cache columns, masked, too.
+   */
+  async prefill(
+    weights: HostWeights,
+    ids: BigInt64Array,
+    positions: Int32Array,
+    valid: Uint8Array,
+    batch: number,
+    options: { readonly weightsVersion?: number | undefined } = {},
+  ): Promise<{ logits: FloatArray; keys: FloatArray[]; values: FloatArray[] }> {
+    const B = batch;
+    const T = ids.length / B;
+    if (!Number.isInteger(T) || T < 1 || positions.length !== B * T || valid.length !== B * T)
+      throw new Error(`${this.label}: prefill: ids, positions and valid must all be [${B}, T]`);
+    const step = await this.cachedDecodeSession(weights, T === 1, options.weightsVersion);
+    const empty = this.cacheArrays(B, 0);
+    const bias = cachedAttentionBias(
+      { batch: B, capacity: 0, length: 0, valid: empty.valid },
+      valid,
+      T,
+      this.dtype,
+    );
+    const out = await this.runCachedStep(step, weights, ids, positions, bias, { B, T, C: 0 }, empty);
+    const L = this.config.num_hidden_layers;
+    return {
+      logits: empty.logits,
+      keys: Array.from({ length: L }, (_, i) => out[newKeyName(i)]!.data as FloatArray),
+      values: Array.from({ length: L }, (_, i) => out[newValueName(i)]!.data as FloatArray),
+    };
+  }
+
+  /**
    * One single-token decode step over the first `ids.length` rows of a ragged cache, whose rows
    * each hold one sequence at its own length (continuous batching: sequences join and leave
    * between steps). The step attends over all `capacity` columns, masked by each row's `valid`
