@@ -17,7 +17,7 @@
 import type { Completion, SamplingParams } from "@troupe/core";
 import type { Tokenizer } from "@troupe/engine";
 import { PREFILL_ROWS, SequenceSampler } from "./generate.ts";
-import { copyCacheRow, type RaggedKvCache } from "./kv-cache.ts";
+import { copyCacheRow, type RaggedKvCache, writePrefillRow } from "./kv-cache.ts";
 import { padBatch } from "./padding.ts";
 import type { HostWeights, ModelRunner } from "./runner.ts";
 import type { FloatArray } from "./session.ts";
@@ -232,19 +232,11 @@ export class ContinuousBatcher {
     // A row needs its prompt columns (with pads) and one per fed token.
     const columns = Math.max(...staying.map((j) => T + joiners[j]!.sampler.sampling.maxTokens));
     const cache = this.ensureCache(m.runner, this.active.length + staying.length, columns);
-    const { num_key_value_heads: KV, head_dim: D } = m.runner.config;
+    const { num_key_value_heads: kvHeads, head_dim: headDim } = m.runner.config;
     const C = cache.capacity;
     for (const j of staying) {
       const r = this.active.length;
-      for (let i = 0; i < cache.keys.length; i++) {
-        for (const [from, to] of [
-          [prefilled.keys[i]!, cache.keys[i]!],
-          [prefilled.values[i]!, cache.values[i]!],
-        ] as const) {
-          for (let h = 0; h < KV; h++)
-            to.set(from.subarray((j * KV + h) * T * D, (j * KV + h + 1) * T * D), (r * KV + h) * C * D);
-        }
-      }
+      writePrefillRow(cache, prefilled, { time: T, kvHeads, headDim }, j, r);
       cache.valid.fill(0, r * C, (r + 1) * C);
       cache.valid.set(padded.valid.subarray(j * T, (j + 1) * T), r * C);
       cache.lengths[r] = T;

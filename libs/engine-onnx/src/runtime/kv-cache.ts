@@ -91,6 +91,31 @@ export function copyCacheRow(
   cache.valid.copyWithin(to * C, from * C, (from + 1) * C);
 }
 
+/**
+ * Writes row `from` of a prefill's keys and values (per layer [B, KV, T, d_head], as
+ * `ModelRunner.prefill` returns them) into columns [0, T) of row `to` of a pre-allocated cache
+ * (fixed or ragged: per layer [rows, KV, capacity, d_head]). The row's valid flags are the caller's.
+ */
+export function writePrefillRow(
+  cache: Pick<FixedKvCache, "keys" | "values" | "capacity">,
+  prefilled: { readonly keys: readonly FloatArray[]; readonly values: readonly FloatArray[] },
+  shape: { readonly time: number; readonly kvHeads: number; readonly headDim: number },
+  from: number,
+  to: number,
+): void {
+  const { time: T, kvHeads: KV, headDim: D } = shape;
+  const C = cache.capacity;
+  for (let i = 0; i < cache.keys.length; i++) {
+    for (const [news, store] of [
+      [prefilled.keys[i]!, cache.keys[i]!],
+      [prefilled.values[i]!, cache.values[i]!],
+    ] as const) {
+      for (let h = 0; h < KV; h++)
+        store.set(news.subarray((from * KV + h) * T * D, (from * KV + h + 1) * T * D), (to * KV + h) * C * D);
+    }
+  }
+}
+
 /** A growing KV cache of `decodeStep`: the ORT tensors of the previous step's `present_*` outputs. */
 export interface KvCache {
   /** Cached columns P. */
