@@ -7,7 +7,8 @@
  *    fresh connections to a key limited to 25 a minute → exactly 25 × 200 and 15 × 429;
  *  - a worker killed with SIGKILL is replaced, and the server keeps answering;
  *  - SIGTERM stops the workers, then the primary, with exit code 0;
- *  - a worker that cannot start stops the server (exit code 1) instead of being forked for ever.
+ *  - a worker that cannot start stops the server (exit code 1) instead of being forked for ever;
+ *  - `--workers` / TROUPE_WORKERS: default 1, the flag over the variable, a bad count one line.
  */
 import type { ChildProcess } from "node:child_process";
 import { execFileSync } from "node:child_process";
@@ -17,6 +18,7 @@ import { createOnnxBackend } from "@troupe/teams/onnx";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { createApp } from "../src/app.ts";
 import { sha256Hex } from "../src/auth.ts";
+import { serveConfig } from "../src/node.ts";
 import { tempStore, tinyTeam } from "./fixtures.ts";
 import { startApi } from "./processes.ts";
 
@@ -197,4 +199,15 @@ describe("api serve --workers: a worker that cannot start", () => {
       await exited;
     }
   }, 60_000);
+});
+
+describe("--workers / TROUPE_WORKERS", () => {
+  it("defaults to 1, takes the flag over the variable, and names a bad count", () => {
+    expect(serveConfig([], {}).workers).toBe(1);
+    expect(serveConfig([], { TROUPE_WORKERS: "3" }).workers).toBe(3);
+    expect(serveConfig(["--workers", "2"], { TROUPE_WORKERS: "3" }).workers).toBe(2);
+    expect(() => serveConfig(["--workers", "0"], {})).toThrow("workers: --workers must be > 0");
+    expect(() => serveConfig([], { TROUPE_WORKERS: "1.5" })).toThrow("workers: --workers must be an integer");
+    expect(() => serveConfig(["--workers", "two"], {})).toThrow("workers: --workers must be a number");
+  });
 });
