@@ -26,6 +26,10 @@ interface DecisionMessage {
   readonly decision: RateDecision;
 }
 
+/** The URL a server on `host` (an IPv6 address in brackets) and `port` answers at. */
+export const httpUrl = (host: string, port: number) =>
+  `http://${host.includes(":") ? `[${host}]` : host}:${port}`;
+
 const isMessage = <T extends { troupe: string }>(value: unknown, kind: T["troupe"]): value is T =>
   typeof value === "object" && value !== null && (value as { troupe?: unknown }).troupe === kind;
 
@@ -79,10 +83,8 @@ export function runPrimary(options: PrimaryOptions): Promise<number> {
   const exited = new Promise<void>((done) => {
     allExited = done;
   });
-  let finish: (code: number) => void = () => {};
-  const finished = new Promise<number>((done) => {
-    finish = done;
-  });
+  let exitCode = 0;
+  let killer: ReturnType<typeof setTimeout> | undefined;
 
   cluster.on("message", (worker, message: unknown) => {
     if (!isMessage<TakeMessage>(message, "rate-take")) return;
@@ -104,9 +106,8 @@ export function runPrimary(options: PrimaryOptions): Promise<number> {
       listened.add(worker);
       if (announced || [...live].some((w) => !listened.has(w))) return;
       announced = true;
-      const host = options.host.includes(":") ? `[${options.host}]` : options.host;
       log("info", "listening", {
-        url: `http://${host}:${address.port}`,
+        url: httpUrl(options.host, address.port),
         workers,
         pids: [...live].map((w) => w.process.pid),
       });
@@ -120,7 +121,7 @@ export function runPrimary(options: PrimaryOptions): Promise<number> {
       if (!listened.has(worker)) {
         // A worker that cannot start (its error is on stderr) would fail again: stop everything.
         log("error", "a worker exited before it listened; stopping", { code, signal });
-        void stop("a worker failed to start", 1);
+        stop("a worker failed to start", 1);
         return;
       }
       log("warn", "worker exited; starting another", { pid: worker.process.pid, code, signal });
@@ -128,22 +129,23 @@ export function runPrimary(options: PrimaryOptions): Promise<number> {
     });
   };
 
-  const stop = async (reason: string, code: number): Promise<void> => {
+  const stop = (reason: string, code: number): void => {
     if (stopping) return;
     stopping = true;
+    exitCode = code;
     log("info", "shutting down", { reason, workers: live.size });
-    const killer = setTimeout(() => {
+    killer = setTimeout(() => {
       for (const worker of live) worker.process.kill("SIGKILL");
     }, options.stopTimeoutMs ?? 15_000);
     if (live.size === 0) allExited();
     for (const worker of live) worker.process.kill("SIGTERM");
-    await exited;
-    clearTimeout(killer);
-    log("info", "stopped", { workers });
-    finish(code);
   };
-  for (const signal of ["SIGTERM", "SIGINT"] as const) process.once(signal, () => void stop(signal, 0));
+  for (const signal of ["SIGTERM", "SIGINT"] as const) process.once(signal, () => stop(signal, 0));
 
   for (let i = 0; i < workers; i++) fork();
-  return finished;
+  return exited.then(() => {
+    clearTimeout(killer);
+    log("info", "stopped", { workers });
+    return exitCode;
+  });
 }

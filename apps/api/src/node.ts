@@ -36,7 +36,7 @@ import { createOnnxBackend } from "@troupe/teams/onnx";
 import { z } from "zod";
 import { createApp } from "./app.ts";
 import { type ApiKey, keyAuth, noAuth, parseApiKeys } from "./auth.ts";
-import { primaryRateLimiter, runPrimary } from "./cluster.ts";
+import { httpUrl, primaryRateLimiter, runPrimary } from "./cluster.ts";
 import { consoleLogger, DEFAULT_LIMITS } from "./context.ts";
 import { playgroundRoutes } from "./playground/routes.ts";
 
@@ -186,7 +186,7 @@ export async function startServer(config: ServeConfig) {
   const address = server.address();
   const port = typeof address === "object" && address ? address.port : config.port;
   consoleLogger("info", cluster.isWorker ? "worker listening" : "listening", {
-    url: `http://${config.host.includes(":") ? `[${config.host}]` : config.host}:${port}`,
+    url: httpUrl(config.host, port),
     store: store.uri,
     backend: backend.name,
     ...(config.backend === "onnx" ? { batching: config.batching } : {}),
@@ -227,24 +227,19 @@ async function main(argv: string[]): Promise<number> {
     process.stderr.write(`error: ${(error as Error).message}\n${USAGE}\n`);
     return 2;
   }
-  if (config.workers > 1 && cluster.isPrimary) {
-    try {
-      await preflight(config);
-    } catch (error) {
-      if (!(error instanceof StoreError)) throw error;
-      process.stderr.write(`error: ${error.message}\n`);
-      return 2;
-    }
-    return await runPrimary({ workers: config.workers, host: config.host, log: consoleLogger });
-  }
-  let started: Awaited<ReturnType<typeof startServer>>;
+  // With workers, the primary only checks what must hold before forking them (they serve).
+  const primary = config.workers > 1 && cluster.isPrimary;
+  let started: Awaited<ReturnType<typeof startServer>> | undefined;
   try {
-    started = await startServer(config);
+    if (primary) await preflight(config);
+    else started = await startServer(config);
   } catch (error) {
     if (!(error instanceof StoreError)) throw error;
     process.stderr.write(`error: ${error.message}\n`);
     return 2;
   }
+  if (started === undefined)
+    return await runPrimary({ workers: config.workers, host: config.host, log: consoleLogger });
   const { shutdown } = started;
   await new Promise<void>((done) => {
     for (const signal of ["SIGTERM", "SIGINT"] as const) {

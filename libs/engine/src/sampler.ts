@@ -134,7 +134,14 @@ export function sampleToken(logits: Logits, params: TokenSamplingParams, rng: Rn
   }
   const dist = samplingDistribution(logits, params);
   if (params.temperature === 0) return { tokenId: dist.tokenIds[0]!, logprob: 0 };
-  let u = rng.float();
+  return drawFrom(dist, rng.float());
+}
+
+/**
+ * Inverse-CDF draw from a distribution with one uniform u ∈ [0, 1): the first kept token whose
+ * cumulative probability passes u, with log q as logprob.
+ */
+export function drawFrom(dist: SamplingDistribution, u: number): SampledToken {
   let chosen = dist.probs.length - 1;
   for (let r = 0; r < dist.probs.length; r++) {
     u -= dist.probs[r]!;

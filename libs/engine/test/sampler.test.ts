@@ -1,7 +1,7 @@
 import { Rng } from "@troupe/core";
 import fc from "fast-check";
 import { describe, expect, it } from "vitest";
-import { entropy, logSoftmax, sampleToken, samplingDistribution } from "../src/sampler.ts";
+import { drawFrom, entropy, logSoftmax, sampleToken, samplingDistribution } from "../src/sampler.ts";
 
 // Logits whose softmax is exactly [0.1, 0.2, 0.3, 0.4] (softmax(log p) = p when Σp = 1).
 const PROBS = [0.1, 0.2, 0.3, 0.4];
@@ -122,20 +122,8 @@ describe("sampleToken", () => {
   it("draws from the full distribution exactly as the inverse CDF over samplingDistribution (property)", () => {
     // The full-distribution path never builds the distribution; it must give the same token and
     // the same logprob, bit for bit, as drawing over samplingDistribution's probabilities in id order.
-    const viaDistribution = (logits: Float32Array, temperature: number, rng: Rng) => {
-      const dist = samplingDistribution(logits, { temperature, topK: 0, topP: 1 });
-      let u = rng.float();
-      let chosen = dist.probs.length - 1;
-      for (let r = 0; r < dist.probs.length; r++) {
-        u -= dist.probs[r]!;
-        if (u < 0) {
-          chosen = r;
-          break;
-        }
-      }
-      while (chosen > 0 && dist.probs[chosen] === 0) chosen -= 1;
-      return { tokenId: dist.tokenIds[chosen]!, logprob: Math.log(dist.probs[chosen]!) };
-    };
+    const viaDistribution = (logits: Float32Array, temperature: number, rng: Rng) =>
+      drawFrom(samplingDistribution(logits, { temperature, topK: 0, topP: 1 }), rng.float());
     fc.assert(
       fc.property(
         fc.array(fc.float({ min: -30, max: 30, noNaN: true }), { minLength: 1, maxLength: 600 }),

@@ -17,7 +17,7 @@
 import type { Completion, SamplingParams } from "@troupe/core";
 import type { Tokenizer } from "@troupe/engine";
 import { PREFILL_ROWS, SequenceSampler } from "./generate.ts";
-import { copyCacheRow, type RaggedKvCache, writePrefillRow } from "./kv-cache.ts";
+import { copyCacheRow, copyRows, type RaggedKvCache } from "./kv-cache.ts";
 import { padBatch } from "./padding.ts";
 import type { HostWeights, ModelRunner } from "./runner.ts";
 import type { FloatArray } from "./session.ts";
@@ -236,7 +236,7 @@ export class ContinuousBatcher {
     const C = cache.capacity;
     for (const j of staying) {
       const r = this.active.length;
-      writePrefillRow(cache, prefilled, { time: T, kvHeads, headDim }, j, r);
+      copyRows(cache, prefilled, { columns: T, kvHeads, headDim }, { from: j, to: r, count: 1 });
       cache.valid.fill(0, r * C, (r + 1) * C);
       cache.valid.set(padded.valid.subarray(j * T, (j + 1) * T), r * C);
       cache.lengths[r] = T;
@@ -286,17 +286,14 @@ export class ContinuousBatcher {
     const capacity = Math.ceil(Math.max(columns, old?.capacity ?? 0) / COLUMN_STEP) * COLUMN_STEP;
     const cache = runner.raggedCache(newRows, capacity);
     if (old !== undefined) {
-      const { num_key_value_heads: KV, head_dim: D } = runner.config;
+      const { num_key_value_heads: kvHeads, head_dim: headDim } = runner.config;
       const oldC = old.capacity;
-      for (let i = 0; i < old.keys.length; i++) {
-        for (const [from, to] of [
-          [old.keys[i]!, cache.keys[i]!],
-          [old.values[i]!, cache.values[i]!],
-        ] as const) {
-          for (let rh = 0; rh < this.active.length * KV; rh++)
-            to.set(from.subarray(rh * oldC * D, (rh + 1) * oldC * D), rh * capacity * D);
-        }
-      }
+      copyRows(
+        cache,
+        old,
+        { columns: oldC, kvHeads, headDim },
+        { from: 0, to: 0, count: this.active.length },
+      );
       for (let r = 0; r < this.active.length; r++) {
         cache.valid.set(old.valid.subarray(r * oldC, (r + 1) * oldC), r * capacity);
         cache.lengths[r] = old.lengths[r]!;

@@ -13,7 +13,7 @@
  */
 import { type Completion, deriveSeed, Rng, type SamplingParams } from "@troupe/core";
 import { sampleToken, type Tokenizer } from "@troupe/engine";
-import { copyCacheRow, type FixedKvCache, writePrefillRow } from "./kv-cache.ts";
+import { copyCacheRow, copyRows, type FixedKvCache } from "./kv-cache.ts";
 import { type PaddedBatch, padBatch } from "./padding.ts";
 import type { HostWeights, ModelRunner } from "./runner.ts";
 import type { FloatArray, ort } from "./session.ts";
@@ -124,7 +124,7 @@ async function prefill(
   const T = padded.time;
   const C = cache.capacity;
   const V = runner.config.vocab_size;
-  const shape = { time: T, kvHeads: runner.config.num_key_value_heads, headDim: runner.config.head_dim };
+  const shape = { columns: T, kvHeads: runner.config.num_key_value_heads, headDim: runner.config.head_dim };
   for (let start = 0; start < B; start += PREFILL_ROWS) {
     const end = Math.min(B, start + PREFILL_ROWS);
     const out = await runner.prefill(
@@ -135,10 +135,8 @@ async function prefill(
       end - start,
       versioned,
     );
-    for (let b = start; b < end; b++) {
-      writePrefillRow(cache, out, shape, b - start, b);
-      cache.valid.set(padded.valid.subarray(b * T, (b + 1) * T), b * C);
-    }
+    copyRows(cache, out, shape, { from: 0, to: start, count: end - start });
+    for (let b = start; b < end; b++) cache.valid.set(padded.valid.subarray(b * T, (b + 1) * T), b * C);
     cache.logits.set(out.logits.subarray(0, (end - start) * V), start * V);
   }
   cache.length = T;

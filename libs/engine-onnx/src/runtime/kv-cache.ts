@@ -92,26 +92,30 @@ export function copyCacheRow(
 }
 
 /**
- * Writes row `from` of a prefill's keys and values (per layer [B, KV, T, d_head], as
- * `ModelRunner.prefill` returns them) into columns [0, T) of row `to` of a pre-allocated cache
- * (fixed or ragged: per layer [rows, KV, capacity, d_head]). The row's valid flags are the caller's.
+ * Copies `count` rows of keys and values whose rows hold `columns` columns (per layer
+ * [rows, KV, columns, d_head]: what `ModelRunner.prefill` returns, or a smaller cache) into columns
+ * [0, columns) of rows `to`… of a pre-allocated cache with at least as many columns (fixed or
+ * ragged: per layer [rows, KV, capacity, d_head]), starting at source row `from`. Valid flags and
+ * lengths are the caller's.
  */
-export function writePrefillRow(
+export function copyRows(
   cache: Pick<FixedKvCache, "keys" | "values" | "capacity">,
-  prefilled: { readonly keys: readonly FloatArray[]; readonly values: readonly FloatArray[] },
-  shape: { readonly time: number; readonly kvHeads: number; readonly headDim: number },
-  from: number,
-  to: number,
+  source: { readonly keys: readonly FloatArray[]; readonly values: readonly FloatArray[] },
+  shape: { readonly columns: number; readonly kvHeads: number; readonly headDim: number },
+  rows: { readonly from: number; readonly to: number; readonly count: number },
 ): void {
-  const { time: T, kvHeads: KV, headDim: D } = shape;
+  const { columns: S, kvHeads: KV, headDim: D } = shape;
   const C = cache.capacity;
   for (let i = 0; i < cache.keys.length; i++) {
-    for (const [news, store] of [
-      [prefilled.keys[i]!, cache.keys[i]!],
-      [prefilled.values[i]!, cache.values[i]!],
+    for (const [from, to] of [
+      [source.keys[i]!, cache.keys[i]!],
+      [source.values[i]!, cache.values[i]!],
     ] as const) {
-      for (let h = 0; h < KV; h++)
-        store.set(news.subarray((from * KV + h) * T * D, (from * KV + h + 1) * T * D), (to * KV + h) * C * D);
+      // Rows and heads are the two outer dimensions of both: row-head rh is one run of S·D values.
+      for (let rh = 0; rh < rows.count * KV; rh++) {
+        const src = (rows.from * KV + rh) * S * D;
+        to.set(from.subarray(src, src + S * D), (rows.to * KV + rh) * C * D);
+      }
     }
   }
 }
