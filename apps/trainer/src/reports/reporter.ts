@@ -1,6 +1,8 @@
 /**
  * What a person sees while a run trains: one live progress line on a terminal (step, reward,
- * success, tokens/s, ETA), plain log lines otherwise (CI, files), and a summary table at the end.
+ * success, tokens/s, ETA), redrawn in place every step; in a log (a file, a pipe, CI) a progress
+ * line every `everySteps` steps or `everySeconds` seconds, whichever comes first, and for the first
+ * and the last step; and a summary table at the end.
  */
 import type { EvalResult } from "../evaluate.ts";
 import type { StepReport, TrainReporter } from "../run/context.ts";
@@ -12,10 +14,35 @@ import type { StepReport, TrainReporter } from "../run/context.ts";
  * comes when it commits, which with overlapped storage is after the next step's eval ran, so an
  * eval line waits for its step's progress line: they print in step order.
  */
+export interface ProgressLogOptions {
+  /** In a log: a progress line at least every this many steps (env TROUPE_PROGRESS_STEPS). */
+  readonly everySteps?: number;
+  /** In a log: a progress line once this many seconds passed since the last (env TROUPE_PROGRESS_SECONDS). */
+  readonly everySeconds?: number;
+  /** Milliseconds clock (tests). */
+  readonly now?: () => number;
+}
+
+/** A 250-step run logs 12 progress lines; a slow one at least one a minute. */
+export const DEFAULT_PROGRESS_EVERY_STEPS = 25;
+export const DEFAULT_PROGRESS_EVERY_SECONDS = 60;
+
+const positiveFromEnv = (value: string | undefined, fallback: number) =>
+  value !== undefined && Number(value) > 0 ? Number(value) : fallback;
+
 export function consoleReporter(
-  stream: NodeJS.WriteStream = process.stderr,
+  stream: Pick<NodeJS.WriteStream, "write" | "isTTY"> = process.stderr,
+  options: ProgressLogOptions = {},
 ): TrainReporter & { finish(): void } {
   const tty = stream.isTTY === true;
+  const everySteps =
+    options.everySteps ?? positiveFromEnv(process.env.TROUPE_PROGRESS_STEPS, DEFAULT_PROGRESS_EVERY_STEPS);
+  const everySeconds =
+    options.everySeconds ??
+    positiveFromEnv(process.env.TROUPE_PROGRESS_SECONDS, DEFAULT_PROGRESS_EVERY_SECONDS);
+  const clock = options.now ?? (() => performance.now());
+  /** The last progress line written to a log: its step and when. */
+  let logged: { step: number; at: number } | undefined;
   let lastLineLive = false;
   // The ETA's clock starts at the first step report, so engine start-up, the warm start and the
   // first eval (minutes, once) do not count as per-step time.
@@ -35,8 +62,15 @@ export function consoleReporter(
   };
   return {
     step(info: StepReport) {
-      const now = performance.now();
+      const now = clock();
       first ??= { step: info.step, at: now, seconds: info.seconds };
+      // A log gets the first and last steps' lines, and one every everySteps steps or everySeconds.
+      const shown =
+        tty ||
+        logged === undefined ||
+        info.step === info.totalSteps - 1 ||
+        info.step - logged.step >= everySteps ||
+        now - logged.at >= everySeconds * 1000;
       const left = info.totalSteps - 1 - info.step;
       const perStep =
         info.step > first.step ? (now - first.at) / 1000 / (info.step - first.step) : first.seconds;
@@ -44,11 +78,14 @@ export function consoleReporter(
       const width = 24;
       const filled = Math.round((done / Math.max(1, info.totalSteps)) * width);
       const bar = `[${"#".repeat(filled)}${"-".repeat(width - filled)}]`;
-      write(
-        `${bar} step ${info.step}/${info.totalSteps - 1}  reward ${info.meanReward.toFixed(3)}  success ${(100 * info.successRate).toFixed(1)}%  ` +
-          `loss ${info.loss.toFixed(4)}  ${Math.round(info.tokensPerSecond)} tok/s  ${info.seconds.toFixed(1)} s/step  ETA ${formatDuration(perStep * left)}`,
-        true,
-      );
+      if (shown) {
+        write(
+          `${bar} step ${info.step}/${info.totalSteps - 1}  reward ${info.meanReward.toFixed(3)}  success ${(100 * info.successRate).toFixed(1)}%  ` +
+            `loss ${info.loss.toFixed(4)}  ${Math.round(info.tokensPerSecond)} tok/s  ${info.seconds.toFixed(1)} s/step  ETA ${formatDuration(perStep * left)}`,
+          true,
+        );
+        if (!tty) logged = { step: info.step, at: now };
+      }
       if (!tty) lastLineLive = false;
       const line = evalLines.get(info.step);
       if (line !== undefined) {
