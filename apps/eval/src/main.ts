@@ -135,6 +135,7 @@ async function commandRun(argv: string[]): Promise<number> {
   const store = openStoreArg(values.store);
   const { report, stamp, storedKeys } = await runEvaluation({
     store,
+    root: workspaceRoot,
     suite,
     teams,
     runs,

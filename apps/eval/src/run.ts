@@ -4,6 +4,7 @@
  */
 
 import { BASELINES, type Baseline, withBaseline } from "@troupe/envs";
+import { manifestEnvironmentLoader } from "@troupe/envs/module";
 import { createSandbox } from "@troupe/sandbox";
 import type { ObjectStore } from "@troupe/storage";
 import { createTeamRegistry, type LoadedTeam, needsSandbox } from "@troupe/teams";
@@ -12,6 +13,7 @@ import { reportMarkdown } from "./render.ts";
 import { EVAL_REPORT_SCHEMA_VERSION, type EvalEntry, type EvalReport, type Suite } from "./schema.ts";
 import { storeEntryReports, timestampId } from "./store.ts";
 import { type BackendOptions, type OpenSubject, openRun, openTeam, parseTeamRef } from "./subjects.ts";
+import { EvalUsageError } from "./suite.ts";
 
 export interface RunEvalOptions {
   readonly store: ObjectStore;
@@ -21,6 +23,8 @@ export interface RunEvalOptions {
   /** `id[@step]` of runs. */
   readonly runs: readonly string[];
   readonly backend: Omit<BackendOptions, "runner">;
+  /** The workspace root: a team's own environment files are read from here (default: the working folder). */
+  readonly root?: string;
   /**
    * How each subject answers: `team` (as trained) and/or the papers' test-time baselines (single,
    * naive-concat, sequential, discussion) with the subject's policies. Default: team.
@@ -53,7 +57,13 @@ function progressLog(label: string, log: (line: string) => void): EvalProgress {
 export async function runEvaluation(options: RunEvalOptions): Promise<RunEvalResult> {
   const log = options.log ?? (() => {});
   const now = options.now ?? new Date();
-  const registry = createTeamRegistry(options.store);
+  // A team trained on an environment of its own loads the same files (one line when one changed).
+  const registry = createTeamRegistry(options.store, {
+    prepareEnvironment: manifestEnvironmentLoader(
+      options.root ?? process.cwd(),
+      (m) => new EvalUsageError(m),
+    ),
+  });
   const entries: EvalEntry[] = [];
   // A sandbox only when some subject runs the agents' code (created once, on first need).
   let runner: Awaited<ReturnType<typeof createSandbox>> | undefined;

@@ -32,7 +32,7 @@ import {
   cachedWarmStart,
   createEngine,
   evalSampling,
-  parseRecipe,
+  parseRunConfig,
   parseRunRef,
   policySet,
   recipeEnvironment,
@@ -167,7 +167,7 @@ export async function openTeam(
 export async function openRun(store: ObjectStore, text: string, runner?: CodeRunner): Promise<OpenSubject> {
   const [runId, wanted] = parseRunRef(text);
   const runStore = new RunStore(store, runId);
-  const recipe = parseRecipe(await runStore.readConfig(), `run ${runId} config`);
+  const recipe = await parseRunConfig(await runStore.readConfig(), `run ${runId} config`);
   const { team } = recipeEnvironment(recipe);
   const warmStart = wanted === WARM_START_REF ? await cachedWarmStart(store, runId, recipe, team) : undefined;
   const step = warmStart?.step ?? (wanted as number | undefined) ?? (await runStore.latestCommittedStep());

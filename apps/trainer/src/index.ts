@@ -7,6 +7,7 @@ export { recipeEnvironment } from "./envs.ts";
 export { evalSampling } from "./evaluate.ts";
 export { runRecipe } from "./experiments/run-recipe.ts";
 export { loadRecipeText, parseRecipe } from "./recipe.ts";
+export { loadRecipeFile, parseRunConfig } from "./recipe-files.ts";
 export { markdownTable, table } from "./reports/reporter.ts";
 export { seedInterval, wilson } from "./reports/statistics.ts";
 export { restoreStep } from "./run/checkpoints.ts";

@@ -5,7 +5,7 @@
  */
 import { ByteSizeSchema, SamplingOverridesSchema, SamplingParamsSchema } from "@troupe/core";
 import { defaultOptimizerConfig, defaultPolicyLossConfig } from "@troupe/engine";
-import { BaselineSchema, EnvironmentOptionsError, environmentOptions } from "@troupe/envs";
+import { BaselineSchema, EnvironmentOptionsError, environmentOptions, FileRefSchema } from "@troupe/envs";
 import { EstimationConfigSchema, StrategyConfigSchema } from "@troupe/rl";
 import { parse as parseYaml } from "yaml";
 import { z } from "zod";
@@ -182,7 +182,13 @@ export type TorchEngineRecipe = z.infer<typeof TorchEngineSchema>;
  */
 const EnvironmentSchema = z
   .strictObject({
+    /** A built-in environment's name; for `module`, the name its entry registered under (filled in when it loads). */
     name: z.string().min(1),
+    /**
+     * An environment of one's own: a TypeScript or JavaScript file exporting an environment entry,
+     * relative to the recipe; a run records it as {path, sha256} (recipe-files.ts loads it).
+     */
+    module: FileRefSchema.optional(),
     /** Environment-specific options (grid size, roles protocol, datasets…); docs/environments.md lists them. */
     options: z.record(z.string(), z.unknown()).default({}),
     /** Run the agents' code with rlimits only when bubblewrap cannot run here: NOT a security boundary. */
@@ -422,6 +428,12 @@ export function liftAdvantageSettings(raw: unknown, where = "recipe"): unknown {
 
 /** Validates a recipe object, turning the first zod issue into a message naming the key. */
 export function parseRecipe(raw: unknown, where = "recipe"): Recipe {
+  const module = (raw as { environment?: { module?: unknown } } | null)?.environment?.module;
+  if (typeof module === "string") {
+    throw new RecipeError(
+      `${where}: environment.module: ${module} is not loaded yet (read recipes with loadRecipeFile, run configs with parseRunConfig)`,
+    );
+  }
   const parsed = RecipeSchema.safeParse(liftAdvantageSettings(raw, where));
   if (parsed.success) return parsed.data;
   const lines = parsed.error.issues.slice(0, 5).map((issue) => {
@@ -440,6 +452,15 @@ export function loadRecipeText(
   overrides: readonly string[] = [],
   where = "recipe",
 ): Recipe {
+  return parseRecipe(recipeObject(yamlText, overrides, where), where);
+}
+
+/** A recipe's YAML as a plain object with the `--set` overrides applied (not validated yet). */
+export function recipeObject(
+  yamlText: string,
+  overrides: readonly string[] = [],
+  where = "recipe",
+): Record<string, unknown> {
   let raw: unknown;
   try {
     raw = parseYaml(yamlText);
@@ -449,10 +470,7 @@ export function loadRecipeText(
   if (typeof raw !== "object" || raw === null || Array.isArray(raw)) {
     throw new RecipeError(`${where}: expected a mapping at the top level`);
   }
-  return parseRecipe(
-    applyOverrides(switchEnvironment(raw as Record<string, unknown>, overrides), overrides),
-    where,
-  );
+  return applyOverrides(switchEnvironment(raw as Record<string, unknown>, overrides), overrides);
 }
 
 /**
@@ -475,5 +493,6 @@ export function switchEnvironment(
     environment.name === named
   )
     return raw;
-  return { ...raw, environment: { ...environment, options: {} } };
+  const { module: _module, ...builtIn } = environment;
+  return { ...raw, environment: { ...builtIn, options: {} } };
 }

@@ -33,7 +33,7 @@ describe("recipe environments", () => {
 
   it("an unknown environment, another environment's option and a bad value name the key", () => {
     expect(() => loadRecipeText(defaultRecipe, ["environment.name=codng"])).toThrow(
-      'recipe: environment.name: unknown environment "codng" (known: plan-path, sokoban, sudoku, coding, math, writing)',
+      'recipe: environment.name: unknown environment "codng" (known: plan-path, sokoban, sudoku, coding, math, writing, data-file; or environment.module: your own file)',
     );
     const sudokuWithRows =
       "name: x\nenvironment: { name: sudoku, options: { rows: 6 } }\nstrategy: { name: atgrpo }\n";
@@ -65,7 +65,7 @@ describe("recipe environments", () => {
     ).catch((error: { code: number; stderr: string }) => error);
     expect("code" in failed && failed.code).toBe(2);
     expect(failed.stderr).toBe(
-      `error: ${join(appRoot, "recipes", "default.yaml")}: environment.name: unknown environment "codng" (known: plan-path, sokoban, sudoku, coding, math, writing)\n`,
+      `error: ${join(appRoot, "recipes", "default.yaml")}: environment.name: unknown environment "codng" (known: plan-path, sokoban, sudoku, coding, math, writing, data-file; or environment.module: your own file)\n`,
     );
   });
 });

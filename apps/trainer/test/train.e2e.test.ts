@@ -81,7 +81,7 @@ describe("trainer end to end", () => {
 
   it("a recipe naming an unknown environment fails before any work, listing the known ones", () => {
     expect(() => createEnvironment("maze", {})).toThrow(
-      /^recipe: environment\.name: unknown environment "maze" \(known: plan-path, sokoban, sudoku, coding, math, writing\)$/,
+      /^recipe: environment\.name: unknown environment "maze" \(known: plan-path, sokoban, sudoku, coding, math, writing, data-file; or environment\.module: your own file\)$/,
     );
   });
 });

@@ -28,20 +28,45 @@ export interface BuiltEnvironment {
   /** `count` distinct tasks of a split (fewer when a dataset's split is smaller); the same (split, seed) gives the same tasks. */
   generateTasks(split: Split, count: number, seed: number): Task<unknown>[];
   team(specialisation: Specialisation): Team;
-  /** The solver's next action for an agent, when the environment has a solver. */
+  /**
+   * The solver's next action for an agent, when the environment has a solver: the warm start
+   * (`sft.steps`) learns from these. Without one a recipe must set no `sft` section, and RL starts
+   * from the untrained model.
+   */
   readonly demo?: (task: Task<unknown>, state: unknown, agent: AgentId) => string;
+  /** The payload's inputs and labels when they depend on the options (the data-file environment); else the entry's. */
+  readonly payload?: PayloadParts;
 }
 
 export interface EnvironmentEntry<S extends z.ZodObject = z.ZodObject> {
+  /**
+   * The environment's name, for an entry that comes from a module of one's own (the registry
+   * names its own entries; a module's defaults to the file's name without its extension).
+   */
+  readonly name?: string;
   /** One line for error messages and docs. */
   readonly description: string;
   /** Every option with its default; strict, so a key of another environment is refused by name. */
   readonly options: S;
-  /** Whether these options make agents' code run (then a sandbox runner is required). */
-  needsSandbox(options: z.output<S>): boolean;
+  /**
+   * A task's payload in two parts: the inputs a served task must give, and the labels (reference
+   * answers, hidden tests) that only training and scoring read. A task with inputs only is
+   * played and not judged (`solved: null`). Absent: the whole payload is inputs.
+   */
+  readonly payload?: PayloadParts;
+  /** Options whose values are files (paths relative to the recipe), recorded with their content's hash. */
+  readonly files?: Readonly<Record<string, "data" | "module">>;
+  /** Whether these options make agents' code run (then a sandbox runner is required); absent: never. */
+  needsSandbox?(options: z.output<S>): boolean;
   build(options: z.output<S>, runner: CodeRunner | undefined): BuiltEnvironment;
-  /** The answer of a solve from the final state and the executed actions. */
-  render(state: unknown, actions: readonly ExecutedAction[]): SolveAnswer;
+  /** The answer of a solve from the final state and the executed actions; absent: the final state (`kind: "state"`), drawn as the turns' transcript. */
+  render?(state: unknown, actions: readonly ExecutedAction[]): SolveAnswer;
+}
+
+/** The inputs and labels of a task's payload (zod objects; the labels are optional in a served task). */
+export interface PayloadParts {
+  readonly inputs: z.ZodObject;
+  readonly labels: z.ZodObject;
 }
 
 /** Keeps an entry's option types while listing entries of different schemas together. */

@@ -1,6 +1,7 @@
 export * from "./answer.ts";
 export * from "./baselines.ts";
 export * from "./coding/index.ts";
+export * from "./data-file/entry.ts";
 export * from "./entry.ts";
 export * from "./games/index.ts";
 export * from "./math/index.ts";

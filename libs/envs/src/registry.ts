@@ -1,18 +1,24 @@
 /**
  * The environments a recipe or a published team can name. Everything environment-specific lives in
  * the environment's own folder as an `EnvironmentEntry` (options with defaults, sandbox need, tasks,
- * team, demonstrations, answer rendering); adding an environment is a folder and a line here.
+ * team, demonstrations, answer rendering); adding an environment to the library is a folder and a
+ * line here. An environment of one's own needs neither: a module exporting an entry is registered
+ * at run time (`registerEnvironmentModule`, done by `prepareEnvironment` in `@troupe/envs/module`)
+ * under its name, with the path and content hash of the file it came from.
  * The trainer (recipes), the evaluator and the API (team manifests) all build environments through
  * this one registry, so a team is served with exactly the environment it was trained on.
  */
 import type { AgentId, Environment, Split, Task, Team } from "@troupe/core";
 import type { CodeRunner } from "@troupe/sandbox";
 import type { ExecutedAction, SolveAnswer } from "./answer.ts";
+import { EnvironmentOptionsError, exported, type FileRef } from "./files.ts";
 
 export type * from "./answer.ts";
+export * from "./files.ts";
 
 import { codingEntry } from "./coding/entry.ts";
-import type { EnvironmentEntry, Specialisation } from "./entry.ts";
+import { dataFileEntry } from "./data-file/entry.ts";
+import type { EnvironmentEntry, PayloadParts, Specialisation } from "./entry.ts";
 import { planPathEntry, sokobanEntry, sudokuEntry } from "./games/entry.ts";
 import { mathEntry } from "./math/entry.ts";
 import { writingEntry } from "./writing/entry.ts";
@@ -24,7 +30,89 @@ export const ENVIRONMENTS: Readonly<Record<string, EnvironmentEntry>> = {
   coding: codingEntry,
   math: mathEntry,
   writing: writingEntry,
+  "data-file": dataFileEntry,
 };
+
+/** The environments registered from modules in this process: name → entry and the file it came from. */
+const MODULES = new Map<string, { readonly entry: EnvironmentEntry; readonly module: FileRef }>();
+
+/** The checks an entry from a module must pass, each failure one line naming the file. */
+function checkModuleEntry(value: unknown, where: string): EnvironmentEntry {
+  const entry = value as Partial<EnvironmentEntry> | null;
+  const problem =
+    typeof entry !== "object" || entry === null
+      ? "exports no environment entry (export default {description, options, build})"
+      : typeof entry.build !== "function"
+        ? "its entry has no build(options, runner) function"
+        : typeof entry.description !== "string"
+          ? "its entry has no description"
+          : typeof entry.options?.safeParse !== "function" || typeof entry.options.shape !== "object"
+            ? "its entry's options are not a zod object (z.object({...}).strict())"
+            : entry.name !== undefined && !/^[a-z0-9][a-z0-9._-]{0,63}$/.test(entry.name)
+              ? `its name "${entry.name}" is not 1–64 characters of a-z, 0-9, '.', '_', '-'`
+              : undefined;
+  if (problem !== undefined) throw new EnvironmentOptionsError("environment.module", `${where}: ${problem}`);
+  return entry as EnvironmentEntry;
+}
+
+/** The name a module's entry is registered under: its own, else the file's name without extension. */
+export function moduleEnvironmentName(entry: { readonly name?: string }, path: string): string {
+  if (entry.name !== undefined) return entry.name;
+  const file = path.split(/[\\/]/).at(-1) ?? path;
+  return file
+    .replace(/\.[cm]?[jt]s$/, "")
+    .toLowerCase()
+    .replace(/[^a-z0-9._-]/g, "-");
+}
+
+/**
+ * Registers the entry a module exports (its default export, else `environment`), under its name,
+ * and returns the name. Another file under a name already taken (or a built-in's name) is refused.
+ */
+export function registerEnvironmentModule(exports: unknown, module: FileRef): string {
+  const entry = checkModuleEntry(
+    exported(exports, "environment", (v) => typeof (v as { build?: unknown }).build === "function"),
+    module.path,
+  );
+  const name = moduleEnvironmentName(entry, module.path);
+  if (Object.hasOwn(ENVIRONMENTS, name)) {
+    throw new EnvironmentOptionsError(
+      "environment.module",
+      `${module.path}: its name "${name}" is a built-in environment's; give the entry another name`,
+    );
+  }
+  // The same file edited since (a recipe read after its run recorded the old content) replaces
+  // the entry; another file under the same name is refused.
+  const known = MODULES.get(name);
+  if (known !== undefined && known.module.sha256 !== module.sha256 && known.module.path !== module.path) {
+    throw new EnvironmentOptionsError(
+      "environment.module",
+      `${module.path}: environment "${name}" is already loaded from ${known.module.path}; give the entry another name`,
+    );
+  }
+  MODULES.set(name, { entry, module });
+  return name;
+}
+
+/** The module an environment was registered from, when it came from one. */
+export function environmentModule(name: string): FileRef | undefined {
+  return MODULES.get(name)?.module;
+}
+
+/** The payload's inputs and labels of an environment (absent when it does not say). */
+export function payloadParts(name: string): PayloadParts | undefined {
+  return entryOf(name).payload;
+}
+
+/** The options of an environment whose values are files (path → loaded by prepareEnvironment). */
+export function environmentFiles(name: string): Readonly<Record<string, "data" | "module">> {
+  return entryOf(name).files ?? {};
+}
+
+/** Every environment this process knows: the built-ins, then those loaded from modules. */
+export function environmentNames(): string[] {
+  return [...Object.keys(ENVIRONMENTS), ...MODULES.keys()];
+}
 
 export interface RegisteredEnvironment {
   readonly name: string;
@@ -40,26 +128,20 @@ export interface RegisteredEnvironment {
   readonly demo?: (task: Task<unknown>, state: unknown, agent: AgentId) => string;
   /** The answer of a solve from the final state and the executed actions. */
   render(state: unknown, actions: readonly ExecutedAction[]): SolveAnswer;
+  /** The payload's inputs and labels, when the environment says. */
+  readonly payload?: PayloadParts;
 }
 
-/** A bad environment name or option: one line naming the key. */
-export class EnvironmentOptionsError extends Error {
-  override readonly name = "EnvironmentOptionsError";
-  /** The key, e.g. `environment.options.rows`. */
-  constructor(
-    readonly key: string,
-    message: string,
-  ) {
-    super(`${key}: ${message}`);
-  }
+function findEntry(name: string): EnvironmentEntry | undefined {
+  return Object.hasOwn(ENVIRONMENTS, name) ? ENVIRONMENTS[name] : MODULES.get(name)?.entry;
 }
 
 function entryOf(name: string): EnvironmentEntry {
-  const entry = Object.hasOwn(ENVIRONMENTS, name) ? ENVIRONMENTS[name] : undefined;
+  const entry = findEntry(name);
   if (!entry) {
     throw new EnvironmentOptionsError(
       "environment.name",
-      `unknown environment "${name}" (known: ${Object.keys(ENVIRONMENTS).join(", ")})`,
+      `unknown environment "${name}" (known: ${environmentNames().join(", ")}; or environment.module: your own file)`,
     );
   }
   return entry;
@@ -93,7 +175,8 @@ export function needsSandbox(environment: {
   readonly options: Readonly<Record<string, unknown>>;
 }): boolean {
   const { runner: _runner, ...options } = environment.options;
-  return entryOf(environment.name).needsSandbox(environmentOptions(environment.name, options));
+  const entry = entryOf(environment.name);
+  return entry.needsSandbox?.(environmentOptions(environment.name, options)) ?? false;
 }
 
 /**
@@ -104,7 +187,7 @@ export function createEnvironment(name: string, options: Record<string, unknown>
   const entry = entryOf(name);
   const { runner, ...given } = options;
   const parsed = environmentOptions(name, given);
-  const sandboxed = entry.needsSandbox(parsed);
+  const sandboxed = entry.needsSandbox?.(parsed) ?? false;
   if (sandboxed && runner === undefined) {
     throw new EnvironmentOptionsError(
       "environment.name",
@@ -120,7 +203,8 @@ export function createEnvironment(name: string, options: Record<string, unknown>
     generateTasks: built.generateTasks,
     team: built.team,
     ...(built.demo ? { demo: built.demo } : {}),
-    render: entry.render,
+    ...((built.payload ?? entry.payload) ? { payload: built.payload ?? entry.payload } : {}),
+    render: (state, actions) => (entry.render ? entry.render(state, actions) : { kind: "state", state }),
   };
 }
 
@@ -130,9 +214,10 @@ export function createEnvironment(name: string, options: Record<string, unknown>
  */
 export function renderAnswer(name: string, state: unknown, actions: readonly ExecutedAction[]): SolveAnswer {
   const [base, baseline] = name.split("+");
-  const entry = Object.hasOwn(ENVIRONMENTS, base!) ? ENVIRONMENTS[base!] : undefined;
-  if (!entry) return { kind: "state", state };
-  return entry.render(baseline ? (state as { inner: unknown }).inner : state, actions);
+  const entry = findEntry(base!);
+  const inner = baseline ? (state as { inner: unknown }).inner : state;
+  if (!entry?.render) return { kind: "state", state: inner };
+  return entry.render(inner, actions);
 }
 
 /** The environment's team with turn overrides (a recipe's or a team manifest's). */

@@ -35,6 +35,7 @@ describe("options", () => {
       "coding",
       "math",
       "writing",
+      "data-file",
     ]);
     expect(environmentOptions("coding", {})).toEqual({
       roles: "helper-main",
@@ -57,7 +58,7 @@ describe("options", () => {
 
   test("an unknown environment, another environment's option and a bad value each name the key", () => {
     expect(() => environmentOptions("codng", {})).toThrow(
-      'environment.name: unknown environment "codng" (known: plan-path, sokoban, sudoku, coding, math, writing)',
+      'environment.name: unknown environment "codng" (known: plan-path, sokoban, sudoku, coding, math, writing, data-file; or environment.module: your own file)',
     );
     expect(() => environmentOptions("sudoku", { rows: 6 })).toThrow(
       /^environment\.options\.rows: not an option of environment "sudoku" \(its options: roles, maxTurns, /,

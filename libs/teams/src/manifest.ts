@@ -7,6 +7,7 @@
  * The schema is strict: an unknown key is an error, not something silently ignored, so a manifest
  * written by a newer publisher fails loudly on an older server instead of being half understood.
  */
+import { FileRefSchema } from "@troupe/envs/registry";
 import { z } from "zod";
 
 export const TEAM_MANIFEST_SCHEMA_VERSION = 1;
@@ -104,6 +105,8 @@ export const TeamManifestSchema = z
     createdAt: z.iso.datetime({ offset: true }),
     environment: z.strictObject({
       name: z.string().min(1),
+      /** An environment of one's own: the module it was trained with (path from the workspace root, content hash). */
+      module: FileRefSchema.optional(),
       options: z.record(z.string(), z.unknown()),
     }),
     team: z.strictObject({

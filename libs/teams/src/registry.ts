@@ -163,7 +163,19 @@ function checkAlias(alias: string): string {
   return alias;
 }
 
-export function createTeamRegistry(store: ObjectStore): TeamRegistry {
+export interface TeamRegistryOptions {
+  /**
+   * Loads the files a resolved team's environment reads (its own module, a data file's tasks and
+   * reward) and checks their recorded hashes, before the team is served: Node's is
+   * `prepareEnvironment` of `@troupe/envs/module`. It throws UnsupportedTeamError when it cannot.
+   */
+  readonly prepareEnvironment?: (
+    environment: TeamManifest["environment"],
+    label: string,
+  ) => Promise<TeamManifest["environment"]>;
+}
+
+export function createTeamRegistry(store: ObjectStore, options: TeamRegistryOptions = {}): TeamRegistry {
   /** Versions with a manifest, and every taken (claimed or published) version number. */
   async function versionsOf(name: string): Promise<{ published: number[]; highestTaken: number }> {
     const published: number[] = [];
@@ -359,7 +371,10 @@ export function createTeamRegistry(store: ObjectStore): TeamRegistry {
     },
 
     async resolve(name: string, ref = "latest"): Promise<TeamManifest> {
-      return readManifest(name, await resolveVersion(name, ref));
+      const manifest = await readManifest(name, await resolveVersion(name, ref));
+      if (options.prepareEnvironment === undefined) return manifest;
+      const label = `team ${manifest.name} v${manifest.version}`;
+      return { ...manifest, environment: await options.prepareEnvironment(manifest.environment, label) };
     },
 
     setAlias,

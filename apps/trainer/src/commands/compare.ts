@@ -1,23 +1,10 @@
-/**
- *   nx run trainer:compare [-- --recipe <name|path>] [--set key=value]... [--seeds 1,2,3]
- *                             [--arms grpo,warm-start,...] [--id <compare id>] [--eval-tasks 500] [--samples n]
- *                             [--finished]
- * Arms: the training strategies on a game (grpo, warm-start, magrpo, atgrpo-shared, atgrpo-per-role,
- * the default), `trained` (the recipe as it is) and the papers' test-time baselines (single,
- * naive-concat, sequential, discussion), which any recipe can run.
- * Runs every arm × seed (experiments/compare.ts) one after another, then prints the table and writes it
- * to runs/<compare id>/compare.{json,md} with the plots curves.svg and final.svg. `--id` of an
- * earlier compare continues it; with `--finished` it only tabulates the arm × seed runs that have
- * finished (while the compare runs in another shell, or when arms have run different seeds).
- * Below the table: the best arm minus each other arm, paired by seed.
- */
-import { readFileSync } from "node:fs";
 import { parseArgs } from "node:util";
 import { checkStore, type ObjectStore } from "@troupe/storage";
 import { compare } from "../experiments/compare.ts";
 import { ARMS, type Arm, DEFAULT_ARMS } from "../experiments/compare-arms.ts";
 import { writeComparison } from "../experiments/compare-results.ts";
-import { loadRecipeText, type Recipe, RecipeError } from "../recipe.ts";
+import { type Recipe, RecipeError } from "../recipe.ts";
+import { loadRecipeFile } from "../recipe-files.ts";
 import { consoleReporter } from "../reports/reporter.ts";
 
 export interface CliContext {
@@ -43,7 +30,7 @@ export async function commandCompare(argv: string[], cli: CliContext): Promise<n
   });
   const recipePath = cli.resolveRecipePath(values.recipe);
   const evalTasks = evalTasksOverride(values["eval-tasks"], values.set);
-  const base = loadRecipeText(readFileSync(recipePath, "utf8"), [...values.set, ...evalTasks], recipePath);
+  const base = await loadRecipeFile(recipePath, [...values.set, ...evalTasks]);
   const seeds = parseSeeds(values.seeds);
   const arms = values.arms.split(",").map((a) => {
     const arm = a.trim() as Arm;

@@ -1,11 +1,10 @@
-/** `trainer:eval`: held-out success of a run's checkpoints at one committed step, as a table. */
-import { readFileSync } from "node:fs";
 import { parseArgs } from "node:util";
 import { teamPolicies } from "@troupe/core";
 import { createEngine, policySet } from "../engines.ts";
 import { recipeEnvironment } from "../envs.ts";
 import { evalSampling, evaluate } from "../evaluate.ts";
-import { loadRecipeText, parseRecipe, RecipeError } from "../recipe.ts";
+import { RecipeError } from "../recipe.ts";
+import { loadRecipeFile, parseRunConfig } from "../recipe-files.ts";
 import { interval, table } from "../reports/reporter.ts";
 import { checkpointedStep, restoreStep } from "../run/checkpoints.ts";
 import { evalTasks } from "../run/tasks.ts";
@@ -25,7 +24,7 @@ export async function commandEval(argv: string[]): Promise<number> {
   });
   const requestedStep = wholeNumber("--step", values.step, 0);
   const count = wholeNumber("--tasks", values.tasks, 1);
-  const base = loadRecipeText(readFileSync(resolveRecipePath(values.recipe), "utf8"));
+  const base = await loadRecipeFile(resolveRecipePath(values.recipe));
   const store = await checkedStoreFor(base, { write: false });
   const runStore = values.run ? await runIn(store, values.run) : await findNewestRun(store, base);
   if (!runStore) {
@@ -34,7 +33,7 @@ export async function commandEval(argv: string[]): Promise<number> {
     );
   }
   const runId = runStore.runId;
-  const recipe = parseRecipe(await runStore.readConfig(), `run ${runId} config`);
+  const recipe = await parseRunConfig(await runStore.readConfig(), `run ${runId} config`);
   const { trainerEnv, team } = recipeEnvironment(recipe);
   const step = await checkpointedStep(runStore, team, requestedStep, "--step");
   const engine = await createEngine(recipe, teamPolicies(team));

@@ -1,20 +1,3 @@
-/**
- * `publish`: a run's checkpoints at one step → a published team version in the same store.
- *
- *   nx run trainer:publish -- --run <id[@step|@warm-start]> --name <team> [--step <n>] [--alias stable]
- *                             [--recipe <name|path>] [--store <uri>]
- *
- * `id@warm-start` publishes the run's team before RL (its cached warm start), for instance the
- * team without RL of a compare, to serve beside the trained one.
- *
- * Per policy it publishes the checkpoint's serving files (config.json, model.safetensors, tokenizer
- * files; never the optimizer state) and `model.onnx`, the decode graph of the embedded engine (the
- * weights are its inputs, read from model.safetensors). The team's held-out evaluation comes from
- * the step's `eval/*` metrics when training recorded them, else it is run now (the same tasks,
- * sampling and seed as the trainer's evaluation); `--no-eval` publishes without one. The warm start's
- * evaluation is the run's `eval-start` (what it measured before step 0).
- */
-import { readFileSync } from "node:fs";
 import { parseArgs } from "node:util";
 import { type SamplingParams, teamPolicies } from "@troupe/core";
 import { checkStore, type ObjectStore, openStore, RunStore } from "@troupe/storage/node";
@@ -32,7 +15,8 @@ import { exportDecodeGraph } from "@troupe/teams/onnx";
 import { createEngine, policySet } from "../engines.ts";
 import { recipeEnvironment } from "../envs.ts";
 import { evalSampling, evaluate } from "../evaluate.ts";
-import { loadRecipeText, parseRecipe, type Recipe, RecipeError } from "../recipe.ts";
+import { type Recipe, RecipeError } from "../recipe.ts";
+import { loadRecipeFile, parseRunConfig } from "../recipe-files.ts";
 import { checkpointedStep, restoreStep } from "../run/checkpoints.ts";
 import { evalTasks } from "../run/tasks.ts";
 import { cachedWarmStart, parseRunRef, WARM_START_REF } from "../run/warm-start.ts";
@@ -118,7 +102,7 @@ function served(s: SamplingParams): ServedSampling {
 export async function publishRun(options: PublishRunOptions): Promise<PublishRunResult> {
   const { store, runId } = options;
   const runStore = new RunStore(store, runId);
-  const recipe = parseRecipe(await runStore.readConfig(), `run ${runId} config`);
+  const recipe = await parseRunConfig(await runStore.readConfig(), `run ${runId} config`);
   const { trainerEnv, team } = recipeEnvironment(recipe);
   // The warm start's checkpoints are in its cache run (run/warm-start.ts), at its last supervised step.
   const warmStart = options.warmStart ? await cachedWarmStart(store, runId, recipe, team) : undefined;
@@ -170,7 +154,11 @@ export async function publishRun(options: PublishRunOptions): Promise<PublishRun
   const registry = createTeamRegistry(store);
   const manifest = await registry.publish({
     name: options.name,
-    environment: { name: recipe.environment.name, options: recipe.environment.options },
+    environment: {
+      name: recipe.environment.name,
+      ...(recipe.environment.module !== undefined ? { module: recipe.environment.module } : {}),
+      options: recipe.environment.options,
+    },
     team: {
       specialisation: recipe.team.specialisation,
       ...(recipe.team.maxTurns !== undefined ? { maxTurns: recipe.team.maxTurns } : {}),
@@ -225,8 +213,7 @@ export async function commandPublish(argv: string[], context: PublishCommandCont
     return n;
   };
   // The store: --store, else the recipe's (where `train` put the run).
-  const storeUri =
-    values.store ?? loadRecipeText(readFileSync(context.resolveRecipePath(values.recipe), "utf8")).store;
+  const storeUri = values.store ?? (await loadRecipeFile(context.resolveRecipePath(values.recipe))).store;
   const store = openStore(storeUri, { cwd: context.workspaceRoot });
   await checkStore(store); // publishing writes into it
   let result: PublishRunResult;

@@ -1,13 +1,8 @@
-/**
- * `nx run trainer:report -- --run <id>[,<id>…] [--recipe <name|path>] [--store <uri>] [--out <dir>]`:
- * the HTML page of one or more runs (or a compare's or sweep's id), and its charts as SVG files
- * (reports/report.ts).
- */
-import { readFileSync } from "node:fs";
 import { resolve } from "node:path";
 import { parseArgs } from "node:util";
 import { openStore } from "@troupe/storage/node";
-import { loadRecipeText, RecipeError } from "../recipe.ts";
+import { RecipeError } from "../recipe.ts";
+import { loadRecipeFile } from "../recipe-files.ts";
 import { writeRunReport } from "../reports/report.ts";
 import { storeLocation } from "./cli.ts";
 
@@ -33,8 +28,7 @@ export async function commandReport(argv: string[], context: ReportCommandContex
     .filter(Boolean);
   if (ids.length === 0)
     throw new RecipeError("report: pass --run <id>[,<id>…] (runs, or a compare's or sweep's id)");
-  const storeUri =
-    values.store ?? loadRecipeText(readFileSync(context.resolveRecipePath(values.recipe), "utf8")).store;
+  const storeUri = values.store ?? (await loadRecipeFile(context.resolveRecipePath(values.recipe))).store;
   const store = openStore(storeUri, { cwd: context.workspaceRoot });
   const out = values.out ? resolve(process.env.INIT_CWD ?? process.cwd(), values.out) : undefined;
   const { folder, report } = await writeRunReport(store, ids, out);

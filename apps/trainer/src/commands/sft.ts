@@ -1,14 +1,10 @@
-/**
- * `trainer:sft`: only the recipe's supervised warm start (cached in the store, resumable), then one
- * held-out evaluation of the warm-started team.
- */
-import { readFileSync } from "node:fs";
 import { parseArgs } from "node:util";
 import { teamPolicies } from "@troupe/core";
 import { checkEngineRecipe, createEngine, policySet } from "../engines.ts";
 import { recipeEnvironment } from "../envs.ts";
 import { evalSampling, evaluate } from "../evaluate.ts";
-import { loadRecipeText, RecipeError } from "../recipe.ts";
+import { RecipeError } from "../recipe.ts";
+import { loadRecipeFile } from "../recipe-files.ts";
 import { consoleReporter } from "../reports/reporter.ts";
 import { evalTasks } from "../run/tasks.ts";
 import { warmStart } from "../run/warm-start.ts";
@@ -25,7 +21,7 @@ export async function commandSft(argv: string[]): Promise<number> {
     },
     strict: true,
   });
-  const recipe = loadRecipeText(readFileSync(resolveRecipePath(values.recipe), "utf8"), values.set);
+  const recipe = await loadRecipeFile(resolveRecipePath(values.recipe), values.set);
   if (!recipe.sft || recipe.sft.steps === 0)
     throw new RecipeError("recipe has no sft section (or sft.steps is 0)");
   const { trainerEnv, team } = recipeEnvironment(recipe);

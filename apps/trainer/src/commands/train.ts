@@ -1,9 +1,3 @@
-/**
- * `trainer:train`: a new run of a recipe (warm start, then RL), or `--resume` of one; with
- * `--mode learner|rollout`, one role of asynchronous RL through the store. At the end: the table
- * of held-out evaluations, where the artifacts are, and the run's HTML report.
- */
-import { readFileSync } from "node:fs";
 import { rm } from "node:fs/promises";
 import { join } from "node:path";
 import { parseArgs } from "node:util";
@@ -13,7 +7,8 @@ import { FileStore, RunStore } from "@troupe/storage/node";
 import { checkEngineRecipe, createEngine } from "../engines.ts";
 import { recipeEnvironment } from "../envs.ts";
 import { checkRoleSampling } from "../evaluate.ts";
-import { applyOverrides, loadRecipeText, parseRecipe, RecipeError } from "../recipe.ts";
+import { applyOverrides, RecipeError } from "../recipe.ts";
+import { loadRecipeFile, parseRunConfig } from "../recipe-files.ts";
 import { writeRunReport } from "../reports/report.ts";
 import { consoleReporter, evalStepLabel, interval, stopOnSignal, table } from "../reports/reporter.ts";
 import { queueRollouts, runRolloutWorker } from "../run/async-rl.ts";
@@ -64,7 +59,7 @@ export async function commandTrain(argv: string[]): Promise<number> {
     strict: true,
   });
   const recipePath = resolveRecipePath(values.recipe);
-  let recipe = loadRecipeText(readFileSync(recipePath, "utf8"), values.set, recipePath);
+  let recipe = await loadRecipeFile(recipePath, values.set);
   // Nothing is written before the recipe, its environment and engine, and the store have passed.
   const store = await checkedStoreFor(recipe, { write: true });
   let runStore: RunStore | undefined = values.run ? await runIn(store, values.run) : undefined;
@@ -82,7 +77,7 @@ export async function commandTrain(argv: string[]): Promise<number> {
       );
     }
     const stored = (await runStore.readConfig()) as Record<string, unknown>;
-    recipe = parseRecipe(applyOverrides(stored, values.set), `run ${runStore.runId} config`);
+    recipe = await parseRunConfig(applyOverrides(stored, values.set), `run ${runStore.runId} config`);
   }
   // The process's role; the run's config keeps the recipe's own `mode`, so every role writes the same one.
   const mode = values.mode ?? recipe.mode;

@@ -30,6 +30,8 @@ export function resolveGridPath(name: string): string {
 function resolveYaml(what: string, name: string, folder: string): string {
   const candidates = [
     resolve(invokedFrom, name),
+    // under nx the command runs in apps/trainer: a path from the workspace root works too
+    ...(invokedFrom !== workspaceRoot ? [resolve(workspaceRoot, name)] : []),
     join(appRoot, folder, `${name}.yaml`),
     join(appRoot, folder, name),
   ];

@@ -28,7 +28,8 @@ import { recipeEnvironment } from "../envs.ts";
 import { ArmResultSchema, compareRows, summarise } from "../experiments/compare-results.ts";
 import { type EvalPoint, runCurve } from "../experiments/run-results.ts";
 import { SweepFileSchema, sweepRows } from "../experiments/sweep-results.ts";
-import { parseRecipe, type Recipe, RecipeError } from "../recipe.ts";
+import { type Recipe, RecipeError } from "../recipe.ts";
+import { parseRunConfig } from "../recipe-files.ts";
 import { interval, pct } from "./reporter.ts";
 
 /** One chart of the page: its file name (without .svg), what it shows, and the SVG. */
@@ -93,7 +94,7 @@ async function readRun(store: ObjectStore, runId: string): Promise<RunData> {
   if (!(await store.head(`runs/${runId}/config.json`))) {
     throw new RecipeError(`report: no run "${runId}" in ${store.uri} (no runs/${runId}/config.json)`);
   }
-  const recipe = parseRecipe(await runStore.readConfig(), `run ${runId} config`);
+  const recipe = await parseRunConfig(await runStore.readConfig(), `run ${runId} config`);
   const { team } = recipeEnvironment(recipe);
   const roles = new Map<string, string[]>();
   for (const role of team.roles) roles.set(role.policy, [...(roles.get(role.policy) ?? []), role.id]);

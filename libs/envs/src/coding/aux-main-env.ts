@@ -28,6 +28,9 @@ export const AUX_MAIN_AGENTS = ["helper", "main"] as const;
  */
 export type AuxMainEnvOptions = CodingEnvOptions;
 
+/** The check module of a task without hidden tests: it loads the program and asserts nothing. */
+export const NO_HIDDEN_TESTS = "def check(candidate):\n    pass\n";
+
 export const defaultAuxMainOptions = { maxTurns: 1, reward: "strict" } as const;
 
 export interface AuxMainAttempt {
@@ -98,11 +101,14 @@ export function auxMainEnv(options: AuxMainEnvOptions): Environment<AuxMainState
       const aux = extractCode(actions.helper ?? "");
       const main = extractCode(actions.main ?? "");
       const program = auxMainProgram(p, aux, main);
+      // A prompt without hidden tests (a served task) still runs: syntax and load errors reach the
+      // feedback, and nothing is judged.
+      const labelled = p.test !== "";
       const report = await runTests(
         options.runner,
         {
           program,
-          tests: p.test,
+          tests: labelled ? p.test : NO_HIDDEN_TESTS,
           style: "check",
           entryPoint: p.entryPoint,
           trusted: p.prompt,
@@ -116,7 +122,7 @@ export function auxMainEnv(options: AuxMainEnvOptions): Environment<AuxMainState
         options.harness,
       );
       const reward = auxMainReward(report, rewardKind);
-      const success = isAllPassed(report);
+      const success = labelled && isAllPassed(report);
       const turn = state.turn + 1;
       const done = success || turn >= state.maxTurns;
       const feedbackByAgent: Record<AgentId, string> = {};
@@ -147,7 +153,7 @@ export function auxMainEnv(options: AuxMainEnvOptions): Environment<AuxMainState
         teamReward: reward.total,
         localRewards: { helper: reward.auxDefined, main: reward.mainDefined },
         done,
-        success,
+        ...(labelled ? { success } : {}),
         info: { reward, report },
       };
     },

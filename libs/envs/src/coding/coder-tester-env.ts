@@ -30,7 +30,6 @@ import type { CodingProblem } from "./dataset.ts";
 import { extractCode } from "./extract.ts";
 import { type CodingEnvOptions, checkReward, diagnosticsFeedback } from "./feedback.ts";
 import {
-  defaultHarnessOptions,
   passFraction,
   runTests,
   type TestCaseResult,
@@ -143,13 +142,13 @@ export function coderTesterEnv(options: CoderTesterEnvOptions): Environment<Code
       { program, tests, style, entryPoint: problem.entryPoint, trusted: problem.prompt },
       options.harness,
     );
-  // strict: the tester's asserts against the reference and all its mutants, in one run. Each
-  // mutant is another pass over the asserts, so the run gets twice the usual wall clock; passes
-  // it does not reach reject nothing.
+  // strict: the tester's asserts against the reference and against each of its mutants, each in
+  // a fresh run of its own (`variants`): nothing the asserts bind, import or write while the
+  // reference runs is there when a mutant does, so "compare with what the first pass saw" finds
+  // no reference to compare with.
   const mutantsOf = mutantCache(options.runner, options.harness);
   const runAgainstMutants = async (tests: string, problem: CodingProblem) => {
     const set = await mutantsOf(problem);
-    const wallMs = 2 * (options.harness?.wallMs ?? defaultHarnessOptions.wallMs);
     return runTests(
       options.runner,
       {
@@ -160,7 +159,7 @@ export function coderTesterEnv(options: CoderTesterEnvOptions): Environment<Code
         trusted: problem.prompt,
         variants: set.mutants.map((m) => m.name),
       },
-      { ...options.harness, wallMs },
+      options.harness,
     );
   };
   return textEnvironment<CoderTesterState, CodingProblem>({
@@ -197,9 +196,12 @@ export function coderTesterEnv(options: CoderTesterEnvOptions): Environment<Code
       const code = coderActed ? extractCode(actions.coder!) : state.code;
       const tests = testerActed ? extractCode(actions.tester!) : state.tests;
 
-      const judgeTests = testerActed && tests !== null;
+      // Without hidden tests (a served prompt) the coder's code runs against the tester's tests
+      // only, and neither the code nor the tests are judged (the tester's reward needs the reference).
+      const labelled = p.test !== "";
+      const judgeTests = labelled && testerActed && tests !== null;
       const [hiddenReport, generatedReport, canonicalReport, stubReport, mutantReport] = await Promise.all([
-        coderActed && code !== null ? run(coderProgram(p, code), p.test, "check", p) : undefined,
+        labelled && coderActed && code !== null ? run(coderProgram(p, code), p.test, "check", p) : undefined,
         code !== null && tests !== null ? run(coderProgram(p, code), tests, "asserts", p) : undefined,
         judgeTests && !strict ? run(canonicalProgram(p), tests, "asserts", p) : undefined,
         judgeTests && !strict ? run(stubProgram(p), tests, "asserts", p) : undefined,
@@ -251,7 +253,7 @@ export function coderTesterEnv(options: CoderTesterEnvOptions): Environment<Code
         teamReward: done && success ? CODER_TESTER_REWARDS.success : 0,
         localRewards,
         done,
-        success,
+        ...(labelled ? { success } : {}),
         info: { hidden, generated, tester: testerParts, generatedReport, hiddenReport, mutantReport },
       };
     },

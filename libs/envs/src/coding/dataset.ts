@@ -33,7 +33,7 @@ export interface CodingProblem {
   readonly prompt: string;
   /** Body completing `prompt`; `prompt + canonicalSolution` is a correct program. */
   readonly canonicalSolution: string;
-  /** The hidden tests: a module defining `check(candidate)`. */
+  /** The hidden tests: a module defining `check(candidate)`; "" for a served prompt without them (not judged). */
   readonly test: string;
   readonly entryPoint: string;
 }

@@ -64,12 +64,26 @@ export const CodingOptionsSchema = z
     }
   });
 
-export const CodingProblemSchema = z.object({
-  taskId: z.string().min(1).max(200),
+/** What the agents read: the function to write (signature and docstring) and its name. */
+export const CodingInputsSchema = z.object({
+  taskId: z.string().min(1).max(200).default("task"),
   prompt: z.string().min(1).max(CODING_MAX_PROMPT_CHARS),
-  canonicalSolution: z.string().max(CODING_MAX_CODE_CHARS).default(""),
-  test: z.string().min(1).max(CODING_MAX_CODE_CHARS),
   entryPoint: z.string().regex(/^[A-Za-z_]\w*$/, "must be a Python identifier"),
+});
+
+/** What only the checker reads: the hidden tests (`check(candidate)`) and a reference solution. */
+export const CodingLabelsSchema = z.object({
+  test: z.string().min(1).max(CODING_MAX_CODE_CHARS),
+  canonicalSolution: z.string().max(CODING_MAX_CODE_CHARS).default(""),
+});
+
+/**
+ * A problem with its hidden tests is scored; a prompt alone is written (coder + tester: against
+ * the tester's own tests) and not judged. "" stands for "no hidden tests" in the payload.
+ */
+export const CodingProblemSchema = CodingInputsSchema.extend({
+  test: CodingLabelsSchema.shape.test.or(z.literal("")).default(""),
+  canonicalSolution: CodingLabelsSchema.shape.canonicalSolution,
 });
 
 /** HumanEval split in two by a hash of the prompt; the halves never share a problem. */
@@ -116,7 +130,7 @@ function renderCoding(state: unknown): CodeAnswer {
       entryPoint: s.problem.entryPoint,
       program: last ? auxMainProgram(s.problem, last.aux, last.main) : "",
       parts: last ? { helper: last.aux, main: last.main } : {},
-      tests: testRun(last?.tests),
+      tests: s.problem.test === "" ? null : testRun(last?.tests),
       turns: s.turn,
     };
   }
@@ -138,6 +152,7 @@ function renderCoding(state: unknown): CodeAnswer {
 export const codingEntry = defineEnvironment({
   description: "Python functions against hidden tests (helper + main, or coder + tester), run in the sandbox",
   options: CodingOptionsSchema,
+  payload: { inputs: CodingInputsSchema, labels: CodingLabelsSchema },
   needsSandbox: () => true,
   build(options, runner: CodeRunner | undefined) {
     if (runner === undefined) throw new Error("coding: runs the agents' code and needs a sandbox runner");

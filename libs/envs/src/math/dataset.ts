@@ -26,8 +26,8 @@ export interface MathProblem {
   readonly question: string;
   /** The reference solution text. */
   readonly solution: string;
-  /** The reference final answer. */
-  readonly answer: number;
+  /** The reference final answer (a label: absent in a served question, which is then not judged). */
+  readonly answer?: number | undefined;
 }
 
 export const GSM8K_PATHS = {

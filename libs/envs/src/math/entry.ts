@@ -29,11 +29,22 @@ export const MathOptionsSchema = z
   })
   .strict();
 
-export const MathProblemSchema = z.object({
-  id: z.string().min(1).max(200),
+/** What the agents read: the question (and a name for it). */
+export const MathInputsSchema = z.object({
+  id: z.string().min(1).max(200).default("question"),
   question: z.string().min(1).max(MATH_MAX_QUESTION_CHARS),
-  solution: z.string().max(MATH_MAX_ANSWER_CHARS).default(""),
+});
+
+/** What only the reward reads: the reference answer and its worked solution (the warm start's). */
+export const MathLabelsSchema = z.object({
   answer: z.number().finite(),
+  solution: z.string().max(MATH_MAX_ANSWER_CHARS).default(""),
+});
+
+/** A question with its answer is scored; a question alone is answered and not judged. */
+export const MathProblemSchema = MathInputsSchema.extend({
+  answer: MathLabelsSchema.shape.answer.optional(),
+  solution: MathLabelsSchema.shape.solution,
 });
 
 /** GSM8K split, read synchronously once. */
@@ -80,6 +91,7 @@ function renderMath(state: unknown): MathAnswer {
 export const mathEntry = defineEnvironment({
   description: "GSM8K word problems: a reasoner and a Python tool agent (run in the sandbox) must agree",
   options: MathOptionsSchema,
+  payload: { inputs: MathInputsSchema, labels: MathLabelsSchema },
   needsSandbox: () => true,
   build(options, runner: CodeRunner | undefined) {
     if (runner === undefined) throw new Error("math: runs the tool agent's code and needs a sandbox runner");

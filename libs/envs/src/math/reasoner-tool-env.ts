@@ -156,7 +156,7 @@ export function reasonerToolEnv(
         const a = last[agent]!;
         localRewards[agent] =
           (a.formatOk ? MATH_REWARDS.format : 0) +
-          (answersMatch(a.answer, reference) ? MATH_REWARDS.correct : 0);
+          (reference !== undefined && answersMatch(a.answer, reference) ? MATH_REWARDS.correct : 0);
       }
       const r = last.reasoner?.answer ?? null;
       const t = last.tool?.answer ?? null;
@@ -170,13 +170,14 @@ export function reasonerToolEnv(
           : o.fallbackAnswer === "tool"
             ? t
             : null;
-      const success = done && answersMatch(teamAnswer, reference);
+      // Without the reference (a served question) the team answers and nobody judges it.
+      const success = reference !== undefined && done && answersMatch(teamAnswer, reference);
       return {
         state: { ...state, turn, last, teamAnswer, agree, done },
         teamReward: success ? MATH_REWARDS.teamSuccess : 0,
         localRewards,
         done,
-        success,
+        ...(reference !== undefined ? { success } : {}),
         info: { reasoner: last.reasoner, tool: last.tool, agree, teamAnswer, reference },
       };
     },

@@ -91,7 +91,7 @@ describe("reasoner + tool environment", () => {
     const tasks = (await gsm8kTasks("train")).slice(0, 15);
     const rng = new Rng(3);
     for (const t of tasks) {
-      const a = t.payload.answer;
+      const a = t.payload.answer!;
       const reasoners = [
         "",
         "\\boxed{",
