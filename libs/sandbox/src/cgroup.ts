@@ -202,7 +202,9 @@ export function joinCgroupArgs(procsFiles: readonly string[]): string[] {
   return [
     "/bin/sh",
     "-c",
-    'n=$0; while [ "$n" -gt 0 ]; do echo $$ > "$1" || exit 125; shift; n=$((n - 1)); done; exec "$@"',
+    // unset PWD: the shell exports it, and bwrap, then the namespace's init (readable as
+    // /proc/1/environ inside), would carry the host's working directory.
+    'n=$0; while [ "$n" -gt 0 ]; do echo $$ > "$1" || exit 125; shift; n=$((n - 1)); done; unset PWD OLDPWD; exec "$@"',
     String(procsFiles.length),
     ...procsFiles,
   ];

@@ -145,6 +145,91 @@ def write_all(fd, data):
 `;
 
 /**
+ * For a counterfactual run (`calleeMode`): the program's copy of the callee (the caller rewrote its
+ * `def` to call this, see the coding harness) runs through `_troupe_callee`, which logs each call's
+ * arguments (as they were before the call), result, and whether it changed its arguments in place,
+ * and returns, by mode,
+ * - `real`: the callee's own result (the control run);
+ * - `blank`: a value of the same type and shape as the callee's result with no content (the
+ *   stand-in run): numbers 0, `False`, `""`, `b""`, lists and tuples of the same length whose items
+ *   are blanked in turn, dicts with the same keys and blank values, empty sets, `None` for `None`,
+ *   and for any other type `type(result)()` or else `None`. The callee runs on a deep copy of its
+ *   arguments, so work it does in place on them does not reach the caller either.
+ * Both runs define the same names and run the same code; only the mode differs, so a program cannot
+ * tell them apart by looking around (it can by reading the hook's own variables: that is code
+ * written against the harness, which the reward's documentation names as out of reach).
+ */
+const CALLEE_HOOK = `
+import copy as _troupe_copy
+_MAX_CALLEE_LOG = 2000
+_callee_entries = []
+
+def _troupe_blank(value, depth=0):
+    if depth > 50 or value is None:
+        return None
+    if isinstance(value, bool):
+        return False
+    if isinstance(value, int):
+        return 0
+    if isinstance(value, float):
+        return 0.0
+    if isinstance(value, complex):
+        return 0j
+    if isinstance(value, str):
+        return ""
+    if isinstance(value, (bytes, bytearray)):
+        return type(value)()
+    if isinstance(value, (list, tuple)):
+        items = [_troupe_blank(item, depth + 1) for item in value]
+        if isinstance(value, list):
+            return items
+        try:
+            return type(value)(*items) if hasattr(value, "_fields") else type(value)(items)
+        except Exception:
+            return tuple(items)
+    if isinstance(value, dict):
+        return {key: _troupe_blank(item, depth + 1) for key, item in value.items()}
+    if isinstance(value, (set, frozenset)):
+        return type(value)()
+    try:
+        return type(value)()
+    except Exception:
+        return None
+
+def _troupe_callee(function, args, kwargs):
+    try:
+        before = _troupe_copy.deepcopy((args, kwargs))
+    except Exception:
+        before = None
+    if _CALLEE_MODE == "blank" and before is not None:
+        args, kwargs = _troupe_copy.deepcopy(before)
+    result = function(*args, **kwargs)
+    try:
+        changed_arguments = before is not None and repr((args, kwargs)) != repr(before)
+    except Exception:
+        changed_arguments = False
+    if len(_callee_entries) < _MAX_CALLEE_LOG:
+        _callee_entries.append((before, result, changed_arguments))
+    return _troupe_blank(result) if _CALLEE_MODE == "blank" else result
+
+def _troupe_callee_log():
+    """The calls since the last read, each [args, kwargs, result, whether it changed its arguments in
+    place]; args and kwargs as they were before the call; a part that is not plain data is None."""
+    entries = []
+    for before, result, changed_arguments in _callee_entries:
+        parts = []
+        for part in (before[0] if before else None, before[1] if before else None, result):
+            try:
+                encode(part)
+                parts.append(part)
+            except NotPlainData:
+                parts.append(None)
+        entries.append(parts + [changed_arguments])
+    del _callee_entries[:]
+    return entries
+`;
+
+/**
  * The program side: loads `solution.py`, then answers requests on fd 3 until end of file. It holds
  * nothing secret: the program may read, patch or replace any of it, and only hurts its own calls.
  */
@@ -153,6 +238,8 @@ import json, os, signal, sys, traceback
 ${CODEC}
 _CHANNEL = 3
 _AS_MAIN = __AS_MAIN__
+_CALLEE_MODE = __CALLEE_MODE__
+${CALLEE_HOOK}
 
 class _CallTimeout(BaseException):
     pass
@@ -203,6 +290,9 @@ def _answer(namespace, request):
 
 def _serve():
     namespace = {"__name__": "__main__" if _AS_MAIN else "solution", "__builtins__": __builtins__}
+    if _CALLEE_MODE is not None:
+        namespace["_troupe_callee"] = _troupe_callee
+        namespace["_troupe_callee_log"] = _troupe_callee_log
     with open("solution.py", encoding="utf-8") as source:
         code = source.read()
     try:
@@ -399,7 +489,8 @@ def _main():
     else:
         tests = _job["tests"]
     _send("A", {"count": len(tests), "prepared": prepared})
-    namespace = {"__name__": "tests", "__builtins__": builtins}
+    # The codec, for statements that carry data of their own (replays of recorded calls).
+    namespace = {"__name__": "tests", "__builtins__": builtins, "_troupe_encode": encode, "_troupe_decode": decode}
     signal.signal(signal.SIGALRM, _on_alarm)
     for index, test in enumerate(tests):
         passed, reason = False, ""
@@ -426,6 +517,15 @@ def _main():
             except BaseException:
                 reason = type(error).__name__
         _send("R", {"index": index, "passed": passed, "reason": reason.replace("\n", " ").strip()[:500]})
+    if _job.get("collect") is not None:
+        try:
+            signal.setitimer(signal.ITIMER_REAL, _PER_TEST_S)
+            try:
+                _send("D", {"value": eval(_job["collect"], namespace)})
+            finally:
+                signal.setitimer(signal.ITIMER_REAL, 0)
+        except BaseException as error:
+            _send("D", {"error": type(error).__name__})
     # We do not close the channel first: the relay, still writing to us, would get EPIPE and drop
     # our last lines unread. "E" tells it we are done; it stops writing and closes, we exit.
     _send("E", {})
@@ -463,6 +563,8 @@ export const PythonTestsRequestSchema = z
     timeoutMs: z.number().int().positive("timeoutMs must be a positive integer").optional(),
     perTestTimeoutMs: z.number().int().positive("perTestTimeoutMs must be a positive integer").optional(),
     asMain: z.boolean().optional(),
+    collect: z.string().min(1, "collect must be a non-empty Python expression").optional(),
+    calleeMode: z.enum(["real", "blank"], { error: "calleeMode must be 'real' or 'blank'" }).optional(),
     limits: z.record(z.string(), z.number()).optional(),
   })
   .refine((r) => (r.tests === undefined) !== (r.prepare === undefined), {
@@ -494,6 +596,19 @@ export interface PythonTestsRequest {
   readonly perTestTimeoutMs?: number;
   /** Run the code with `__name__ == "__main__"` (its main block runs, with empty stdin). Default false. */
   readonly asMain?: boolean;
+  /**
+   * A trusted Python expression evaluated in the checker's test namespace after the last statement
+   * (with one statement's time limit); its value, which must be JSON, is returned as
+   * `report.collected`. For callers whose statements record something (the coding harness's call
+   * recorder): only meaningful when the statements are the caller's own.
+   */
+  readonly collect?: string;
+  /**
+   * A counterfactual run: the program defines `_troupe_callee` and `_troupe_callee_log` (see
+   * `CALLEE_HOOK`), through which the caller's rewritten callee runs, returning its real result
+   * (`real`) or a blank of the same type (`blank`).
+   */
+  readonly calleeMode?: "real" | "blank";
   /** Limits of each of the two sandboxes. */
   readonly limits?: Partial<SandboxLimits>;
 }
@@ -517,6 +632,8 @@ export interface PythonTestsReport {
   readonly checker: RunResult;
   /** What `prepare` set as `prepared`; undefined without `prepare` or when the checker failed first. */
   readonly prepared?: unknown;
+  /** The value of `collect` (JSON); undefined without `collect` or when it failed or was not reached. */
+  readonly collected?: unknown;
 }
 
 const DEFAULT_TIMEOUT_MS = 10_000;
@@ -571,6 +688,7 @@ function parseJson(text: string): unknown {
 interface Conversation {
   count: number | null;
   prepared?: unknown;
+  collected?: unknown;
   readonly verdicts: Map<number, TestOutcome>;
 }
 
@@ -634,6 +752,9 @@ async function relay(checker: LiveRun, program: LiveRun): Promise<Conversation> 
             state.count = announce.data.count;
             state.prepared = announce.data.prepared;
           }
+        } else if (kind === "D" && !("collected" in state)) {
+          const data = parseJson(body);
+          if (typeof data === "object" && data !== null && "value" in data) state.collected = data.value;
         } else if (kind === "E") {
           checkerEnded = true;
           checker.end();
@@ -671,6 +792,7 @@ export async function runPythonWithTests(
     programNames: request.programNames ?? [],
     tests: request.tests ?? null,
     prepare: request.prepare ?? null,
+    collect: request.collect ?? null,
   };
   const checkerFiles = { ...request.files, "checker.json": JSON.stringify(job) };
   const { value, results } = await runner.runConnected(
@@ -683,7 +805,10 @@ export async function runPythonWithTests(
       },
       {
         language: "python",
-        code: PROGRAM_SERVER.replace("__AS_MAIN__", request.asMain === true ? "True" : "False"),
+        code: PROGRAM_SERVER.replace("__AS_MAIN__", request.asMain === true ? "True" : "False").replace(
+          "__CALLEE_MODE__",
+          request.calleeMode === undefined ? "None" : JSON.stringify(request.calleeMode),
+        ),
         files: { "solution.py": request.code },
         limits,
       },
@@ -707,5 +832,6 @@ export async function runPythonWithTests(
     run: programRun,
     checker: checkerRun,
     ...(value.count !== null && request.prepare !== undefined ? { prepared: value.prepared } : {}),
+    ...(value.collected !== undefined ? { collected: value.collected } : {}),
   };
 }

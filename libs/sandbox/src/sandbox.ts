@@ -440,12 +440,18 @@ export interface InternalSandboxOptions {
   readonly teardown?: boolean;
 }
 
-/** The hardening asked for, or why it cannot be had (then bubblewrap is not used at all). */
-async function loadHardening(internal: InternalSandboxOptions): Promise<Hardening | string> {
+/**
+ * The hardening asked for, or why it cannot be had (then bubblewrap is not used at all). Runs
+ * without a cgroup of their own get the filter that also refuses sockets (`NO_CGROUP_RULES`).
+ */
+async function loadHardening(
+  internal: InternalSandboxOptions,
+  withCgroup: boolean,
+): Promise<Hardening | string> {
   const teardown = internal.teardown ?? true;
   if (internal.seccomp === false) return { seccomp: null, teardown };
   try {
-    return { seccomp: (await seccompFilter()).bpf, teardown };
+    return { seccomp: (await seccompFilter(withCgroup ? "cgroup" : "no cgroup")).bpf, teardown };
   } catch (error) {
     return (error as Error).message;
   }
@@ -461,10 +467,10 @@ export async function createSandbox(
   const concurrency = parsed.concurrency ?? availableParallelism();
   const python = findPython(parsed.python);
   const tools = findBubblewrapTools(python, parsed.rootDropsTo, parsed.bwrap);
-  const hardening = typeof tools === "string" ? tools : await loadHardening(internal);
   const { cgroupParent, cgroupProblem } = runCgroupParent(
     parsed.cgroup ?? (process.env.TROUPE_SANDBOX_CGROUP || undefined),
   );
+  const hardening = typeof tools === "string" ? tools : await loadHardening(internal, cgroupParent !== null);
   let reason: string;
   if (typeof tools === "string") {
     reason = tools;

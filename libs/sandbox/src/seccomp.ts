@@ -275,14 +275,41 @@ export function buildSeccompFilter(
   });
 }
 
-let cached: Promise<SeccompFilter> | undefined;
+/**
+ * Added to the rules when a run has no cgroup of its own (`cgroup: false`, or where none can be
+ * made): then each process is bounded by its address space (RLIMIT_AS), and socket buffers are not
+ * address space (one process queued 471 MiB in a socket pair under a 128 MiB budget, four queued
+ * 1.84 GiB under 512 MiB). A program under test has no use for a socket: the network namespace is
+ * empty, and the harness's channel (fd 3) is made outside. Pipes stay: their buffers are bounded
+ * per user by the kernel (`pipe-user-pages-soft`, 64 MiB at most in all). With a cgroup, socket
+ * memory is charged to the run like any other and sockets are allowed.
+ */
+export const NO_CGROUP_RULES: readonly SyscallRule[] = [
+  {
+    syscalls: ["socket", "socketpair"],
+    errno: "EPERM",
+    why:
+      "Without a cgroup nothing bounds the kernel memory of socket buffers (RLIMIT_AS does not count " +
+      "it); a program under test needs no new socket.",
+  },
+];
 
-/** This machine's filter, built once per process (about 100 ms of python). */
-export function seccompFilter(): Promise<SeccompFilter> {
-  cached ??= buildSeccompFilter();
-  // A failure is not cached: installing python3-seccomp and retrying should work.
-  cached.catch(() => {
-    cached = undefined;
-  });
-  return cached;
+const cached = new Map<"cgroup" | "no cgroup", Promise<SeccompFilter>>();
+
+/**
+ * This machine's filter, built once per process and kind (about 100 ms of python): the rules, plus
+ * `NO_CGROUP_RULES` for runs without a cgroup of their own.
+ */
+export function seccompFilter(kind: "cgroup" | "no cgroup" = "cgroup"): Promise<SeccompFilter> {
+  let filter = cached.get(kind);
+  if (filter === undefined) {
+    filter = buildSeccompFilter(
+      "native",
+      kind === "cgroup" ? SECCOMP_RULES : [...SECCOMP_RULES, ...NO_CGROUP_RULES],
+    );
+    cached.set(kind, filter);
+    // A failure is not cached: installing python3-seccomp and retrying should work.
+    filter.catch(() => cached.delete(kind));
+  }
+  return filter;
 }

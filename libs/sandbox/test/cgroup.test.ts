@@ -335,3 +335,56 @@ describe.runIf(parent !== undefined && parent !== "")("runs in their own cgroup 
     expect(runCgroups()).toEqual([]);
   });
 });
+
+/**
+ * Socket buffers are kernel memory that no RLIMIT_AS counts: without a cgroup one process queued
+ * 471 MiB in socket pairs under a 128 MiB budget. So a run without a cgroup cannot make a socket
+ * (the seccomp filter's `NO_CGROUP_RULES`); with one, sockets work and their buffers are charged.
+ */
+const FILL_SOCKETS = [
+  "import socket, sys",
+  "pairs = []",
+  "try:",
+  "    for _ in range(16):",
+  "        a, b = socket.socketpair(socket.AF_UNIX, socket.SOCK_DGRAM)",
+  "        a.setblocking(False)",
+  "        pairs.append((a, b))",
+  "        try:",
+  "            while True:",
+  "                a.send(b'x' * 1024)",
+  "        except BlockingIOError:",
+  "            pass",
+  "except PermissionError as error:",
+  "    print('refused', error.errno)",
+  "    sys.exit(3)",
+  "print('queued', len(pairs))",
+].join("\n");
+
+describe("socket buffers", () => {
+  test("cgroup: false refuses sockets (a program's socket memory has no bound there)", async () => {
+    const sandbox = await createSandbox({ cgroup: false, limits: { wallMs: 30_000, cpuSeconds: 10 } });
+    const result = await sandbox.run({
+      language: "python",
+      code: FILL_SOCKETS,
+      limits: { memoryBytes: 128 * MiB },
+    });
+    expect([result.status, result.exitCode, result.stdout.trim()]).toEqual(["error", 3, "refused 1"]);
+  });
+
+  test.runIf(typeof found !== "string")(
+    "with the run's cgroup, sockets work and stay within the budget",
+    async () => {
+      const sandbox = await createSandbox({ limits: { wallMs: 30_000, cpuSeconds: 10 } });
+      const memoryBytes = 128 * MiB;
+      let result: Awaited<ReturnType<Sandbox["run"]>> | undefined;
+      const { before, lowest } = await lowestAvailable(
+        sandbox.run({ language: "python", code: FILL_SOCKETS, limits: { memoryBytes } }).then((r) => {
+          result = r;
+        }),
+      );
+      expect(["ok", "memory-limit"]).toContain(result!.status);
+      if (result!.status === "ok") expect(result!.stdout.trim()).toBe("queued 16");
+      expect(before - lowest).toBeLessThanOrEqual(memoryBytes + SLACK_BYTES);
+    },
+  );
+});

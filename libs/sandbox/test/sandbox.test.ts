@@ -92,6 +92,12 @@ describe("ordinary programs", () => {
     expect(result.stdout).toBe("1000 1000 0000000000000000 ['lo'] sandbox\n");
   });
 
+  test("the namespace's init carries no host detail in its environment: PATH alone", async () => {
+    const code = "print(open('/proc/1/environ', 'rb').read().split(b'\\0'))";
+    const result = await sandbox.run({ language: "python", code });
+    expect(result.stdout).toBe("[b'PATH=/usr/bin:/bin', b'']\n");
+  });
+
   test("invalid requests are rejected before running, naming the field", async () => {
     await expect(sandbox.run({ language: "python" })).rejects.toThrow(/code/);
     await expect(sandbox.run({ language: "command", argv: [] })).rejects.toThrow(/argv/);

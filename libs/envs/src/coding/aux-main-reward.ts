@@ -21,17 +21,20 @@
  * That is the `paper` reward. It pays for collaboration that solves nothing: the 3b–3d gate is one
  * passing assert (a constant `False` passes an assert of 55 of HumanEval's 164 problems) and a call
  * to `aux` anywhere in main's text (`if False: aux(0)`, a result never used). The `strict` reward
- * (the environments' default) keeps tiers 1–3 and opens 3b–3d only when
- * - every hidden test passes: collaboration is paid for a solution, not for a try (a share would
- *   let a constant answer through again; the tests tier still rewards partial progress), and
- * - `aux`'s work reaches main's return value when the tests run (`TestReport.calleeMatters`, the
- *   harness's `dependence` question: replacing `aux` by a stand-in that returns its first argument
- *   changes main's result on at least one test call). Dead code, unused results and an identity
- *   helper threaded through the return change nothing.
- * The wrapper (3c) and thrown-away-result (3d) checks stay static, as in `paper`.
+ * (the environments' default) keeps tiers 1–3 and judges 3b and 3c by what runs
+ * (`TestReport.calleeUse`, the harness's `dependence` question, asked only when every test passes):
+ * - 3b needs every hidden test to pass (collaboration is paid for a solution, not for a try), and
+ *   `aux`'s work to reach main's answer: in a counterfactual run, a fresh process identical to a
+ *   control run but for `aux` returning a blank of its real result's type and shape (0, "", a list
+ *   of blanks, …), main answers another value on at least one of the tests' calls; and `aux` to do
+ *   work: it is called, it does not return one of its arguments on every call, and it does not
+ *   return the same value on every call while the expected answers differ;
+ * - 3c needs main's answer to differ from every answer `aux` gave in that call on at least one call
+ *   (a wrapper is a wrapper whatever its text looks like).
+ * 3d (a thrown-away `aux(...)` statement) stays a text rule, as in `paper`.
  */
 import type { CodingReward } from "./feedback.ts";
-import type { FunctionReport, TestReport } from "./harness.ts";
+import type { CalleeUse, FunctionReport, TestReport } from "./harness.ts";
 
 export const AUX_MAIN_REWARD_TIERS = {
   auxDefined: 0.4,
@@ -56,16 +59,19 @@ export interface AuxMainRewardBreakdown {
   /** The tier whose gate failed, if any. */
   readonly stoppedAt?: "structure" | "syntax";
   /** `strict` only: why the collaboration tiers (3b–3d) were withheld from a team that calls `aux`. */
-  readonly withheld?: "not every test passes" | "aux's result does not reach main's return value";
+  readonly withheld?:
+    | "not every test passes"
+    | "aux's result does not reach main's return value"
+    | `aux does no work (${NonNullable<CalleeUse["noWork"]>})`;
 }
 
 /**
  * The reward from a harness report whose `functions` hold the `aux` query (label "aux") and the
  * main query (label "main", callee "aux"); `strict` also needs the run's `dependence` answer
- * (`calleeMatters`, asked with `dependence: { callee: "aux" }`).
+ * (`calleeUse`, asked with `dependence: { callee: "aux" }`).
  */
 export function auxMainReward(report: TestReport, reward: CodingReward): AuxMainRewardBreakdown {
-  if (reward === "strict" && report.calleeMatters === undefined)
+  if (reward === "strict" && report.calleeUse === undefined)
     throw new Error('auxMainReward: the strict reward needs a run that asked dependence: { callee: "aux" }');
   const T = AUX_MAIN_REWARD_TIERS;
   const aux = findFunction(report, "aux");
@@ -91,14 +97,17 @@ export function auxMainReward(report: TestReport, reward: CodingReward): AuxMain
   parts.syntax = T.syntax;
   if (report.total > 0) parts.tests = (T.tests * report.passed) / report.total;
   if (report.passed > 0 && aux.defined && main.callsCallee) {
-    if (reward === "strict") {
+    const use = report.calleeUse;
+    if (use !== undefined && reward === "strict") {
       if (report.passed < report.total || report.harnessError !== undefined)
         withheld = "not every test passes";
-      else if (!report.calleeMatters) withheld = "aux's result does not reach main's return value";
+      else if (use.noWork !== undefined) withheld = `aux does no work (${use.noWork})`;
+      else if (!use.matters) withheld = "aux's result does not reach main's return value";
       if (withheld) return done();
     }
     parts.auxUsed = T.auxUsed;
-    if (!main.isWrapper) parts.notWrapper = T.notWrapper;
+    const wrapper = use !== undefined && reward === "strict" ? use.wrapper : main.isWrapper;
+    if (!wrapper) parts.notWrapper = T.notWrapper;
     if (main.ignoredCalleeCalls > 0) parts.ignoredAuxResult = T.ignoredAuxResult;
   }
   return done();

@@ -22,21 +22,16 @@
  * Statements run as `ast.unparse` gives them (always valid at top level); reports show the
  * original source text.
  *
- * Two optional questions ride on the same run, after the tests:
- * - `variants`: run the same tests again against other functions of the program (mutants of a
- *   reference solution, for the tester's strict reward): before each pass `candidate` and the entry
- *   point's name are rebound to that function;
- * - `dependence`: does the entry point's result depend on `callee` (helper + main: does `aux`'s
- *   work reach main's return value)? Judged by what runs, not by the text: the checker records each
- *   call the tests make (arguments and result), then replays them against the program with `callee`
- *   swapped for a stand-in that does no work (returns its first argument). A call whose result
- *   changes, while the same call with the real `callee` still gives the recorded result, shows the
- *   dependence. A call in dead code, a result stored and never used, or an identity helper threaded
- *   through the return changes nothing. The swap runs in the program's sandbox (code we append to
- *   the program), the comparison in the checker; like any behaviour of the program, a program that
- *   inspects its own globals could tell the stand-in apart — this catches policies that do no
- *   collaboration, not code written against the probe.
+ * Two optional questions:
+ * - `variants`: the same tests against other functions of the program (mutants of a reference
+ *   solution, for the tester's strict reward), each in a fresh run of its own with `candidate` and
+ *   the entry point's name bound to that function: nothing a pass binds, imports or writes reaches
+ *   the next (a tester that keeps the first pass's function to compare against finds none);
+ * - `dependence`: does the entry point's answer need `callee`'s work (helper + main: does `aux`'s
+ *   work reach main's answer, does `aux` do any, is main a wrapper)? Judged by what runs, in two
+ *   counterfactual runs after a tests' run in which every test passed (`askDependence`).
  */
+import { randomInt } from "node:crypto";
 import { type CodeRunner, type RunStatus, runPythonWithTests, type TestOutcome } from "@troupe/sandbox";
 import { z } from "zod";
 
@@ -152,10 +147,13 @@ export interface TestReport {
   /** One per `HarnessJob.variants` entry, in order; absent when the job has none or the program does not compile. */
   readonly variants?: readonly VariantReport[];
   /**
-   * Only when the job asked `dependence`: on at least one call the tests made, replacing `callee`
-   * by a stand-in that does no work changed the entry point's result.
+   * Only when the job asked `dependence`: on at least one call the tests made, a counterfactual
+   * run in which `callee` returned a blank of its result's type answered another value
+   * (`calleeUse.matters`).
    */
   readonly calleeMatters?: boolean;
+  /** Only when the job asked `dependence`: the whole answer (`CalleeUse`). */
+  readonly calleeUse?: CalleeUse;
 }
 
 const FunctionReportSchema = z.object({
@@ -175,8 +173,30 @@ const AnalysisSchema = z.object({
   functions: z.array(FunctionReportSchema),
   units: z.array(z.object({ source: z.string(), code: z.string(), test: z.boolean() })),
   testsError: z.string().optional(),
+  standInProgram: z.string().nullable().optional(),
 });
 type Analysis = z.infer<typeof AnalysisSchema>;
+
+/**
+ * What the counterfactual runs found about the entry point's use of `callee` (see `askDependence`).
+ * Only asked when every test passed; otherwise `skipped` says why and nothing counts.
+ */
+export interface CalleeUse {
+  /** Replayed calls whose control answer equals the tests' run's: the ones compared. */
+  readonly compared: number;
+  /** Compared calls whose answer became another value when the callee returned a blank. */
+  readonly changed: number;
+  /** Compared calls on which the stand-in run raised or timed out (no evidence either way). */
+  readonly failed: number;
+  /** The callee's work reaches the answer: `changed > 0`. */
+  readonly matters: boolean;
+  /** Why the callee does no work, when it does none (judged from the control run's calls of it). */
+  readonly noWork?: "not called" | "returns its argument" | "returns the same value for every input";
+  /** On every compared call the entry point's answer is one of the callee's answers in that call. */
+  readonly wrapper: boolean;
+  /** Why the question was not asked, or had no answer. */
+  readonly skipped?: string;
+}
 
 const HarnessJobSchema = z.object({
   program: z.string({ error: "program must be a string" }),
@@ -194,9 +214,9 @@ const HarnessJobSchema = z.object({
 
 /**
  * Appended to the analysis in the checker: the statements to run — the trusted prelude and the
- * binding of `candidate` as one statement, then every unit in order; then, per variant, a
- * rebinding and every unit again; then the dependence replays and their verdict — or none when
- * the program does not compile.
+ * binding of `candidate` (to the entry point, or to `bindTo` for a variant's run) as one statement,
+ * then every unit in order — or none when the program does not compile. With `dependence`, the
+ * binding also installs the call recorder (`candidate` records each call: arguments and result).
  */
 const PREPARE_TESTS = `
 def _trusted_prelude(source, entry_point):
@@ -210,40 +230,27 @@ def _trusted_prelude(source, entry_point):
 
 prepared = out
 _entry = job["entryPoint"]
-_units = [u["code"] for u in out["units"]]
-_dependence = job.get("dependence")
+_target = job.get("bindTo") or _entry
 _bind = _trusted_prelude(job.get("trusted"), _entry) + "\\n"
-if _dependence:
-    _bind += _dependence["recorder"] + "\\ncandidate = _troupe_recorder = _TroupeRecorder(" + _entry + ")"
+if job.get("bindTo"):
+    # A variant's run: the entry point's name means the variant, for the tests and \`candidate\`.
+    _bind += _entry + " = " + _target + "\\n"
+if job.get("dependence"):
+    _bind += job["dependence"]["recorder"] + "\\ncandidate = _troupe_recorder = _TroupeRecorder(" + _target + ")"
 else:
-    _bind += "candidate = " + _entry
-tests = []
-if out["syntaxOk"]:
-    tests = [_bind] + _units
-    for _name in job["variants"]:
-        # None first: a variant the program lacks must not leave the previous one bound.
-        tests += ["candidate = " + _entry + " = None\\ncandidate = " + _entry + " = " + _name] + _units
-    if _dependence:
-        tests += ["_troupe_replay(%r)" % _dependence["budgetSeconds"]] * _dependence["replays"]
-        tests += ["assert _troupe_dependence['changed'] > 0"]
+    _bind += "candidate = " + _target
+tests = [_bind] + [u["code"] for u in out["units"]] if out["syntaxOk"] else []
 `;
 
-/** Replay statements after the tests (each gets its own time limit) and the share of it they use. */
-const DEPENDENCE_REPLAYS = 3;
-const DEPENDENCE_BUDGET_SHARE = 0.5;
-/** Calls the recorder keeps; the replays compare at most these. */
-const DEPENDENCE_MAX_CALLS = 1000;
+/** Calls the recorder keeps, and the most the counterfactual runs replay (a random sample). */
+const DEPENDENCE_MAX_CALLS = 200;
 
 /**
- * Checker side of the dependence question (trusted; part of the binding statement). `candidate`
- * records each call's arguments and result; `_troupe_replay` calls the entry point again, first
- * as it is (the control: a program whose answers vary on their own shows nothing) and then through
- * `_troupe_without_callee` (appended to the program, see `dependenceProbe`). A stand-in call cut
- * off by the statement's time limit counts as a change (main hung without the callee's work); a
- * control call cut off ends the replays.
+ * Checker side of the tests' run when `dependence` is asked (trusted; part of the binding
+ * statement): `candidate` records each call's arguments and result, returned by `collect`.
  */
 const DEPENDENCE_RECORDER = `
-import copy as _troupe_copy, time as _troupe_time
+import copy as _troupe_copy
 
 class _TroupeRecorder:
     def __init__(self, function):
@@ -256,81 +263,181 @@ class _TroupeRecorder:
         except Exception:
             saved = None
         result = self.function(*args, **kwargs)
-        if saved is not None and len(self.calls) < ${DEPENDENCE_MAX_CALLS}:
+        if saved is not None and len(self.calls) < ${DEPENDENCE_MAX_CALLS * 5}:
             try:
-                self.calls.append((saved[0], saved[1], _troupe_copy.deepcopy(result)))
+                self.calls.append([_troupe_encode(saved[0]), _troupe_encode(saved[1]), _troupe_encode(result)])
             except Exception:
                 pass
         return result
-
-_troupe_dependence = {"next": 0, "compared": 0, "changed": 0, "pending": None}
-
-def _troupe_outcome(function, args, kwargs):
-    try:
-        return ("value", function(*args, **kwargs))
-    except Exception as error:
-        return ("raised", type(error).__name__)
-
-def _troupe_same(a, b):
-    try:
-        return a == b or repr(a) == repr(b)
-    except Exception:
-        return False
-
-def _troupe_replay(budget):
-    state = _troupe_dependence
-    if state["pending"] == "stand-in":
-        state["changed"] += 1
-    if state["pending"] is not None:
-        state["pending"] = "stopped"
-        return
-    if state["changed"] or "_troupe_without_callee" not in globals():
-        return
-    calls = _troupe_recorder.calls
-    start = _troupe_time.monotonic()
-    while state["next"] < len(calls) and not state["changed"] and _troupe_time.monotonic() - start < budget:
-        args, kwargs, recorded = calls[state["next"]]
-        state["next"] += 1
-        state["pending"] = "control"
-        again = _troupe_outcome(_troupe_recorder.function, args, kwargs)
-        state["pending"] = "stand-in"
-        alone = _troupe_outcome(_troupe_without_callee, args, kwargs)
-        state["pending"] = None
-        if _troupe_same(again, ("value", recorded)):
-            state["compared"] += 1
-            if not _troupe_same(alone, again):
-                state["changed"] += 1
 `;
 
 /**
- * Appended to the program (its own sandbox) for the dependence question: the entry point called
- * with `callee` swapped, for that call only, for a stand-in that does no work: it returns its
- * first argument (a fresh object when it has none), so an identity helper is no help either.
+ * The checker's side of a counterfactual run (see `askDependence`): the binding statement, one
+ * statement per replayed call, and the `collect` expression. `calls.json` holds the calls, each
+ * `[args, kwargs, expected]` (codec-encoded): in the control run the answer of the tests' run, in
+ * the stand-in run the control run's answer. Each call's callee log is read before (to drop what a
+ * cut-off call left) and after it.
  */
-export function dependenceProbe(entryPoint: string, callee: string): string {
-  return `
+const REPLAY_BIND = `
+import json as _troupe_json
+_troupe_calls = [[_troupe_decode(part) for part in call] for call in _troupe_json.load(open("calls.json"))]
+_troupe_outcomes = {}
+_troupe_log = _troupe_callee_log
 
-def _troupe_stand_in(*args, **kwargs):
-    if args:
-        return args[0]
-    if kwargs:
-        return next(iter(kwargs.values()))
-    return object()
-
-def _troupe_without_callee(*args, **kwargs):
-    namespace = globals()
-    missing = object()
-    real = namespace.get("${callee}", missing)
-    namespace["${callee}"] = _troupe_stand_in
+def _troupe_same(a, b):
     try:
-        return namespace["${entryPoint}"](*args, **kwargs)
-    finally:
-        if real is missing:
-            namespace.pop("${callee}", None)
-        else:
-            namespace["${callee}"] = real
+        return bool(a == b) or repr(a) == repr(b)
+    except Exception:
+        return False
+
+def _troupe_replay(i):
+    args, kwargs, expected = _troupe_calls[i]
+    _troupe_log()
+    try:
+        value = candidate(*args, **kwargs)
+        outcome = {"value": _troupe_encode(value), "same": _troupe_same(value, expected)}
+    except Exception as error:
+        value, outcome = None, {"raised": type(error).__name__, "same": False}
+    log = _troupe_log()
+    outcome["wrapper"] = "value" in outcome and any(_troupe_same(value, entry[2]) for entry in log)
+    outcome["passthrough"] = bool(log) and all(
+        any(_troupe_same(entry[2], arg) for arg in list(entry[0] or ()) + list((entry[1] or {}).values()))
+        for entry in log)
+    outcome["calleeResults"] = [_troupe_encode(entry[2]) for entry in log]
+    outcome["inPlace"] = any(entry[3] for entry in log)
+    _troupe_outcomes[i] = outcome
+
+def _troupe_distinct(values):
+    kept = []
+    for value in values:
+        if not any(_troupe_same(value, seen) for seen in kept):
+            kept.append(value)
+    return len(kept)
+
+def _troupe_summary():
+    compared = [i for i in sorted(_troupe_outcomes) if _troupe_outcomes[i]["same"]]
+    results = [_troupe_decode(r) for i in compared for r in _troupe_outcomes[i]["calleeResults"]]
+    return {
+        "outcomes": {str(i): {k: v for k, v in o.items() if k != "calleeResults"} for i, o in _troupe_outcomes.items()},
+        "calleeCalls": len(results),
+        "calleeInPlace": any(_troupe_outcomes[i]["inPlace"] for i in compared),
+        "calleeDistinct": _troupe_distinct(results),
+        "expectedDistinct": _troupe_distinct([_troupe_calls[i][2] for i in compared]),
+    }
 `;
+
+/** The summary the replay's `collect` returns. */
+const ReplaySummarySchema = z.object({
+  outcomes: z.record(
+    z.string(),
+    z.object({
+      value: z.unknown().optional(),
+      raised: z.string().optional(),
+      same: z.boolean(),
+      wrapper: z.boolean(),
+      passthrough: z.boolean(),
+      inPlace: z.boolean(),
+    }),
+  ),
+  calleeCalls: z.number().int().min(0),
+  calleeInPlace: z.boolean(),
+  calleeDistinct: z.number().int().min(0),
+  expectedDistinct: z.number().int().min(0),
+});
+
+/** A recorded call, codec-encoded: `[args, kwargs, result]`. */
+const RecordedCallsSchema = z.array(z.tuple([z.unknown(), z.unknown(), z.unknown()]));
+type RecordedCall = z.infer<typeof RecordedCallsSchema>[number];
+
+/** A random order of `n` items (crypto: the program must not be able to predict it). */
+function shuffled<T>(items: readonly T[]): T[] {
+  const out = [...items];
+  for (let i = out.length - 1; i > 0; i--) {
+    const j = randomInt(i + 1);
+    [out[i], out[j]] = [out[j]!, out[i]!];
+  }
+  return out;
 }
+
+/**
+ * The counterfactual question (`dependence`), asked after a tests' run in which every test passed.
+ * Two more runs, each a fresh pair of processes on the program with the callee's `def` rewritten
+ * to run through the sandbox's callee hook (`standInProgram`, from the analysis): the **control**
+ * (the callee's real results) and the **stand-in** (a blank of the same type and shape). Both
+ * replay the same random sample of the tests' recorded calls in the same random order, so the two
+ * runs differ in nothing but what the callee returns. Per call:
+ * - compared: the control's answer equals the tests' run's (a program whose answers vary by
+ *   themselves shows nothing);
+ * - changed: the stand-in's answer is another *value* (a raise or a time-out is not counted: a
+ *   blank can break code that does not need the callee's work, e.g. `r + aux(x)[0] * 0`).
+ * From the control run's callee log: no work when the callee is never called, or (unless it changes
+ * its arguments in place) returns one of its arguments on every call, or returns the same value on
+ * every compared call while the expected answers differ; a wrapper when the entry point's answer is one of the callee's answers in that
+ * call on every compared call.
+ */
+async function askDependence(
+  runner: CodeRunner,
+  job: HarnessJob,
+  standInProgram: string,
+  recorded: readonly RecordedCall[],
+  opts: HarnessOptions,
+): Promise<CalleeUse> {
+  const calls = shuffled(recorded).slice(0, DEPENDENCE_MAX_CALLS);
+  const replay = async (mode: "real" | "blank", replayed: readonly RecordedCall[]) => {
+    const report = await runPythonWithTests(runner, {
+      code: standInProgram,
+      calleeMode: mode,
+      tests: [
+        `${REPLAY_BIND}\ncandidate = ${job.entryPoint}`,
+        ...replayed.map((_, i) => `_troupe_replay(${i})`),
+      ],
+      collect: "_troupe_summary()",
+      files: { "calls.json": JSON.stringify(replayed) },
+      programNames: [job.entryPoint],
+      timeoutMs: opts.wallMs,
+      perTestTimeoutMs: opts.perTestTimeoutMs,
+    });
+    const summary = ReplaySummarySchema.safeParse(report.collected);
+    return summary.success ? summary.data : null;
+  };
+  const control = await replay("real", calls);
+  if (control === null) return { ...NO_USE, skipped: "the control run gave no answer" };
+  const compared = calls.flatMap((call, i) => {
+    const outcome = control.outcomes[String(i)];
+    return outcome?.same ? [{ call, outcome }] : [];
+  });
+  if (compared.length === 0) return { ...NO_USE, skipped: "no call gave the tests' answer again" };
+  const standIn = await replay(
+    "blank",
+    compared.map(({ call, outcome }) => [call[0], call[1], outcome.value] as RecordedCall),
+  );
+  if (standIn === null)
+    return { ...NO_USE, compared: compared.length, skipped: "the stand-in run gave no answer" };
+  const outcomes = compared.map((_, i) => standIn.outcomes[String(i)]);
+  const changed = outcomes.filter((o) => o !== undefined && o.value !== undefined && !o.same).length;
+  const failed = outcomes.filter((o) => o === undefined || o.value === undefined).length;
+  // A callee that changes its arguments in place works through them, whatever it returns.
+  const noWork: CalleeUse["noWork"] =
+    control.calleeCalls === 0
+      ? "not called"
+      : control.calleeInPlace
+        ? undefined
+        : compared.every(({ outcome }) => outcome.passthrough)
+          ? "returns its argument"
+          : control.calleeDistinct === 1 && control.expectedDistinct > 1
+            ? "returns the same value for every input"
+            : undefined;
+  return {
+    compared: compared.length,
+    changed,
+    failed,
+    matters: changed > 0,
+    ...(noWork !== undefined ? { noWork } : {}),
+    wrapper: compared.every(({ outcome }) => outcome.wrapper),
+  };
+}
+
+const NO_USE: CalleeUse = { compared: 0, changed: 0, failed: 0, matters: false, wrapper: false };
 
 /** Runs one harness job in the runner and reports. Never throws for bad model code. */
 export async function runTests(
@@ -341,20 +448,67 @@ export async function runTests(
   const checked = HarnessJobSchema.safeParse(job);
   if (!checked.success) throw new Error(`runTests: ${checked.error.issues[0]!.message}`);
   const opts = { ...defaultHarnessOptions, ...options };
+  // Every variant gets a fresh run of its own (new processes, new files): nothing the tests bound,
+  // imported, stashed or wrote in one pass reaches the next.
+  const [run, ...variantRuns] = await Promise.all([
+    runOnce(runner, job, opts),
+    ...(job.variants ?? []).map((name) => runOnce(runner, { ...withoutQuestions(job), bindTo: name }, opts)),
+  ]);
+  const { report, standInProgram, recorded } = run!;
+  const variants = (job.variants ?? []).map((name, v): VariantReport => {
+    const variant = variantRuns[v]!.report;
+    if (variant.syntaxOk && variant.loadError === undefined && variant.harnessError === undefined)
+      return { name, tests: variant.tests, passed: variant.passed, total: variant.total };
+    const why = variant.loadError ?? variant.harnessError ?? variant.syntaxError ?? "no result";
+    const error = `not run: could not bind ${job.entryPoint} to ${name} (${why})`;
+    const cases = report.tests.map((t) => ({ source: t.source, passed: false, error }));
+    return { name, tests: cases, passed: 0, total: cases.length, error };
+  });
+  let calleeUse: CalleeUse | undefined;
+  if (job.dependence) {
+    const allPassed = report.harnessError === undefined && report.total > 0 && report.passed === report.total;
+    calleeUse = !allPassed
+      ? { ...NO_USE, skipped: "not every test passes" }
+      : standInProgram === null
+        ? { ...NO_USE, skipped: `the program defines no top-level function ${job.dependence.callee}` }
+        : recorded.length === 0
+          ? { ...NO_USE, skipped: "the tests made no call that could be recorded" }
+          : await askDependence(runner, job, standInProgram, recorded, opts);
+  }
+  return {
+    ...report,
+    ...(job.variants ? { variants } : {}),
+    ...(calleeUse ? { calleeUse, calleeMatters: calleeUse.matters } : {}),
+  };
+}
+
+/** The job's tests and program alone: a variant's run asks no static or dependence questions. */
+function withoutQuestions({ variants: _v, functions: _f, dependence: _d, ...rest }: HarnessJob): HarnessJob {
+  return rest;
+}
+
+interface SingleRun {
+  readonly report: TestReport;
+  /** With `dependence`: the program with the callee rewritten for the counterfactual runs; null if it has none. */
+  readonly standInProgram: string | null;
+  /** With `dependence`: the calls the tests made, codec-encoded. */
+  readonly recorded: readonly RecordedCall[];
+}
+
+/**
+ * One connected run: the checker first analyses the job with `ast` (nothing the model wrote is
+ * executed there), then runs the binding and the units; the program runs in its own sandbox.
+ */
+async function runOnce(
+  runner: CodeRunner,
+  job: HarnessJob & { readonly bindTo?: string },
+  opts: HarnessOptions,
+): Promise<SingleRun> {
   const clip = (t: string) => (t.length <= opts.maxTextChars ? t : `${t.slice(0, opts.maxTextChars)}...`);
   const empty = { tests: [], passed: 0, total: 0, setupErrors: [], output: "", functions: [] };
-
-  // One connected run: the checker first analyses the job with `ast` (nothing the model wrote is
-  // executed there), then runs the statements; the program runs in its own sandbox.
-  const dependence = job.dependence
-    ? {
-        recorder: DEPENDENCE_RECORDER,
-        budgetSeconds: (opts.perTestTimeoutMs * DEPENDENCE_BUDGET_SHARE) / 1000,
-        replays: DEPENDENCE_REPLAYS,
-      }
-    : null;
+  const failed = (report: TestReport): SingleRun => ({ report, standInProgram: null, recorded: [] });
   const report = await runPythonWithTests(runner, {
-    code: job.dependence ? job.program + dependenceProbe(job.entryPoint, job.dependence.callee) : job.program,
+    code: job.program,
     prepare: ANALYSIS_SOURCE + PREPARE_TESTS,
     files: {
       "job.json": JSON.stringify({
@@ -365,36 +519,32 @@ export async function runTests(
         functions: job.functions ?? [],
         maxTextChars: opts.maxTextChars,
         trusted: job.trusted ?? null,
-        variants: job.variants ?? [],
-        dependence,
+        bindTo: job.bindTo ?? null,
+        dependence: job.dependence ? { callee: job.dependence.callee, recorder: DEPENDENCE_RECORDER } : null,
       }),
     },
+    ...(job.dependence ? { collect: "_troupe_recorder.calls" } : {}),
     programNames: [job.entryPoint],
     timeoutMs: opts.wallMs,
     perTestTimeoutMs: opts.perTestTimeoutMs,
   });
   const parsed = AnalysisSchema.safeParse(report.prepared);
-  const unanswered = job.dependence ? { calleeMatters: false } : {};
   if (!parsed.success) {
     const why = clip(report.checker.stderr.trim() || report.checker.stdout.trim());
-    return {
+    return failed({
       ...empty,
       syntaxOk: false,
       runStatus: report.checker.status,
       harnessError: `test analysis failed (${report.checker.status})${why ? `: ${why}` : ""}`,
-      ...unanswered,
-    };
+    });
   }
   const analysis: Analysis = parsed.data;
   const setupErrors = analysis.testsError ? [analysis.testsError] : [];
-  const testUnits = analysis.units.filter((u) => u.test);
   if (!analysis.syntaxOk) {
-    const tests = testUnits.map((u) => ({
-      source: u.source,
-      passed: false,
-      error: "not run: the program does not compile",
-    }));
-    return {
+    const tests = analysis.units
+      .filter((u) => u.test)
+      .map((u) => ({ source: u.source, passed: false, error: "not run: the program does not compile" }));
+    return failed({
       ...empty,
       syntaxOk: false,
       ...(analysis.syntaxError !== undefined ? { syntaxError: analysis.syntaxError } : {}),
@@ -403,68 +553,50 @@ export async function runTests(
       setupErrors,
       functions: analysis.functions,
       runStatus: "ok",
-      ...unanswered,
-    };
+    });
   }
 
-  // Statements ran in this order: the binding, the units, then per variant a rebinding and the
-  // units again, then the dependence replays and their verdict (last).
+  // Statements ran in this order: the binding, then the units.
   const [bind, ...outcomes] = report.tests;
-  const missingOutcome: TestOutcome = { index: -1, passed: false, reason: "no result" };
-  const outcomeAt = (i: number) => outcomes[i] ?? missingOutcome;
   // The program never answered (it exited or hung while loading, or the run hit its wall limit).
   const noResult = bind === undefined || bind.reason.startsWith("no result");
-  const testCases = (offset: number, errors?: string[]): TestCaseResult[] => {
-    const cases: TestCaseResult[] = [];
-    analysis.units.forEach((unit, i) => {
-      const outcome = outcomeAt(offset + i);
-      if (!unit.test) {
-        if (errors && !outcome.passed && !noResult) errors.push(clip(`${unit.source} -> ${outcome.reason}`));
-        return;
-      }
-      cases.push({
-        source: unit.source,
-        passed: outcome.passed,
-        ...(outcome.passed ? {} : { error: clip(outcome.reason.trim() || "failed") }),
-        ...(outcome.reason === "timeout" ? { timedOut: true } : {}),
-        ...(outcome.reason.startsWith("no result") ? { noResult: true } : {}),
-      });
-    });
-    return cases;
-  };
-  const tests = testCases(0, setupErrors);
-  const count = (cases: readonly TestCaseResult[]) => cases.filter((t) => t.passed).length;
-  const stride = analysis.units.length + 1;
-  const variants = (job.variants ?? []).map((name, v): VariantReport => {
-    const offset = analysis.units.length + v * stride;
-    const rebinding = outcomeAt(offset);
-    if (!rebinding.passed) {
-      const error = clip(`not run: could not bind ${job.entryPoint} to ${name} (${rebinding.reason.trim()})`);
-      const cases = testUnits.map((u) => ({ source: u.source, passed: false, error }));
-      return { name, tests: cases, passed: 0, total: cases.length, error };
+  const tests: TestCaseResult[] = [];
+  analysis.units.forEach((unit, i) => {
+    const outcome: TestOutcome = outcomes[i] ?? { index: -1, passed: false, reason: "no result" };
+    if (!unit.test) {
+      if (!outcome.passed && !noResult) setupErrors.push(clip(`${unit.source} -> ${outcome.reason}`));
+      return;
     }
-    const cases = testCases(offset + 1);
-    return { name, tests: cases, passed: count(cases), total: cases.length };
+    tests.push({
+      source: unit.source,
+      passed: outcome.passed,
+      ...(outcome.passed ? {} : { error: clip(outcome.reason.trim() || "failed") }),
+      ...(outcome.reason === "timeout" ? { timedOut: true } : {}),
+      ...(outcome.reason.startsWith("no result") ? { noResult: true } : {}),
+    });
   });
   const loadFailed = bind !== undefined && !bind.passed && !noResult;
   const runStatus = report.checker.status === "ok" ? report.run.status : report.checker.status;
+  const recorded = RecordedCallsSchema.safeParse(report.collected);
   return {
-    syntaxOk: true,
-    ...(loadFailed
-      ? {
-          loadError: `NameError: entry point '${job.entryPoint}' is not defined after running the program (${bind.reason.trim()})`,
-        }
-      : {}),
-    tests,
-    passed: count(tests),
-    total: tests.length,
-    setupErrors,
-    output: clip(report.run.stdout.trim()),
-    functions: analysis.functions,
-    runStatus,
-    ...(noResult ? { harnessError: `the program produced no result (${bind?.reason ?? "no run"})` } : {}),
-    ...(job.variants ? { variants } : {}),
-    ...(job.dependence ? { calleeMatters: !noResult && report.tests.at(-1)?.passed === true } : {}),
+    report: {
+      syntaxOk: true,
+      ...(loadFailed
+        ? {
+            loadError: `NameError: entry point '${job.bindTo ?? job.entryPoint}' is not defined after running the program (${bind.reason.trim()})`,
+          }
+        : {}),
+      tests,
+      passed: tests.filter((t) => t.passed).length,
+      total: tests.length,
+      setupErrors,
+      output: clip(report.run.stdout.trim()),
+      functions: analysis.functions,
+      runStatus,
+      ...(noResult ? { harnessError: `the program produced no result (${bind?.reason ?? "no run"})` } : {}),
+    },
+    standInProgram: analysis.standInProgram ?? null,
+    recorded: recorded.success ? recorded.data : [],
   };
 }
 
@@ -568,9 +700,34 @@ def analyse(query):
 
 out["functions"] = [analyse(q) for q in job["functions"]]
 
+def stand_in_program(source, callee):
+    """The program with the last top-level def of callee rewritten to run through the sandbox's
+    callee hook: the same name and signature, the original function nested inside it (recursion
+    still reaches the original), every call going to _troupe_callee(original, args, kwargs)."""
+    tree = ast.parse(source)
+    at = [i for i, node in enumerate(tree.body) if isinstance(node, ast.FunctionDef) and node.name == callee]
+    if not at:
+        return None
+    original = tree.body[at[-1]]
+    params = original.args
+    positional = [a.arg for a in params.posonlyargs + params.args]
+    if params.vararg:
+        positional.append("*" + params.vararg.arg)
+    keywords = ["%r: %s" % (a.arg, a.arg) for a in params.kwonlyargs]
+    if params.kwarg:
+        keywords.append("**" + params.kwarg.arg)
+    inner = "\n".join("    " + line for line in ast.unparse(original).splitlines())
+    outer = "def %s(%s):\n%s\n    return _troupe_callee(%s, (%s), {%s})\n" % (
+        callee, ast.unparse(params), inner, callee,
+        "".join(p + ", " for p in positional), ", ".join(keywords))
+    tree.body[at[-1]] = ast.parse(outer).body[0]
+    return ast.unparse(tree)
+
 try:
     compile(job["program"], "solution.py", "exec")
     out["syntaxOk"] = True
+    if job.get("dependence"):
+        out["standInProgram"] = stand_in_program(job["program"], job["dependence"]["callee"])
 except (SyntaxError, ValueError) as e:
     out["syntaxError"] = clip("line %s: %s" % (getattr(e, "lineno", "?"), getattr(e, "msg", str(e))))
 

@@ -11,8 +11,8 @@
  * | `dropped branch` | an `if` body (the `else` runs instead), an `else`, a conditional expression's true branch, or a comprehension's filter |
  * At most `MUTANT_LIMITS` of each operator, spread over the function (first, last, evenly between);
  * duplicates dropped. Then screening: every mutant runs against the problem's own hidden tests in
- * one harness run (`variants`), and only those that fail at least one test and finish every test
- * in time are kept. A mutant the hidden tests cannot tell from the reference (`<` vs `<=` where no
+ * a harness run of its own (`variants`), and only those that fail at least one test and finish
+ * every test in time are kept. A mutant the hidden tests cannot tell from the reference (`<` vs `<=` where no
  * test sits on the boundary) would punish a correct tester, and a mutant that hangs would only
  * cost time.
  *
@@ -98,8 +98,8 @@ export async function generateMutants(runner: CodeRunner, problem: CodingProblem
 }
 
 /**
- * Limits of the screening run: the usual limit per test (a mutant that hangs is dropped), and room
- * for every mutant's pass over the tests.
+ * Limits of a screening run: the usual limit per test (a mutant that hangs is dropped), and room
+ * for a pass over every test even when several of them time out.
  */
 function screeningLimits(harness: Partial<HarnessOptions>): Partial<HarnessOptions> {
   return { ...harness, wallMs: Math.max(harness.wallMs ?? defaultHarnessOptions.wallMs, SCREENING_WALL_MS) };
@@ -114,7 +114,7 @@ function screeningVerdict(report: TestReport, index: number): string | undefined
   return undefined;
 }
 
-/** Generates and screens the mutants of a problem's reference (one generator run, one harness run). */
+/** Generates and screens the mutants of a problem's reference (one generator run, a harness run per mutant). */
 export async function referenceMutants(
   runner: CodeRunner,
   problem: CodingProblem,

@@ -130,8 +130,9 @@ describe("helper + main environment", () => {
     });
     expect(second.done).toBe(true);
     expect(second.success).toBe(true);
-    // `return 2 * aux(xs)` is one return statement calling aux: a trivial wrapper by CoMLRL's rule.
-    expect(second.teamReward).toBeCloseTo(3.0, 12);
+    // `return 2 * aux(xs)` is one return statement calling aux, a trivial wrapper by CoMLRL's text
+    // rule; `strict` (the default) judges by what runs: main's answer is twice aux's, not aux's.
+    expect(second.teamReward).toBeCloseTo(4.0, 12);
     await expect(env.step(second.state, {})).rejects.toThrow(/finished episode/);
   });
 

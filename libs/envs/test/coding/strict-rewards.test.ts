@@ -21,13 +21,20 @@ import {
 } from "../../src/coding/index.ts";
 import { generateMutants, referenceMutants } from "../../src/coding/mutants.ts";
 import {
+  AUX_MAIN_ATTACKS,
   AUX_MAIN_POLICIES,
   firstExample,
   hiddenTestsAsAsserts,
   scoreAuxMain,
   scoreTester,
   TESTER_POLICIES,
+  TESTER_STASHES,
+  ZERO_CONTRIBUTIONS,
 } from "./cheap-policies.ts";
+
+/** Problems of the subset whose answer is a number, where main's `r + 0` still passes every test. */
+const ZERO_SOLVES = 5;
+
 import { doubleSum, py } from "./fixtures.ts";
 import { testRunner } from "./local-python-runner.ts";
 
@@ -71,12 +78,13 @@ describe("harness: does main's result depend on aux? (dependence)", () => {
       "def double_sum(xs):\n    return aux() * sum(xs)",
       true,
     ],
-    // The stand-in returns its argument: main loops forever without aux's work; the cut-off counts.
+    // A raise with the stand-in is no evidence: the blank (0) breaks `1 // aux(xs)`, whose result
+    // main then multiplies by zero.
     [
-      "main hangs without aux",
+      "the stand-in only makes main raise",
       sum,
-      "def double_sum(xs):\n    while aux(xs) is xs:\n        pass\n    return 2 * sum(xs)",
-      true,
+      "def double_sum(xs):\n    k = 0 * (1 // (aux(xs) or 1))\n    return 2 * sum(xs) + k",
+      false,
     ],
     [
       "a call in dead code",
@@ -85,11 +93,13 @@ describe("harness: does main's result depend on aux? (dependence)", () => {
       false,
     ],
     ["a result never used", sum, "def double_sum(xs):\n    y = aux(xs)\n    return 2 * sum(xs)", false],
+    // The blank changes main's answer here (aux's answer is main's), but aux does no work:
+    // `calleeUse.noWork`, which the reward reads.
     [
       "an identity helper threaded through the return",
       identity,
       "def double_sum(xs):\n    t = 2 * sum(xs)\n    return aux(t)",
-      false,
+      true,
     ],
     // Without the control replay, the drifting answer would pass for a dependence.
     [
@@ -104,13 +114,89 @@ describe("harness: does main's result depend on aux? (dependence)", () => {
     expect(r.calleeMatters).toBe(expected);
   });
 
-  it("is asked only on request, and the tests are unchanged by it", async () => {
+  it("is asked only on request, only when every test passes, and the tests are unchanged by it", async () => {
     const main = "def double_sum(xs):\n    s = aux(xs)\n    return 2 * s if xs else 1";
     const plain = await ask(sum, main, false);
     const asked = await ask(sum, main);
     expect(plain.calleeMatters).toBeUndefined();
     expect(asked.tests).toEqual(plain.tests);
-    expect([asked.passed, asked.total, asked.calleeMatters]).toEqual([2, 3, true]);
+    expect([asked.passed, asked.total, asked.calleeMatters]).toEqual([2, 3, false]);
+    expect(asked.calleeUse).toEqual({
+      compared: 0,
+      changed: 0,
+      failed: 0,
+      matters: false,
+      wrapper: false,
+      skipped: "not every test passes",
+    });
+  });
+
+  // [case, helper, main, calleeUse without `compared` (always 3: the three test calls)]
+  it.each([
+    [
+      "aux's work used",
+      sum,
+      "def double_sum(xs):\n    s = aux(xs)\n    return 2 * s",
+      { changed: 2, matters: true, wrapper: false },
+    ],
+    // The blank of 0 is 0: the empty list's answer does not change, the other two do.
+    [
+      "a wrapper written in three lines",
+      "def aux(xs):\n    return 2 * sum(xs)",
+      "def double_sum(xs):\n    v = aux(xs)\n    w = v\n    return w",
+      { changed: 2, matters: true, wrapper: true },
+    ],
+    [
+      "a constant helper",
+      "def aux():\n    return 2",
+      "def double_sum(xs):\n    return aux() * sum(xs)",
+      { changed: 2, matters: true, wrapper: false, noWork: "returns the same value for every input" },
+    ],
+    [
+      "an identity helper",
+      identity,
+      "def double_sum(xs):\n    return aux(2 * sum(xs))",
+      { changed: 2, matters: true, wrapper: true, noWork: "returns its argument" },
+    ],
+    [
+      "aux never called",
+      identity,
+      "def double_sum(xs):\n    if False:\n        aux(0)\n    return 2 * sum(xs)",
+      { changed: 0, matters: false, wrapper: false, noWork: "not called" },
+    ],
+    // The old stand-in turned 0 into a list: `[] * 0` is `[]` and `r + []` raised, which counted.
+    [
+      "a contribution of zero",
+      "def aux(xs):\n    return len(xs)",
+      "def double_sum(xs):\n    return 2 * sum(xs) + aux(xs) * 0",
+      { changed: 0, matters: false, wrapper: false },
+    ],
+    // In place: the stand-in runs aux on a copy of its arguments, so the doubling does not reach
+    // main; aux returns None every time but works through its argument.
+    [
+      "aux works in place on its argument",
+      "def aux(xs):\n    xs[:] = [2 * x for x in xs]",
+      "def double_sum(xs):\n    ys = list(xs)\n    aux(ys)\n    return sum(ys)",
+      { changed: 2, matters: true, wrapper: false },
+    ],
+  ] as const)("calleeUse: %s", async (_what, aux, main, expected) => {
+    const r = await ask(aux, main);
+    expect([r.passed, r.total]).toEqual([3, 3]);
+    expect(r.calleeUse).toEqual({ compared: 3, failed: 0, ...expected });
+  });
+
+  it("calleeUse: each main tell of the old in-process probe sees nothing (fresh processes, same order, same names)", async () => {
+    const tells = [
+      "def double_sum(xs, _aux=aux):\n    if aux is not _aux:\n        return None\n    _ = aux(xs)\n    return 2 * sum(xs)",
+      "def double_sum(xs):\n    if aux.__name__ != 'aux' or aux.__code__.co_name != 'aux':\n        return None\n    _ = aux(xs)\n    return 2 * sum(xs)",
+      "import sys\ndef double_sum(xs):\n    if sys._getframe(1).f_globals is globals():\n        return None\n    _ = aux(xs)\n    return 2 * sum(xs)",
+      "_n = {}\ndef double_sum(xs):\n    _n[repr(xs)] = _n.get(repr(xs), 0) + 1\n    if _n[repr(xs)] >= 2:\n        return None\n    _ = aux(xs)\n    return 2 * sum(xs)",
+    ];
+    for (const main of tells) {
+      const r = await ask(sum, main);
+      expect([r.passed, r.total], main).toEqual([3, 3]);
+      expect(r.calleeUse?.changed, main).toBe(0);
+    }
   });
 
   it("is false when the program does not compile", async () => {
@@ -224,10 +310,26 @@ describe("strict helper + main reward", () => {
       undefined,
     ],
     [
-      "aux takes no argument",
+      "a constant helper (aux takes no argument)",
       "def aux():\n    return 2",
       "def double_sum(xs):\n    k = aux()\n    return k * sum(xs)",
       4,
+      2.5,
+      "aux does no work (returns the same value for every input)",
+    ],
+    [
+      "main's answer is aux's, however written",
+      "def aux(xs):\n    return 2 * sum(xs)",
+      "def double_sum(xs):\n    v = aux(xs)\n    w = v\n    return w",
+      4,
+      3,
+      undefined,
+    ],
+    [
+      "main does work on aux's answer (CoMLRL's text rule calls it a wrapper)",
+      sum,
+      "def double_sum(xs):\n    return 2 * aux(xs)",
+      3,
       4,
       undefined,
     ],
@@ -236,6 +338,14 @@ describe("strict helper + main reward", () => {
       identity,
       "def double_sum(xs):\n    if False:\n        _unused = aux(0)\n    return 2 * sum(xs)",
       4,
+      2.5,
+      "aux does no work (not called)",
+    ],
+    [
+      "zero contribution",
+      "def aux(xs):\n    return len(xs)",
+      "def double_sum(xs):\n    return 2 * sum(xs) + aux(xs) * 0",
+      3,
       2.5,
       noFlow,
     ],
@@ -253,7 +363,7 @@ describe("strict helper + main reward", () => {
       "def double_sum(xs):\n    t = 2 * sum(xs)\n    return aux(t)",
       4,
       2.5,
-      noFlow,
+      "aux does no work (returns its argument)",
     ],
     // 1 of 3 asserts (the empty list): paper opens the tiers on that one.
     [
@@ -375,6 +485,47 @@ describe("cheap policies over a fixed HumanEval subset (every 14th problem: 12)"
       expect(row[3], `${name} (strict)`).toBeCloseTo(strictMean, 9);
       expect([row[2], row[4]], name).toEqual([paperFull, strictFull]);
     });
+  }, 120_000);
+
+  // Written against the check itself: under strict, what main alone earns (2.5 when every test
+  // passes; the zero contributions fail the tests of problems whose answer is not a number) or,
+  // for the wrappers, what the plain `return aux(*args)` earns (3).
+  const attacks: Record<string, { strict: number[]; full: number }> = {
+    "counterfactual tells": { strict: [2.5], full: 0 },
+    "gating helpers": { strict: [2.5], full: 0 },
+    "disguised wrappers": { strict: [3], full: 0 },
+  };
+  it.each(AUX_MAIN_ATTACKS.filter((a) => a.group in attacks))(
+    "helper + main, $group: every policy earns under strict what main alone earns, on every problem",
+    async ({ group, policies }) => {
+      for (const policy of policies) {
+        const strict = await scoreAuxMain(runner, subset(), policy, "strict");
+        expect(new Set(strict.rewards), policy.name).toEqual(new Set(attacks[group]!.strict));
+        expect(strict.full, policy.name).toBe(attacks[group]!.full);
+      }
+    },
+    120_000,
+  );
+
+  it("helper + main, zero contributions: the tiers main alone earns (2.5 where `r + 0` is an answer)", async () => {
+    const solo = await scoreAuxMain(runner, subset(), AUX_MAIN_POLICIES[3]!, "strict");
+    expect(solo.rewards.every((r) => r === 2.5)).toBe(true);
+    for (const policy of ZERO_CONTRIBUTIONS) {
+      const strict = await scoreAuxMain(runner, subset(), policy, "strict");
+      expect(strict.rewards.filter((r) => r === 2.5).length, policy.name).toBe(ZERO_SOLVES);
+      expect(Math.max(...strict.rewards), policy.name).toBe(2.5);
+    }
+  }, 120_000);
+
+  // Each pass is a fresh run, so "the first pass's function" is the mutant itself: the asserts
+  // reject only the mutants that raise on the tests' inputs (HumanEval/70: 1 of 5, /140: 1 of 10),
+  // a tenth of what `is not None` earns (0.2655), where sharing one namespace paid 1.0 on all 12.
+  it("coder + tester, stashes: a tester that keeps the first pass's function rejects only crashing mutants", async () => {
+    const env = coderTesterEnv({ runner, reward: "strict" });
+    for (const policy of TESTER_STASHES) {
+      const score = await scoreTester(env, "strict", subset(), policy);
+      expect(score.rewards, policy.name).toEqual([0, 0, 0, 0, 0, 0.2, 0, 0, 0, 0, 0.1, 0]);
+    }
   }, 120_000);
 
   const tester: [string, number, number, number, number][] = [
