@@ -109,6 +109,19 @@ export function environmentFiles(name: string): Readonly<Record<string, "data" |
   return entryOf(name).files ?? {};
 }
 
+/**
+ * The payload fields of every environment that separates them: what a task gives (inputs) and
+ * what only scoring reads (labels). The API's OpenAPI document shows them.
+ */
+export function payloadFields(): Record<string, { inputs: string[]; labels: string[] }> {
+  const fields: Record<string, { inputs: string[]; labels: string[] }> = {};
+  for (const name of environmentNames()) {
+    const parts = findEntry(name)?.payload;
+    if (parts) fields[name] = { inputs: Object.keys(parts.inputs.shape), labels: Object.keys(parts.labels.shape) };
+  }
+  return fields;
+}
+
 /** Every environment this process knows: the built-ins, then those loaded from modules. */
 export function environmentNames(): string[] {
   return [...Object.keys(ENVIRONMENTS), ...MODULES.keys()];

@@ -18,7 +18,7 @@ export const WritingOptionsSchema = z
 
 export const WritingProblemSchema = z.object({
   kind: z.enum(["tldr", "arxiv"]),
-  id: z.string().min(1).max(200),
+  id: z.string().min(1).max(200).default("text"),
   title: z.string().max(2000).default(""),
   text: z.string().min(1).max(WRITING_MAX_SOURCE_CHARS),
 });
