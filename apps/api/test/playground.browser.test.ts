@@ -371,11 +371,23 @@ describe("the playground page in Chromium", { timeout: 90_000 }, () => {
     expect(await page.textContent("#board")).toBe("#####\n#@$.#\n#####");
     expect(await page.textContent("#outcome")).toBe("not judged");
 
-    // Anything else: the answer as JSON.
-    await run({
-      task: { id: "m", payload: { question: "2+2" } },
-      answer: { kind: "state", state: { value: 4 } },
-    });
+    // Anything else (an environment of one's own): the task's fields, the transcript turn by
+    // turn, and the final state as JSON.
+    await run(
+      {
+        task: { id: "m", payload: { question: "2+2" } },
+        answer: { kind: "state", state: { value: 4 } },
+      },
+      2,
+    );
+    expect(await page.$$eval("#transcript dt, #transcript dd", (n) => n.map((e) => e.textContent))).toEqual([
+      "question",
+      "2+2",
+    ]);
+    expect(await page.$$eval("#transcript ol.transcript li", (n) => n.map((e) => e.textContent))).toEqual([
+      "turn 1 · a · team reward 0.000c0",
+      "turn 2 · a · team reward 0.000c1",
+    ]);
     expect(JSON.parse((await page.textContent("#answer-json")) ?? "")).toEqual({
       kind: "state",
       state: { value: 4 },

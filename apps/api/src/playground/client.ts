@@ -10,7 +10,7 @@
  * come → the result is rendered by the answer's kind: the Plan-Path grid with walls, start, goal and
  * the path walked (and each turn's tool call, output and plan for the tool-call roles); a board; a coding team's code, the program the tests ran and each test's result;
  * a math team's answer with the tool's program and output; a writing team's texts and reward tiers;
- * JSON for anything else.
+ * for anything else (an environment of one's own) the task's fields and the turn-by-turn transcript.
  *
  * The SSE stream is read from fetch's ReadableStream: EventSource can only GET and cannot send an
  * Authorization header. The parser is the few lines of the WHATWG "event stream" grammar the API
@@ -22,6 +22,8 @@ const $ = (id) => document.getElementById(id);
 const KEY_STORAGE = "troupe.playground.apiKey";
 let teams = [];
 let running = null;
+/** The current solve's turns as they arrived (a streamed result carries none of its own). */
+let turnsSeen = [];
 
 function el(tag, attrs, ...children) {
   const node = document.createElement(tag);
@@ -207,6 +209,7 @@ async function* serverSentEvents(body) {
 // Turns
 
 function addTurn(turn) {
+  turnsSeen.push(turn);
   $("turns-empty").hidden = true;
   const meta =
     "turn " + turn.turn + " · " + turn.agent + (turn.role && turn.role !== turn.agent ? " (" + turn.role + ")" : "") +
@@ -384,7 +387,7 @@ function renderResult(result) {
   else if (kind === "math") view = renderMath(payload, answer);
   else if (kind === "writing") view = renderWriting(payload, answer);
   else if (answer && Array.isArray(answer.board)) view = renderBoard(answer);
-  else view = el("div", {}, el("h3", {}, "answer"), el("pre", { id: "answer-json" }, JSON.stringify(answer, null, 2)));
+  else view = renderTranscript(payload, turnsSeen, answer);
   const edit = result.task
     ? el("button", { type: "button", id: "edit-task" }, "Edit this task")
     : null;
@@ -394,6 +397,24 @@ function renderResult(result) {
   });
   box.replaceChildren(summary, view, usageTable || "", edit || "",
     el("details", {}, el("summary", {}, "task JSON"), el("pre", {}, JSON.stringify(result.task, null, 2))));
+}
+
+/**
+ * Any task without a view of its own (an environment of one's own): the task's fields, then each
+ * agent's answer turn by turn with the team reward it earned, and the final state as JSON.
+ */
+function renderTranscript(payload, turns, answer) {
+  const fields = payload && typeof payload === "object" && !Array.isArray(payload) ? Object.entries(payload) : [];
+  const show = (value) => (typeof value === "string" ? value : JSON.stringify(value));
+  return el("div", { id: "transcript" },
+    el("h3", {}, "task"),
+    el("dl", { class: "task-fields" }, fields.flatMap(([name, value]) => [el("dt", {}, name), el("dd", {}, show(value))])),
+    el("h3", {}, "transcript"),
+    el("ol", { class: "transcript" }, turns.map((turn) =>
+      el("li", { "data-agent": turn.agent },
+        el("div", { class: "meta" }, "turn " + (turn.turn + 1) + " · " + turn.agent + " · team reward " + Number(turn.teamReward).toFixed(3)),
+        el("pre", { class: "completion" }, turn.completion === "" ? "(empty)" : turn.completion)))),
+    el("details", {}, el("summary", {}, "final state (JSON)"), el("pre", { id: "answer-json" }, JSON.stringify(answer, null, 2))));
 }
 
 // ------------------------------------------------------------------------------------------
@@ -408,6 +429,7 @@ async function run() {
     return;
   }
   $("turns").replaceChildren();
+  turnsSeen = [];
   $("turns-empty").hidden = false;
   $("result").replaceChildren("running…");
   $("result").classList.add("muted");
