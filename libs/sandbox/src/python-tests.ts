@@ -152,8 +152,9 @@ def write_all(fd, data):
  * - `real`: the callee's own result (the control run);
  * - `blank`: a value of the same type and shape as the callee's result with no content (the
  *   stand-in run): numbers 0, `False`, `""`, `b""`, lists and tuples of the same length whose items
- *   are blanked in turn, dicts with the same keys and blank values, empty sets, `None` for `None`,
- *   and for any other type `type(result)()` or else `None`. The callee runs on a deep copy of its
+ *   are blanked in turn, dicts with the same keys and blank values, empty sets and ranges, an
+ *   iterator that yields nothing for an iterator (a generator), `None` for `None`, and for any
+ *   other type `type(result)()` or else `None`. The callee runs on a deep copy of its
  *   arguments, so work it does in place on them does not reach the caller either.
  * Both runs define the same names and run the same code; only the mode differs, so a program cannot
  * tell them apart by looking around (it can by reading the hook's own variables: that is code
@@ -191,6 +192,10 @@ def _troupe_blank(value, depth=0):
         return {key: _troupe_blank(item, depth + 1) for key, item in value.items()}
     if isinstance(value, (set, frozenset)):
         return type(value)()
+    if isinstance(value, range):
+        return range(0)
+    if hasattr(value, "__next__"):  # a generator or another iterator: one that yields nothing
+        return iter(())
     try:
         return type(value)()
     except Exception:
@@ -214,7 +219,8 @@ def _troupe_callee(function, args, kwargs):
 
 def _troupe_callee_log():
     """The calls since the last read, each [args, kwargs, result, whether it changed its arguments in
-    place]; args and kwargs as they were before the call; a part that is not plain data is None."""
+    place, whether its result is plain data]; args and kwargs as they were before the call; a part
+    that is not plain data is None."""
     entries = []
     for before, result, changed_arguments in _callee_entries:
         parts = []
@@ -224,7 +230,7 @@ def _troupe_callee_log():
                 parts.append(part)
             except NotPlainData:
                 parts.append(None)
-        entries.append(parts + [changed_arguments])
+        entries.append(parts + [changed_arguments, parts[2] is not None or result is None])
     del _callee_entries[:]
     return entries
 `;

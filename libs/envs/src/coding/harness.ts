@@ -299,12 +299,13 @@ def _troupe_replay(i):
     except Exception as error:
         value, outcome = None, {"raised": type(error).__name__, "same": False}
     log = _troupe_log()
-    outcome["wrapper"] = "value" in outcome and any(_troupe_same(value, entry[2]) for entry in log)
+    outcome["wrapper"] = "value" in outcome and any(entry[4] and _troupe_same(value, entry[2]) for entry in log)
     outcome["passthrough"] = bool(log) and all(
-        any(_troupe_same(entry[2], arg) for arg in list(entry[0] or ()) + list((entry[1] or {}).values()))
+        entry[4] and any(_troupe_same(entry[2], arg) for arg in list(entry[0] or ()) + list((entry[1] or {}).values()))
         for entry in log)
     outcome["calleeResults"] = [_troupe_encode(entry[2]) for entry in log]
     outcome["inPlace"] = any(entry[3] for entry in log)
+    outcome["unplain"] = not all(entry[4] for entry in log)
     _troupe_outcomes[i] = outcome
 
 def _troupe_distinct(values):
@@ -321,6 +322,7 @@ def _troupe_summary():
         "outcomes": {str(i): {k: v for k, v in o.items() if k != "calleeResults"} for i, o in _troupe_outcomes.items()},
         "calleeCalls": len(results),
         "calleeInPlace": any(_troupe_outcomes[i]["inPlace"] for i in compared),
+        "calleeUnplain": any(_troupe_outcomes[i]["unplain"] for i in compared),
         "calleeDistinct": _troupe_distinct(results),
         "expectedDistinct": _troupe_distinct([_troupe_calls[i][2] for i in compared]),
     }
@@ -337,10 +339,12 @@ const ReplaySummarySchema = z.object({
       wrapper: z.boolean(),
       passthrough: z.boolean(),
       inPlace: z.boolean(),
+      unplain: z.boolean(),
     }),
   ),
   calleeCalls: z.number().int().min(0),
   calleeInPlace: z.boolean(),
+  calleeUnplain: z.boolean(),
   calleeDistinct: z.number().int().min(0),
   expectedDistinct: z.number().int().min(0),
 });
@@ -371,8 +375,8 @@ function shuffled<T>(items: readonly T[]): T[] {
  * - changed: the stand-in's answer is another *value* (a raise or a time-out is not counted: a
  *   blank can break code that does not need the callee's work, e.g. `r + aux(x)[0] * 0`).
  * From the control run's callee log: no work when the callee is never called, or (unless it changes
- * its arguments in place) returns one of its arguments on every call, or returns the same value on
- * every compared call while the expected answers differ; a wrapper when the entry point's answer is one of the callee's answers in that
+ * its arguments in place) returns one of its arguments on every call, or returns the same plain
+ * value on every compared call while the expected answers differ; a wrapper when the entry point's answer is one of the callee's answers in that
  * call on every compared call.
  */
 async function askDependence(
@@ -424,7 +428,7 @@ async function askDependence(
         ? undefined
         : compared.every(({ outcome }) => outcome.passthrough)
           ? "returns its argument"
-          : control.calleeDistinct === 1 && control.expectedDistinct > 1
+          : !control.calleeUnplain && control.calleeDistinct === 1 && control.expectedDistinct > 1
             ? "returns the same value for every input"
             : undefined;
   return {

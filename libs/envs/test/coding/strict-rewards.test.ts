@@ -179,6 +179,14 @@ describe("harness: does main's result depend on aux? (dependence)", () => {
       "def double_sum(xs):\n    ys = list(xs)\n    aux(ys)\n    return sum(ys)",
       { changed: 2, matters: true, wrapper: false },
     ],
+    // A generator's blank is an iterator that yields nothing; its results are not plain data, so
+    // they are never "the same value for every input".
+    [
+      "aux is a generator",
+      "def aux(xs):\n    for x in xs:\n        yield 2 * x",
+      "def double_sum(xs):\n    return sum(aux(xs))",
+      { changed: 2, matters: true, wrapper: false },
+    ],
   ] as const)("calleeUse: %s", async (_what, aux, main, expected) => {
     const r = await ask(aux, main);
     expect([r.passed, r.total]).toEqual([3, 3]);
