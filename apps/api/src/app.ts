@@ -26,6 +26,7 @@ import {
   DEFAULT_LIMITS,
   type Logger,
   newStats,
+  type ServerStats,
 } from "./context.ts";
 import { withDeadline } from "./deadline.ts";
 import { renderDocsPage } from "./docs-page.ts";
@@ -60,6 +61,11 @@ export interface AppOptions {
   readonly now?: () => number;
   /** Where the per-key rate buckets live (default: this process's own `TokenBuckets`). */
   readonly rateLimiter?: RateLimiter;
+  /**
+   * The whole server's stats for /healthz (node.ts: this process's, or a cluster's sum). Without
+   * it /healthz answers only `ok`.
+   */
+  readonly serverStats?: (local: ApiStats) => ServerStats | Promise<ServerStats>;
 }
 
 export type TroupeApp = OpenAPIHono & { readonly stats: ApiStats };
@@ -105,7 +111,8 @@ export function createApp(options: AppOptions): TroupeApp {
     scheme: "bearer",
     description: "An API key; the server stores only its sha256.",
   });
-  app.route("/", healthRoutes());
+  const serverStats = options.serverStats;
+  app.route("/", healthRoutes(serverStats && (() => serverStats(stats))));
   app.route("/", listTeamsRoutes({ registry: options.registry, log }));
   app.route("/", getTeamRoutes({ registry: options.registry }));
   app.route(
@@ -125,12 +132,24 @@ export function createApp(options: AppOptions): TroupeApp {
     description:
       "Serve trained teams of collaborating LLM agents. Authenticate /v1/* with `Authorization: Bearer <key>`. " +
       "Errors are { error: { code, message, path? } }.",
+    license: { name: "MIT", identifier: "MIT" },
   };
-  app.doc31("/openapi.json", { openapi: "3.1.0", info });
-  let docsHtml: string | undefined;
+  // The server is the one answering: a client generated from the document calls where it came from.
+  const document = (origin: string) => ({
+    openapi: "3.1.0",
+    info,
+    servers: [{ url: origin, description: "This server" }],
+  });
+  app.doc31("/openapi.json", (c) => document(new URL(c.req.url).origin));
+  const docsHtml = new Map<string, string>();
   app.get("/docs", (c) => {
-    docsHtml ??= renderDocsPage(app.getOpenAPI31Document({ openapi: "3.1.0", info }));
-    return c.html(docsHtml);
+    const origin = new URL(c.req.url).origin;
+    let html = docsHtml.get(origin);
+    if (html === undefined) {
+      html = renderDocsPage(app.getOpenAPI31Document(document(origin)));
+      if (docsHtml.size < 16) docsHtml.set(origin, html); // a few names of one server
+    }
+    return c.html(html);
   });
 
   if (options.extraRoutes) app.route("/", options.extraRoutes);

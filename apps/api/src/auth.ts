@@ -4,8 +4,9 @@
  * variable (TROUPE_API_KEY_HASHES: the same JSON, or comma-separated hex digests).
  *
  * A request's key is hashed (Web Crypto, so the same code runs on Node and Workers) and looked up
- * in a Map by digest. Comparing digests rather than keys means a timing difference could at most
- * reveal a prefix of sha256(key), which says nothing usable about any valid key.
+ * in a Map by digest; a key that matched once is then found without hashing (`keyAuth`). Comparing
+ * digests rather than keys means a timing difference could at most reveal a prefix of sha256(key),
+ * which says nothing usable about any valid key.
  */
 import type { MiddlewareHandler } from "hono";
 import { z } from "zod";
@@ -61,8 +62,18 @@ export async function sha256Hex(text: string): Promise<string> {
 /** Keys must be non-trivial: at most this long (longer headers are refused before hashing). */
 const MAX_KEY_LENGTH = 512;
 
+/** Known keys whose caller is remembered (beyond it the least recently used is hashed again). */
+export const KNOWN_KEY_CACHE_SIZE = 1024;
+
+/**
+ * Authenticates against the key digests. A key seen before is not hashed again: its caller is
+ * remembered per key (in this process's memory only, where the key already passed through), for
+ * at most `KNOWN_KEY_CACHE_SIZE` known keys. Unknown keys are never remembered, so a flood of
+ * made-up keys cannot push the real ones out.
+ */
 export function keyAuth(keys: readonly ApiKey[]): Authenticator {
   const byDigest = new Map(keys.map((k) => [k.sha256, k]));
+  const known = new Map<string, Caller>();
   return {
     async authenticate(authorization) {
       if (!authorization) throw new ApiError(401, "unauthorized", "missing Authorization: Bearer <key>");
@@ -70,9 +81,18 @@ export function keyAuth(keys: readonly ApiKey[]): Authenticator {
       if (!match || match[1]!.length > MAX_KEY_LENGTH) {
         throw new ApiError(401, "unauthorized", "the Authorization header must be 'Bearer <key>'");
       }
-      const key = byDigest.get(await sha256Hex(match[1]!));
+      const presented = match[1]!;
+      const remembered = known.get(presented);
+      if (remembered !== undefined) return remembered;
+      const key = byDigest.get(await sha256Hex(presented));
       if (!key) throw new ApiError(401, "unauthorized", "unknown API key");
-      return { id: key.id, ...(key.ratePerMinute !== undefined ? { ratePerMinute: key.ratePerMinute } : {}) };
+      const caller: Caller = {
+        id: key.id,
+        ...(key.ratePerMinute !== undefined ? { ratePerMinute: key.ratePerMinute } : {}),
+      };
+      if (known.size >= KNOWN_KEY_CACHE_SIZE) known.delete(known.keys().next().value!);
+      known.set(presented, caller);
+      return caller;
     },
   };
 }

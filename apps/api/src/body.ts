@@ -10,6 +10,8 @@ import type { MiddlewareHandler } from "hono";
 import { DeadlineExceededError } from "./deadline.ts";
 import { ApiError } from "./errors.ts";
 
+const utf8 = new TextDecoder();
+
 export const tooLarge = (maxBytes: number) =>
   new ApiError(413, "payload_too_large", `the body is larger than ${maxBytes} bytes`);
 
@@ -24,15 +26,21 @@ export async function readBodyWithin(
   maxBytes: number,
   signal: AbortSignal,
 ): Promise<Uint8Array<ArrayBuffer> | null> {
-  if (request.body === null) return null;
+  // (The method first: on Node, asking for `request.body` builds a web stream over the socket.)
+  if (request.method === "GET" || request.method === "HEAD") return null;
   const declared = request.headers.get("content-length");
-  if (declared !== null && !request.headers.has("transfer-encoding") && Number(declared) > maxBytes) {
-    throw tooLarge(maxBytes);
-  }
-  const reader = request.body.getReader();
+  const sized = declared !== null && !request.headers.has("transfer-encoding");
+  if (sized && Number(declared) > maxBytes) throw tooLarge(maxBytes);
   let buffer = new Uint8Array(Math.min(maxBytes, Number(declared) || 16 * 1024));
   let size = 0;
   try {
+    if (sized) {
+      // A declared length within the limit: the runtime reads exactly that many bytes, in one go
+      // (on Node, @hono/node-server reads them from the socket directly, without web streams).
+      return new Uint8Array(await abortable(request.arrayBuffer(), signal));
+    }
+    if (request.body === null) return null;
+    const reader = request.body.getReader();
     for (;;) {
       const { done, value } = await abortable(reader.read(), signal);
       if (done) break;
@@ -52,7 +60,8 @@ export async function readBodyWithin(
       throw new ApiError(
         408,
         "request_timeout",
-        `the request body did not arrive within the deadline of ${error.deadlineMs} ms (${size} bytes received)`,
+        `the request body did not arrive within the deadline of ${error.deadlineMs} ms` +
+          (sized ? ` (${declared} bytes declared)` : ` (${size} bytes received)`),
         undefined,
         { connection: "close" },
       );
@@ -69,7 +78,14 @@ export async function readBodyWithin(
 export function bufferedBody(maxBytes: number): MiddlewareHandler {
   return async (c, next) => {
     const body = await readBodyWithin(c.req.raw, maxBytes, c.get("deadline").signal);
-    if (body !== null) c.req.raw = new Request(c.req.raw, { body });
+    if (body !== null) {
+      // Hono's body cache answers c.req.json()/text()/arrayBuffer() (the validator's json()
+      // included) from these bytes, without wrapping them in a second Request.
+      // (Its type says values; it holds the promises of the Body methods.)
+      const cache = c.req.bodyCache as Record<string, Promise<unknown>>;
+      cache.arrayBuffer = Promise.resolve(body.slice().buffer);
+      cache.text = Promise.resolve(utf8.decode(body));
+    }
     await next();
   };
 }

@@ -7,11 +7,13 @@
  * them the listening socket (round-robin), holds the rate-limit buckets for all of them (a worker
  * asks it for each request's token over IPC, so a key's limit holds across processes, not per
  * process), replaces a worker that dies while serving, and on SIGTERM/SIGINT stops every worker
- * (each drains its in-flight requests as a single server does) before it exits. Each worker loads
+ * (each drains its in-flight requests as a single server does) before it exits. It also answers
+ * for the whole server: a worker's /healthz asks it, and it sums every worker's stats with its own
+ * (and its "stopped" line sums the stats each worker hands it as it stops). Each worker loads
  * its own teams and runs its own continuous batches: N workers hold N copies of a team's weights.
  */
 import cluster, { type Worker } from "node:cluster";
-import type { Logger } from "./context.ts";
+import { type Logger, type ServerStats, sumStats } from "./context.ts";
 import { type RateDecision, type RateLimiter, TokenBuckets } from "./rate-limit.ts";
 
 interface TakeMessage {
@@ -24,6 +26,88 @@ interface DecisionMessage {
   readonly troupe: "rate-decision";
   readonly id: number;
   readonly decision: RateDecision;
+}
+
+/** Primary → worker: "your stats"; worker → primary: them, or (stopping) its last ones. */
+interface StatsQueryMessage {
+  readonly troupe: "stats-query";
+  readonly id: number;
+}
+interface StatsReportMessage {
+  readonly troupe: "stats-report" | "stats-final";
+  readonly id: number;
+  readonly stats: ServerStats;
+}
+/** Worker → primary: "the whole server's stats" (for /healthz); primary → worker: the sum. */
+interface StatsAskMessage {
+  readonly troupe: "stats-ask";
+  readonly id: number;
+}
+interface StatsAnswerMessage {
+  readonly troupe: "stats-answer";
+  readonly id: number;
+  readonly stats: ServerStats;
+}
+
+/** How long the primary waits for a worker's stats before summing without them. */
+const STATS_TIMEOUT_MS = 2_000;
+
+/** A process's own stats with its CPU time: what each of a server's processes contributes. */
+export function processStats(
+  counters: Omit<ServerStats, "processes" | "cpuMs" | "ortRuns" | "ortCpuMs">,
+  ort: { ortRuns: number; ortCpuMs: number } = { ortRuns: 0, ortCpuMs: 0 },
+): ServerStats {
+  const cpu = process.cpuUsage();
+  return {
+    ...counters,
+    byStatus: { ...counters.byStatus },
+    processes: 1,
+    cpuMs: (cpu.user + cpu.system) / 1000,
+    ortRuns: ort.ortRuns,
+    ortCpuMs: ort.ortCpuMs,
+  };
+}
+
+/** A process that counts nothing but its CPU time (the primary). */
+const primaryOwnStats = () =>
+  processStats({ requests: 0, byStatus: {}, rateLimited: 0, solves: 0, inFlightSolves: 0, clientAborts: 0 });
+
+/**
+ * In a worker: answers the primary's stats queries with `local()`, and gives `whole()`, the whole
+ * server's stats (asked of the primary), and `final()`, which hands the primary this worker's last
+ * stats as it stops (the primary's own "stopped" line sums them).
+ */
+export function workerStats(local: () => ServerStats) {
+  const asked = new Map<number, (stats: ServerStats) => void>();
+  let next = 0;
+  process.on("message", (message: unknown) => {
+    if (isMessage<StatsQueryMessage>(message, "stats-query")) {
+      const report: StatsReportMessage = { troupe: "stats-report", id: message.id, stats: local() };
+      if (process.connected) process.send!(report);
+    } else if (isMessage<StatsAnswerMessage>(message, "stats-answer")) {
+      asked.get(message.id)?.(message.stats);
+      asked.delete(message.id);
+    }
+  });
+  return {
+    whole(): Promise<ServerStats> {
+      const id = next++;
+      return new Promise<ServerStats>((resolve, reject) => {
+        asked.set(id, resolve);
+        const ask: StatsAskMessage = { troupe: "stats-ask", id };
+        process.send!(ask, undefined, undefined, (error) => {
+          if (!error) return;
+          asked.delete(id);
+          reject(new Error(`stats: the cluster's primary is gone (${error.message})`));
+        });
+      });
+    },
+    final(): Promise<void> {
+      if (!process.connected) return Promise.resolve();
+      const report: StatsReportMessage = { troupe: "stats-final", id: -1, stats: local() };
+      return new Promise<void>((done) => process.send!(report, undefined, undefined, () => done()));
+    },
+  };
 }
 
 /** The URL a server on `host` (an IPv6 address in brackets) and `port` answers at. */
@@ -86,7 +170,50 @@ export function runPrimary(options: PrimaryOptions): Promise<number> {
   let exitCode = 0;
   let killer: ReturnType<typeof setTimeout> | undefined;
 
+  // Stats: the last ones of workers that stopped, and the queries in flight (id → reports so far).
+  const stopped: ServerStats[] = [];
+  const queries = new Map<number, { reports: ServerStats[]; waiting: Set<Worker>; done: () => void }>();
+  let nextQuery = 0;
+  /** The whole server's stats: every live worker's (asked now), the stopped ones', the primary's. */
+  const serverStats = (): Promise<ServerStats> => {
+    const id = nextQuery++;
+    const waiting = new Set([...live].filter((w) => w.isConnected()));
+    return new Promise<ServerStats>((resolve) => {
+      const reports: ServerStats[] = [];
+      const done = () => {
+        clearTimeout(timer);
+        queries.delete(id);
+        resolve(sumStats([...reports, ...stopped, primaryOwnStats()]));
+      };
+      const timer = setTimeout(done, STATS_TIMEOUT_MS); // a worker that does not answer is left out
+      queries.set(id, { reports, waiting, done });
+      if (waiting.size === 0) done();
+      const query: StatsQueryMessage = { troupe: "stats-query", id };
+      for (const worker of waiting) worker.send(query);
+    });
+  };
+
   cluster.on("message", (worker, message: unknown) => {
+    if (isMessage<StatsReportMessage>(message, "stats-report")) {
+      const query = queries.get(message.id);
+      if (query === undefined || !query.waiting.delete(worker)) return;
+      query.reports.push(message.stats);
+      if (query.waiting.size === 0) query.done();
+      return;
+    }
+    if (isMessage<StatsReportMessage>(message, "stats-final")) {
+      stopped.push(message.stats);
+      for (const query of queries.values())
+        if (query.waiting.delete(worker) && query.waiting.size === 0) query.done();
+      return;
+    }
+    if (isMessage<StatsAskMessage>(message, "stats-ask")) {
+      void serverStats().then((stats) => {
+        const answer: StatsAnswerMessage = { troupe: "stats-answer", id: message.id, stats };
+        if (worker.isConnected()) worker.send(answer);
+      });
+      return;
+    }
     if (!isMessage<TakeMessage>(message, "rate-take")) return;
     const reply: DecisionMessage = {
       troupe: "rate-decision",
@@ -97,10 +224,9 @@ export function runPrimary(options: PrimaryOptions): Promise<number> {
   });
 
   const fork = (): void => {
-    // One ONNX Runtime thread per worker (unless set): N workers already keep N cores busy, and
-    // intra-op threads on top only contend with them (2 workers on 2 cores: ~400 req/s with one
-    // thread each, ~370 with two).
-    const worker = cluster.fork({ TROUPE_ORT_THREADS: process.env.TROUPE_ORT_THREADS ?? "1" });
+    // A worker runs with the primary's flags and environment: its ONNX Runtime threads are
+    // --ort-threads (default 1: N workers already keep N cores busy).
+    const worker = cluster.fork();
     live.add(worker);
     worker.once("listening", (address) => {
       listened.add(worker);
@@ -114,6 +240,8 @@ export function runPrimary(options: PrimaryOptions): Promise<number> {
     });
     worker.once("exit", (code, signal) => {
       live.delete(worker);
+      for (const query of queries.values())
+        if (query.waiting.delete(worker) && query.waiting.size === 0) query.done();
       if (stopping) {
         if (live.size === 0) allExited();
         return;
@@ -145,7 +273,8 @@ export function runPrimary(options: PrimaryOptions): Promise<number> {
   for (let i = 0; i < workers; i++) fork();
   return exited.then(() => {
     clearTimeout(killer);
-    log("info", "stopped", { workers });
+    // Every worker handed its last stats before it exited: the whole server's, in one line.
+    log("info", "stopped", { workers, stats: sumStats([...stopped, primaryOwnStats()]) });
     return exitCode;
   });
 }

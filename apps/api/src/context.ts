@@ -36,6 +36,39 @@ export const newStats = (): ApiStats => ({
   clientAborts: 0,
 });
 
+/**
+ * What /healthz reports of a server (all its processes: a cluster's primary sums its workers'):
+ * its counters, and the CPU time its processes have spent (user + system), of which ONNX Runtime's
+ * session runs took `ortCpuMs`.
+ */
+export interface ServerStats extends ApiStats {
+  /** Server processes counted (a cluster: its workers and the primary). */
+  processes: number;
+  cpuMs: number;
+  ortRuns: number;
+  ortCpuMs: number;
+}
+
+/** The sum of several processes' stats (one server's). */
+export function sumStats(parts: readonly ServerStats[]): ServerStats {
+  const total: ServerStats = { ...newStats(), processes: 0, cpuMs: 0, ortRuns: 0, ortCpuMs: 0 };
+  for (const part of parts) {
+    total.requests += part.requests;
+    for (const [status, n] of Object.entries(part.byStatus)) {
+      total.byStatus[Number(status)] = (total.byStatus[Number(status)] ?? 0) + n;
+    }
+    total.rateLimited += part.rateLimited;
+    total.solves += part.solves;
+    total.inFlightSolves += part.inFlightSolves;
+    total.clientAborts += part.clientAborts;
+    total.processes += part.processes;
+    total.cpuMs += part.cpuMs;
+    total.ortRuns += part.ortRuns;
+    total.ortCpuMs += part.ortCpuMs;
+  }
+  return total;
+}
+
 export type LogLevel = "info" | "warn" | "error";
 export type Logger = (level: LogLevel, message: string, fields?: Record<string, unknown>) => void;
 

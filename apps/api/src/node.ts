@@ -19,6 +19,7 @@
  *   --max-queued        TROUPE_MAX_QUEUED       turns waiting per policy before 503 + Retry-After (default 1024)
  *   --workers           TROUPE_WORKERS          server processes on the one port (default 1; cluster.ts): one
  *                                               process runs on about one core, N use N
+ *   --ort-threads       TROUPE_ORT_THREADS      ONNX Runtime's intra-op threads per server process (default 1)
  * Without any key the server runs unauthenticated, which it allows only on a loopback address.
  * SIGTERM / SIGINT: stop accepting, let in-flight requests finish (up to 10 s), close the backend.
  */
@@ -29,20 +30,14 @@ import { dirname, resolve } from "node:path";
 import { fileURLToPath } from "node:url";
 import { parseArgs } from "node:util";
 import { serve } from "@hono/node-server";
-import { manifestEnvironmentLoader } from "@troupe/envs/module";
 import { checkStore, StoreError } from "@troupe/storage";
 import { DEFAULT_STORE_URI, openStore } from "@troupe/storage/node";
-import {
-  createOpenAIBackend,
-  createTeamRegistry,
-  type InferenceBackend,
-  UnsupportedTeamError,
-} from "@troupe/teams";
-import { createOnnxBackend } from "@troupe/teams/onnx";
+import { createOpenAIBackend, createTeamRegistry, type InferenceBackend } from "@troupe/teams";
+import { createOnnxBackend, type OnnxBackend } from "@troupe/teams/onnx";
 import { z } from "zod";
 import { createApp } from "./app.ts";
 import { type ApiKey, keyAuth, noAuth, parseApiKeys } from "./auth.ts";
-import { httpUrl, primaryRateLimiter, runPrimary } from "./cluster.ts";
+import { httpUrl, primaryRateLimiter, processStats, runPrimary, workerStats } from "./cluster.ts";
 import { consoleLogger, DEFAULT_LIMITS } from "./context.ts";
 import { playgroundRoutes } from "./playground/routes.ts";
 
@@ -53,7 +48,7 @@ const SHUTDOWN_GRACE_MS = 10_000;
 const USAGE = `usage: api serve [--store <uri>] [--port <n>] [--host <addr>] [--keys-file <path>]
                  [--backend onnx|openai] [--openai-base-url <url>]
                  [--body-limit <bytes>] [--deadline-ms <ms>] [--rate-per-minute <n>]
-                 [--batching on|off] [--max-queued <n>] [--workers <n>]`;
+                 [--batching on|off] [--max-queued <n>] [--workers <n>] [--ort-threads <n>]`;
 
 const positiveInt = (name: string) =>
   z.coerce
@@ -76,7 +71,17 @@ const ServeConfigSchema = z.strictObject({
   batching: z.enum(["on", "off"], { error: "--batching must be on or off" }),
   maxQueued: positiveInt("--max-queued").optional(),
   workers: positiveInt("--workers"),
+  ortThreads: positiveInt("--ort-threads"),
 });
+
+/**
+ * ONNX Runtime threads per server process. One: a served model's runs are small (a decode step of
+ * a batch of turns), and a second intra-op thread costs more in hand-offs than it saves — with the
+ * benchmark's team, 2 threads spent 5.6 ms of CPU per solve and served 214 solves/s, 1 thread
+ * 3.3 ms and 298/s. Concurrent requests already share each run (continuous batching), and
+ * `--workers` is how a server uses more cores.
+ */
+export const DEFAULT_ORT_THREADS = 1;
 export type ServeConfig = z.infer<typeof ServeConfigSchema>;
 
 /** Flags over environment over defaults, validated; an error names the flag. */
@@ -96,6 +101,7 @@ export function serveConfig(argv: string[], env: NodeJS.ProcessEnv): ServeConfig
       batching: { type: "string" },
       "max-queued": { type: "string" },
       workers: { type: "string" },
+      "ort-threads": { type: "string" },
     },
     strict: true,
   });
@@ -114,6 +120,7 @@ export function serveConfig(argv: string[], env: NodeJS.ProcessEnv): ServeConfig
     batching: values.batching ?? env.TROUPE_BATCHING ?? "on",
     maxQueued: values["max-queued"] ?? env.TROUPE_MAX_QUEUED,
     workers: values.workers ?? env.TROUPE_WORKERS ?? 1,
+    ortThreads: values["ort-threads"] ?? env.TROUPE_ORT_THREADS ?? DEFAULT_ORT_THREADS,
   });
   if (!parsed.success) {
     const issue = parsed.error.issues[0]!;
@@ -155,16 +162,22 @@ async function preflight(config: ServeConfig) {
  */
 export async function startServer(config: ServeConfig) {
   const { keys, store } = await preflight(config);
+  // The engine's sessions take their thread count from the environment when they are created.
+  process.env.TROUPE_ORT_THREADS = String(config.ortThreads);
   const backend: InferenceBackend =
     config.backend === "openai"
       ? createOpenAIBackend({ baseUrl: config.openaiBaseUrl!, apiKey: config.openaiApiKey })
-      : createOnnxBackend({ batching: config.batching === "on", maxQueued: config.maxQueued });
+      : createOnnxBackend({
+          batching: config.batching === "on",
+          maxQueued: config.maxQueued,
+          meterCpu: true,
+        });
+  const onnx = backend.name === "onnx" ? (backend as OnnxBackend) : undefined;
+  // This process's stats; in a cluster's worker /healthz asks the primary for the whole server's.
+  const local = () => processStats(app.stats, onnx?.stats());
+  const inCluster = cluster.isWorker ? workerStats(local) : undefined;
   const app = createApp({
-    // A team trained on an environment of its own loads the same module (and data files) from
-    // the workspace, refused (501) when one changed since it was published.
-    registry: createTeamRegistry(store, {
-      prepareEnvironment: manifestEnvironmentLoader(workspaceRoot, (m) => new UnsupportedTeamError(m)),
-    }),
+    registry: createTeamRegistry(store),
     backend,
     auth: keys.length > 0 ? keyAuth(keys) : noAuth,
     limits: {
@@ -175,6 +188,7 @@ export async function startServer(config: ServeConfig) {
     sandboxAvailable: false,
     extraRoutes: playgroundRoutes,
     ...(cluster.isWorker ? { rateLimiter: primaryRateLimiter() } : {}),
+    serverStats: inCluster ? () => inCluster.whole() : local,
   });
   const server = await new Promise<ReturnType<typeof serve>>((ready, fail) => {
     const s = serve(
@@ -218,7 +232,8 @@ export async function startServer(config: ServeConfig) {
       await closed;
       clearTimeout(grace);
       await backend.close?.();
-      consoleLogger("info", "stopped", { stats: app.stats });
+      consoleLogger("info", "stopped", { stats: local() });
+      await inCluster?.final();
     })();
     return closing;
   };

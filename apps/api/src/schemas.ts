@@ -3,11 +3,7 @@
  * requests (strict: an unknown field is an error naming it) and generate /openapi.json.
  */
 import { z } from "@hono/zod-openapi";
-import { payloadFields } from "@troupe/envs/registry";
 import { SolveSamplingSchema } from "@troupe/teams";
-
-/** Each shipped environment's task fields: inputs, and labels only scoring reads. */
-const TASK_FIELDS = payloadFields();
 
 /** As @troupe/teams names teams: 1–64 of a-z 0-9 . _ -, starting with a letter or digit. */
 export const TEAM_NAME_PATTERN = "[a-z0-9][a-z0-9._-]{0,63}";
@@ -33,21 +29,9 @@ export const MAX_SEED = 2 ** 31 - 1;
 
 export const SolveInputSchema = z
   .strictObject({
-    task: z
-      .unknown()
-      .optional()
-      .openapi({
-        description:
-          "A task of the team's environment (its payload format), validated by the environment. Its labels " +
-          "(reference answers, hidden tests) are optional: a task of inputs only is answered and not judged " +
-          "(`solved: null`). `x-labels` lists each environment's label fields: " +
-          Object.entries(TASK_FIELDS)
-            .map(([env, f]) => `${env}: inputs ${f.inputs.join(", ")}; labels ${f.labels.join(", ")}`)
-            .join(" · ") +
-          ". A data-file environment's labels are its `options.labels`; the games and writing have none " +
-          "(success is judged on the answer).",
-        "x-labels": Object.fromEntries(Object.entries(TASK_FIELDS).map(([env, f]) => [env, f.labels])),
-      } as Record<string, unknown>),
+    task: z.unknown().optional().openapi({
+      description: "A task of the team's environment (its payload format), validated by the environment.",
+    }),
     generate: z
       .strictObject({
         split: z
@@ -216,4 +200,38 @@ export const TeamManifestResponseSchema = z
   })
   .openapi("TeamManifest");
 
-export const HealthSchema = z.object({ ok: z.literal(true) }).openapi("Health");
+const count = z.number().int().min(0);
+
+export const ServerStatsSchema = z
+  .object({
+    processes: count.openapi({
+      description: "Server processes counted (with --workers: the workers and the primary).",
+    }),
+    requests: count,
+    byStatus: z.record(z.string(), count).openapi({ description: "Answers per HTTP status." }),
+    rateLimited: count,
+    solves: count,
+    inFlightSolves: count,
+    clientAborts: count,
+    cpuMs: z
+      .number()
+      .min(0)
+      .openapi({ description: "CPU time of the server's processes (user + system), ms." }),
+    ortRuns: count.openapi({
+      description: "ONNX Runtime session runs (the embedded engine's forward passes).",
+    }),
+    ortCpuMs: z
+      .number()
+      .min(0)
+      .openapi({ description: "CPU time inside those runs, ms: the model's share of cpuMs." }),
+  })
+  .openapi("ServerStats");
+
+export const HealthSchema = z
+  .object({
+    ok: z.literal(true),
+    stats: ServerStatsSchema.optional().openapi({
+      description: "The whole server's counters since it started (Node; a Worker isolate has none).",
+    }),
+  })
+  .openapi("Health");

@@ -8,6 +8,8 @@
  *  - a worker killed with SIGKILL is replaced, and the server keeps answering;
  *  - SIGTERM stops the workers, then the primary, with exit code 0;
  *  - a worker that cannot start stops the server (exit code 1) instead of being forked for ever;
+ *  - /healthz answers for the whole server (the primary sums its workers' counters), and so does
+ *    the primary's `stopped` line;
  *  - `--workers` / TROUPE_WORKERS: default 1, the flag over the variable, a bad count one line.
  */
 import type { ChildProcess } from "node:child_process";
@@ -127,6 +129,21 @@ describe("api serve --workers 2", () => {
     }
   }, 60_000);
 
+  it("answers /healthz for the whole server: every worker's counters and CPU, summed by the primary", async () => {
+    // Fresh connections: round-robin gives the two requests to different workers.
+    const first = JSON.parse((await send("GET", "/healthz", KEY)).body);
+    const second = JSON.parse((await send("GET", "/healthz", KEY)).body);
+    expect(first.ok).toBe(true);
+    // The 8 solves above, whichever worker ran them, and each health request counted as it arrives.
+    expect(first.stats).toMatchObject({ processes: 3, solves: 8, requests: 9, byStatus: { 200: 8 } });
+    expect(second.stats).toMatchObject({ processes: 3, solves: 8, requests: 10, byStatus: { 200: 9 } });
+    // The model's forward passes are counted, inside the processes' CPU time.
+    expect(first.stats.ortRuns).toBeGreaterThan(0);
+    expect(first.stats.ortCpuMs).toBeGreaterThan(0);
+    expect(first.stats.cpuMs).toBeGreaterThan(first.stats.ortCpuMs);
+    expect(second.stats.cpuMs).toBeGreaterThanOrEqual(first.stats.cpuMs);
+  }, 60_000);
+
   it("holds a key's rate limit across the workers: exactly LIMIT answered, the rest 429", async () => {
     const statuses: number[] = [];
     for (let i = 0; i < 40; i++) statuses.push((await send("GET", "/v1/teams", LIMITED_KEY)).status);
@@ -167,6 +184,13 @@ describe("api serve --workers 2", () => {
       .map((line) => JSON.parse(line).stats.requests as number);
     expect(served, log).toHaveLength(2);
     for (const requests of served) expect(requests).toBeGreaterThan(0);
+    // The primary's line sums what the two workers handed it as they stopped (the one killed above
+    // handed nothing), and its own CPU time.
+    const whole = JSON.parse(
+      log.split("\n").find((line) => line.includes('"message":"stopped","workers":2'))!,
+    );
+    expect(whole.stats.processes).toBe(3);
+    expect(whole.stats.requests).toBe(served[0]! + served[1]!);
   }, 60_000);
 });
 
@@ -209,5 +233,12 @@ describe("--workers / TROUPE_WORKERS", () => {
     expect(() => serveConfig(["--workers", "0"], {})).toThrow("workers: --workers must be > 0");
     expect(() => serveConfig([], { TROUPE_WORKERS: "1.5" })).toThrow("workers: --workers must be an integer");
     expect(() => serveConfig(["--workers", "two"], {})).toThrow("workers: --workers must be a number");
+  });
+
+  it("--ort-threads / TROUPE_ORT_THREADS: one ONNX Runtime thread per process unless set", () => {
+    expect(serveConfig([], {}).ortThreads).toBe(1);
+    expect(serveConfig([], { TROUPE_ORT_THREADS: "2" }).ortThreads).toBe(2);
+    expect(serveConfig(["--ort-threads", "3"], { TROUPE_ORT_THREADS: "2" }).ortThreads).toBe(3);
+    expect(() => serveConfig(["--ort-threads", "0"], {})).toThrow("ortThreads: --ort-threads must be > 0");
   });
 });

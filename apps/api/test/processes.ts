@@ -14,23 +14,21 @@ export const workspaceRoot = resolve(dirname(fileURLToPath(import.meta.url)), ".
 const NODE_ARGS = ["--conditions=@troupe/source", "--import", "tsx"];
 
 /**
- * Starts src/node.ts with `args` (e.g. `--port 0`) and `env` on top of this process's environment.
+ * Starts src/node.ts with `args` (e.g. `--port 0`) and `env` on top of this process's environment
+ * (of this checkout, or of `checkout`, another one: the bench's before/after).
  * `listening` resolves with its URL once it logs "listening", and rejects if it exits first; the
  * process is there at once, for the caller to stop however the start ends.
  */
 export function startApi(
   args: readonly string[],
   env: Readonly<Record<string, string>> = {},
+  checkout = workspaceRoot,
 ): { child: ChildProcess; listening: Promise<string> } {
-  const child = spawn(
-    process.execPath,
-    [...NODE_ARGS, join(workspaceRoot, "apps/api/src/node.ts"), ...args],
-    {
-      cwd: workspaceRoot,
-      env: { ...process.env, ...env },
-      stdio: ["ignore", "ignore", "pipe"],
-    },
-  );
+  const child = spawn(process.execPath, [...NODE_ARGS, join(checkout, "apps/api/src/node.ts"), ...args], {
+    cwd: checkout,
+    env: { ...process.env, ...env },
+    stdio: ["ignore", "ignore", "pipe"],
+  });
   const listening = new Promise<string>((ready, fail) => {
     let log = "";
     child.stderr!.on("data", (chunk) => {

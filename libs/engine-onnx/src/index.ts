@@ -7,6 +7,7 @@ export * from "./model/graphs.ts";
 export * from "./model/host-inputs.ts";
 export * from "./model/ppo-loss.ts";
 export * from "./model/rms-norm.ts";
+export * from "./ort-cpu.ts";
 export * from "./runtime/continuous.ts";
 export * from "./runtime/generate.ts";
 export * from "./runtime/kv-cache.ts";

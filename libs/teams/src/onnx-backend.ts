@@ -15,7 +15,13 @@
  * batch (intra-op threads), so running more at once only makes them contend.
  */
 import type { Completion, GenerationRequest, SamplingParams } from "@troupe/core";
-import { createOnnxEngine, GenerationQueueFullError, type OnnxEngine } from "@troupe/engine-onnx";
+import {
+  createOnnxEngine,
+  GenerationQueueFullError,
+  meterOrtCpu,
+  type OnnxEngine,
+  ortCpuUsage,
+} from "@troupe/engine-onnx";
 import pLimit from "p-limit";
 import {
   BackendOverloadedError,
@@ -43,6 +49,11 @@ export interface OnnxBackendOptions {
   readonly maxConcurrent?: number;
   /** Policies kept loaded (engines with their ORT sessions); the least recently used goes first. */
   readonly maxCachedPolicies?: number;
+  /**
+   * Count ONNX Runtime's CPU time (`ortCpuMs` in stats; @troupe/engine-onnx `meterOrtCpu`, Node
+   * only). Default false.
+   */
+  readonly meterCpu?: boolean;
 }
 
 export const DEFAULT_MAX_CONCURRENT = 1;
@@ -61,6 +72,9 @@ export interface OnnxBackendStats {
   readonly cached: string[];
   /** Engines built so far (a cache hit builds none). */
   readonly loads: number;
+  /** ONNX Runtime's session runs and their CPU time in this process (zeros unless `meterCpu`). */
+  readonly ortRuns: number;
+  readonly ortCpuMs: number;
 }
 
 export interface OnnxBackend extends InferenceBackend {
@@ -84,6 +98,7 @@ export function createOnnxBackend(options: OnnxBackendOptions = {}): OnnxBackend
   if (!Number.isInteger(maxCached) || maxCached < 1) {
     throw new Error(`createOnnxBackend: maxCachedPolicies must be a positive integer, got ${maxCached}`);
   }
+  if (options.meterCpu) meterOrtCpu();
   const batching = options.batching ?? false;
   const continuousBatching = { maxBatch: options.maxBatch, maxQueued: options.maxQueued };
   const pool = pLimit(maxConcurrent);
@@ -223,6 +238,8 @@ export function createOnnxBackend(options: OnnxBackendOptions = {}): OnnxBackend
       maxActive,
       cached: [...cache.keys()],
       loads,
+      ortRuns: ortCpuUsage().runs,
+      ortCpuMs: ortCpuUsage().cpuMs,
     }),
     async close(): Promise<void> {
       pool.clearQueue();

@@ -8,6 +8,7 @@ import { AUTHENTICATED_ERRORS, bearer, errorResponse, router } from "./common.ts
 export const getTeamRoute = createRoute({
   method: "get",
   path: "/v1/teams/{name}",
+  operationId: "getTeam",
   summary: "One team's manifest",
   description: "The manifest of the team's latest version, or of `?ref=` (an alias such as stable, v3 or 3).",
   security: bearer,

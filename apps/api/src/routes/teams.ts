@@ -8,6 +8,7 @@ import { AUTHENTICATED_ERRORS, bearer, router } from "./common.ts";
 export const listTeamsRoute = createRoute({
   method: "get",
   path: "/v1/teams",
+  operationId: "listTeams",
   summary: "Published teams",
   description:
     "Every published team: its versions, aliases, and its latest version's environment, roles and eval.",

@@ -1,0 +1,46 @@
+import { samplingParams, userObservation } from "@troupe/core";
+import { tinyQwenConfig } from "@troupe/engine";
+import { SMALL_QWEN_SHAPE } from "@troupe/engine/testing";
+import * as ort from "onnxruntime-node";
+import { describe, expect, it, vi } from "vitest";
+import { createOnnxEngine } from "../src/engine.ts";
+import { meterOrtCpu, ortCpuUsage } from "../src/ort-cpu.ts";
+
+describe("meterOrtCpu", () => {
+  it("counts every session run, and estimates their CPU time within the process's", async () => {
+    expect(ortCpuUsage()).toEqual({ runs: 0, cpuMs: 0 }); // nothing before it starts
+    meterOrtCpu();
+    meterOrtCpu(); // idempotent: runs are not counted twice
+    const engine = await createOnnxEngine({
+      policies: [{ id: "p", config: tinyQwenConfig(SMALL_QWEN_SHAPE), seed: 3 }],
+    });
+    // Every InferenceSession.run of the engine, counted independently of the meter.
+    const runs = vi.spyOn(
+      (ort.InferenceSession as unknown as { prototype: ort.InferenceSession }).prototype,
+      "run",
+    );
+    try {
+      const sampling = samplingParams({ temperature: 0, maxTokens: 12 });
+      const cpuBefore = process.cpuUsage();
+      const rounds = 40;
+      for (let i = 0; i < rounds; i++) {
+        const [completion] = await engine.generate(
+          [{ policyId: "p", observation: userObservation(`prompt ${i}`), seed: i }],
+          sampling,
+        );
+        expect(completion!.tokenIds).toHaveLength(12);
+      }
+      const spent = process.cpuUsage(cpuBefore);
+      const usage = ortCpuUsage();
+      expect(runs.mock.calls.length).toBeGreaterThanOrEqual(rounds); // a prefill at least, each
+      expect(usage.runs).toBe(runs.mock.calls.length);
+      // About one run in SAMPLE_EVERY is timed and scaled up: some time, and not much more than the
+      // process spent (with slack for the estimate's variance).
+      expect(usage.cpuMs).toBeGreaterThan(0);
+      expect(usage.cpuMs).toBeLessThan(((spent.user + spent.system) / 1000) * 2);
+    } finally {
+      runs.mockRestore();
+      await engine.close();
+    }
+  });
+});
