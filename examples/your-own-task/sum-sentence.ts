@@ -49,15 +49,15 @@ function sumSentenceEnv(): Environment<State, Payload> {
       if (!parsed.success) {
         const issue = parsed.error.issues[0]!;
         // "<env> task <id>: payload: <field>: <why>": the API answers 422 naming the field.
-        throw new Error(`sum-sentence task ${task.id}: payload: ${issue.path.join(".") || "(root)"}: ${issue.message}`);
+        throw new Error(
+          `sum-sentence task ${task.id}: payload: ${issue.path.join(".") || "(root)"}: ${issue.message}`,
+        );
       }
       return { payload: parsed.data, numbers: null, sum: null, done: false };
     },
     observe(state, agent) {
       const text =
-        agent === "reader"
-          ? `${state.payload.sentence}\nnumbers:`
-          : `numbers: ${state.numbers ?? ""}\nsum:`;
+        agent === "reader" ? `${state.payload.sentence}\nnumbers:` : `numbers: ${state.numbers ?? ""}\nsum:`;
       return { messages: [{ role: "user", content: text }] };
     },
     step(state, actions: JointAction): StepResult<State> {
@@ -94,17 +94,22 @@ function sumSentenceEnv(): Environment<State, Payload> {
 function generateTasks(max: number, split: string, count: number, seed: number): Task<Payload>[] {
   const tasks: Task<Payload>[] = [];
   for (let i = 0; tasks.length < count && i < 100_000; i++) {
-    // A small linear congruential walk over (seed, i): no dependency, reproducible.
+    // A multiplicative hash of (seed, i): reproducible, no dependency.
     const x = (Math.imul(seed + 1, 2654435761) + Math.imul(i + 1, 40503)) >>> 0;
     const a = 1 + (x % max);
     const b = 1 + ((x >>> 8) % max);
-    const name = NAMES[(x >>> 16) % NAMES.length]!;
-    const thing = THINGS[(x >>> 20) % THINGS.length]!;
-    // Test sentences are those whose (a, b, name) falls in one fifth of a fixed hash: disjoint splits.
-    const held = (a * 31 + b * 7 + name.length) % 5 === 0;
+    const n = (x >>> 16) % NAMES.length;
+    const t = (x >>> 20) % THINGS.length;
+    // A fifth of the sentences are held out, by their wording and numbers together: the splits
+    // never share a sentence, and every sum occurs in both (with other names and things).
+    const held = (a * 31 + b * 7 + n * 3 + t) % 5 === 0;
     if (held !== (split === "test")) continue;
-    const sentence = `${name} has ${a} ${thing} and gets ${b} more.`;
-    tasks.push({ id: `${split}-${seed}-${i}`, split: split === "test" ? "test" : "train", payload: { sentence, a, b } });
+    const sentence = `${NAMES[n]} has ${a} ${THINGS[t]} and gets ${b} more.`;
+    tasks.push({
+      id: `${split}-${seed}-${i}`,
+      split: split === "test" ? "test" : "train",
+      payload: { sentence, a, b },
+    });
   }
   return tasks;
 }

@@ -81,6 +81,15 @@ export function recipeEnvironment(recipe: Recipe): { trainerEnv: TrainerEnvironm
   return { trainerEnv: wrapped.registered, team: wrapped.team };
 }
 
+/** A warm start needs the environment's solver: a recipe with `sft` steps and none is one line, before any work. */
+export function checkDemonstrations(recipe: Recipe, trainerEnv: TrainerEnvironment): void {
+  if ((recipe.sft?.steps ?? 0) > 0 && trainerEnv.demo === undefined) {
+    throw new RecipeError(
+      `environment "${recipe.environment.name}" has no solver demonstrations (an entry's demo, a data file's demonstrations): remove the sft section, or give it a solver (docs/your-own-task.md)`,
+    );
+  }
+}
+
 export function createEnvironment(name: string, options: Record<string, unknown>): TrainerEnvironment {
   try {
     return createRegistered(name, options);

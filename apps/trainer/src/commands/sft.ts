@@ -1,7 +1,7 @@
 import { parseArgs } from "node:util";
 import { teamPolicies } from "@troupe/core";
 import { checkEngineRecipe, createEngine, policySet } from "../engines.ts";
-import { recipeEnvironment } from "../envs.ts";
+import { checkDemonstrations, recipeEnvironment } from "../envs.ts";
 import { evalSampling, evaluate } from "../evaluate.ts";
 import { RecipeError } from "../recipe.ts";
 import { loadRecipeFile } from "../recipe-files.ts";
@@ -25,6 +25,7 @@ export async function commandSft(argv: string[]): Promise<number> {
   if (!recipe.sft || recipe.sft.steps === 0)
     throw new RecipeError("recipe has no sft section (or sft.steps is 0)");
   const { trainerEnv, team } = recipeEnvironment(recipe);
+  checkDemonstrations(recipe, trainerEnv);
   checkEngineRecipe(recipe, teamPolicies(team));
   const store = await checkedStoreFor(recipe, { write: true });
   const engine = await createEngine(recipe, teamPolicies(team));

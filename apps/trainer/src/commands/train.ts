@@ -5,7 +5,7 @@ import { teamPolicies } from "@troupe/core";
 import { TorchWorkerError, TorchWorkerExited } from "@troupe/engine-torch";
 import { FileStore, RunStore } from "@troupe/storage/node";
 import { checkEngineRecipe, createEngine } from "../engines.ts";
-import { recipeEnvironment } from "../envs.ts";
+import { checkDemonstrations, recipeEnvironment } from "../envs.ts";
 import { checkRoleSampling } from "../evaluate.ts";
 import { applyOverrides, RecipeError } from "../recipe.ts";
 import { loadRecipeFile, parseRunConfig } from "../recipe-files.ts";
@@ -96,6 +96,7 @@ export async function commandTrain(argv: string[]): Promise<number> {
   const { trainerEnv, team: fullTeam } = recipeEnvironment(recipe);
   checkEngineRecipe(recipe, teamPolicies(fullTeam));
   checkRoleSampling(recipe, fullTeam);
+  checkDemonstrations(recipe, trainerEnv);
   if (mode === "rollout")
     return runRolloutWorker(recipe, runStore, values.worker!, leaseSeconds * 1000, idleSeconds * 1000);
   const committedBefore = await runStore.latestCommittedStep();

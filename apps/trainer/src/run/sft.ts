@@ -32,7 +32,7 @@ import {
 import type { Engine, OptimizerConfig, TrainMetrics, TrainStepConfig } from "@troupe/engine";
 import { defaultPolicyLossConfig } from "@troupe/engine";
 import type { TrainerEnvironment } from "../envs.ts";
-import type { DemonstrationCut } from "../recipe.ts";
+import { type DemonstrationCut, RecipeError } from "../recipe.ts";
 
 export interface Demonstration {
   readonly taskId: string;
@@ -91,8 +91,8 @@ export async function collectDemonstrations(
 ): Promise<Demonstration[]> {
   const demo = trainerEnv.demo;
   if (!demo)
-    throw new Error(
-      `environment "${trainerEnv.env.name}" has no solver demonstrations: remove the sft section`,
+    throw new RecipeError(
+      `environment "${trainerEnv.env.name}" has no solver demonstrations (an entry's demo, a data file's demonstrations): remove the sft section, or give it a solver (docs/your-own-task.md)`,
     );
   const { env } = trainerEnv;
   const out: Demonstration[] = [];
