@@ -21,6 +21,9 @@ export function warmStartKey(recipe: Recipe, team: Team) {
     ...(engine ? { engine } : {}),
     ...(windowed ? { completionWindow: true } : {}),
     environment: { name: recipe.environment.name, options },
+    // An environment of one's own: its module's content (an edited module demonstrates anew; a
+    // moved one does not). Absent for the built-ins, whose warm starts keep their ids.
+    ...(recipe.environment.module ? { module: recipe.environment.module.sha256 } : {}),
     roles: team.roles,
     maxTurns: team.maxTurns,
     // Demonstrations follow the team's turn stages: in parallel order the later roles see the
