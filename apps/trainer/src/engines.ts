@@ -138,9 +138,11 @@ export interface OnnxMemoryPlan {
   /** What the graph runs may take together: the budget less the fixed part. */
   readonly activationBytes: number;
   /**
-   * What one graph run may take: all of `activationBytes` (runs take turns and give their memory
-   * back), or with `engine.memoryArena` an equal share for each arena that keeps its largest run
-   * (train, score and prefill per policy; score per policy in a KL reference engine).
+   * What one graph run may take: all of `activationBytes` (runs take turns, and the memory ORT's
+   * arenas keep between them stays within it together with the running one: the engine releases
+   * idle arenas for room), or with `engine.memoryArena` an equal share for each arena that keeps
+   * its largest run (train, score and prefill per policy; score per policy in a KL reference
+   * engine).
    */
   readonly runBytes: number;
 }

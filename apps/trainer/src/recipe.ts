@@ -53,10 +53,11 @@ export const OptimizerSchema = z.strictObject({
 const OnnxEngineSchema = z.strictObject({
   kind: z.literal("onnx"),
   /**
-   * ORT's CPU arena for every graph (default false: the decode step only). Runs allocate from
-   * memory their session keeps instead of fresh pages (≈ 1.2–1.5× faster training and prefill on
-   * short sequences); each arena keeps what its largest run took, so the budget is shared out
-   * between them (engines.ts, onnxMemoryPlan) and long sequences may no longer fit one share.
+   * ORT's CPU arenas unbounded (default false: bounded). Runs allocate from memory their session
+   * keeps instead of fresh pages (≈ 1.2–1.6× faster training and prefill); by default the engine
+   * keeps the arenas and the running graph within one run's budget together, releasing idle
+   * arenas for room. With it each arena keeps what its largest run took, so the budget is shared
+   * out between them (engines.ts, onnxMemoryPlan) and long sequences may no longer fit one share.
    * Optional: run ids stay.
    */
   memoryArena: z.boolean().optional(),

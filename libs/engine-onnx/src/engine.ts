@@ -80,14 +80,16 @@ export interface OnnxEngineOptions {
   readonly policies: readonly OnnxPolicySpec[];
   /**
    * Bytes one graph run may take beyond the weights (activations, host inputs, ORT's scratch):
-   * runs are cut into micro-batches / row groups that stay under it. Default: unbounded.
+   * runs are cut into micro-batches / row groups that stay under it, and ORT's arenas (the memory
+   * the training, scoring and prefill sessions keep between runs) and the run together stay under
+   * it too (runtime/arena.ts). Default: unbounded.
    */
   readonly activationBudgetBytes?: number;
   /**
-   * Keep ORT's CPU arena for every graph (`ModelRunner.memoryArena`): faster on short sequences,
-   * but each policy's train, score and prefill sessions keep what their largest run took, so the
-   * caller gives each run a share of what it can spare (`activationBudgetBytes`). Default false:
-   * only the decode step, whose shape hardly changes, keeps one.
+   * Let each of ORT's arenas keep what its largest run took, unbounded (`ModelRunner.memoryArena`):
+   * each policy's train, score and prefill sessions may each hold `activationBudgetBytes`, so the
+   * caller gives each run a share of what it can spare. Default false: the arenas are bounded
+   * together by `activationBudgetBytes` (an idle one is released when a run needs the room).
    */
   readonly memoryArena?: boolean;
   /**
@@ -191,6 +193,7 @@ export class OnnxEngine implements Engine {
       runner: new ModelRunner(config, "float32", `policy "${spec.id}"`, {
         vocab: Math.min(tokenizer.vocabSize, config.vocab_size),
         memoryArena: this.memoryArena,
+        arenaBudgetBytes: this.activationBudgetBytes,
         completionWindow: this.completionWindow,
       }),
       optimizer: undefined,
@@ -529,6 +532,7 @@ export class OnnxEngine implements Engine {
         s.runner = new ModelRunner(ckpt.config, "float32", `policy "${s.id}"`, {
           vocab: Math.min(ckpt.tokenizer.vocabSize, ckpt.config.vocab_size),
           memoryArena: this.memoryArena,
+          arenaBudgetBytes: this.activationBudgetBytes,
           completionWindow: this.completionWindow,
         });
         s.config = ckpt.config;

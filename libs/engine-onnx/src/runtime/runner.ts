@@ -24,6 +24,7 @@ import {
   TRAIN_INPUTS,
 } from "../model/graphs.ts";
 import { attentionBias, ropeTables } from "../model/host-inputs.ts";
+import { BoundedSession } from "./arena.ts";
 import { cachedAttentionBias, type FixedKvCache, type KvCache, type RaggedKvCache } from "./kv-cache.ts";
 import { estimateGraphPeakBytes, ORT_OVERHEAD } from "./memory.ts";
 import { padBatch } from "./padding.ts";
@@ -86,13 +87,14 @@ export interface MicroBatchResult {
 }
 
 export class ModelRunner {
-  private scoring?: Promise<GraphSession>;
+  /** The sessions whose shapes change from run to run, each with an arena bounded by arena.ts. */
+  private readonly scoring: BoundedSession;
+  private readonly train: BoundedSession;
+  private readonly cachedPrefill: BoundedSession;
   private decode?: Promise<GraphSession>;
-  private train?: Promise<GraphSession>;
   /** Weight inputs of the scoring/training graphs (HF tensors) and of the decode graph (fused). */
   private readonly weightSpecs: readonly GraphWeightSpec[];
   private readonly decodeWeightSpecs: readonly GraphWeightSpec[];
-  private cachedPrefill?: Promise<GraphSession>;
   private stepWithInputs?: Promise<GraphSession>;
   private bakedStep?: { weights: HostWeights; version: number; session: Promise<GraphSession> } | undefined;
   private gradientBuffers?: Record<string, ort.Tensor> | undefined;
@@ -104,12 +106,16 @@ export class ModelRunner {
   /** Largest model (parameters) whose decode step session gets the weights baked in as constants. */
   readonly maxConstantParameters: number;
   /**
-   * ORT's CPU arena for every graph, not only the decode step (`SessionOptions.memoryArena`): runs
-   * allocate from memory the session keeps instead of fresh pages (1.2–1.5× faster training and
-   * prefill on short sequences), and each of the variable-shape sessions (train, score, prefill)
-   * keeps what its largest run took. Whoever sets it plans runs for that (see the engine option).
+   * The training, scoring and prefill sessions allocate from ORT's CPU arena (arena.ts: 1.2–1.6×
+   * faster than fresh pages). With `memoryArena` each of them keeps what its largest run took,
+   * unbounded: whoever sets it plans every run under a share of the memory (see the engine option).
+   * Without it (the default) the arenas are bounded together by `arenaBudgetBytes` (arena.ts):
+   * idle arenas are released when a run needs the room, and a run too large for an arena runs
+   * without one.
    */
   readonly memoryArena: boolean;
+  /** What the arenas and one run may hold together (default unbounded); ignored with `memoryArena`. */
+  readonly arenaBudgetBytes: number;
   /**
    * Ids the policy can produce (its tokenizer's vocabulary size; default vocab_size). Scoring and
    * training take the softmax over these only, as the sampler does, and reject other token ids.
@@ -134,11 +140,15 @@ export class ModelRunner {
       readonly maxConstantParameters?: number;
       readonly vocab?: number;
       readonly memoryArena?: boolean;
+      readonly arenaBudgetBytes?: number;
       readonly completionWindow?: boolean;
     } = {},
   ) {
     this.maxConstantParameters = options.maxConstantParameters ?? DEFAULT_MAX_CONSTANT_PARAMETERS;
     this.memoryArena = options.memoryArena ?? false;
+    this.arenaBudgetBytes = options.arenaBudgetBytes ?? Number.POSITIVE_INFINITY;
+    if (!(this.arenaBudgetBytes > 0))
+      throw new Error(`${label}: arenaBudgetBytes must be > 0, got ${this.arenaBudgetBytes}`);
     this.completionWindow = options.completionWindow ?? false;
     this.vocab = options.vocab ?? config.vocab_size;
     if (!Number.isInteger(this.vocab) || this.vocab < 1 || this.vocab > config.vocab_size)
@@ -147,27 +157,31 @@ export class ModelRunner {
       );
     this.weightSpecs = graphWeightSpecs(config, false);
     this.decodeWeightSpecs = graphWeightSpecs(config, true);
+    const graphOptions = { vocab: this.vocab, window: this.completionWindow };
+    this.scoring = new BoundedSession(`${label} scoring`, () =>
+      buildScoringGraph(config, dtype, graphOptions),
+    );
+    this.train = new BoundedSession(`${label} training`, () => buildTrainGraph(config, dtype, graphOptions));
+    this.cachedPrefill = new BoundedSession(`${label} prefill`, () =>
+      buildCachedDecodeGraph(config, dtype, { lastColumnOnly: this.completionWindow }),
+    );
   }
 
-  private scoringSession(): Promise<GraphSession> {
-    this.scoring ??= GraphSession.create(
-      buildScoringGraph(this.config, this.dtype, { vocab: this.vocab, window: this.completionWindow }),
-      { memoryArena: this.memoryArena },
-    );
-    return this.scoring;
+  /** The arena sessions (diagnostics and tests: what each holds, how often it was created). */
+  get arenaSessions(): Readonly<Record<"scoring" | "train" | "prefill", BoundedSession>> {
+    return { scoring: this.scoring, train: this.train, prefill: this.cachedPrefill };
   }
+
+  /** The bound the arenas of this runner's runs keep to (see `arenaBudgetBytes`). */
+  private get arenaLimit(): number {
+    return this.memoryArena ? Number.POSITIVE_INFINITY : this.arenaBudgetBytes;
+  }
+
   private decodeSession(): Promise<GraphSession> {
     this.decode ??= GraphSession.create(buildDecodeGraph(this.config, this.dtype), {
       memoryArena: this.memoryArena,
     });
     return this.decode;
-  }
-  private trainSession(): Promise<GraphSession> {
-    this.train ??= GraphSession.create(
-      buildTrainGraph(this.config, this.dtype, { vocab: this.vocab, window: this.completionWindow }),
-      { memoryArena: this.memoryArena },
-    );
-    return this.train;
   }
 
   /**
@@ -201,6 +215,14 @@ export class ModelRunner {
   runBytes(kind: "train" | "score", rows: number, tokens: number): number {
     // The graphs see every token but the last (it is only a target).
     return this.estimate(kind, { B: rows, T: Math.max(1, tokens - 1) });
+  }
+
+  /** `runBytes` of a run over these sequences (padded to the longest). */
+  private sequencesBytes(kind: "train" | "score", sequences: readonly ScoredSequence[]): number {
+    let longest = 0;
+    for (const s of sequences)
+      longest = Math.max(longest, s.promptTokenIds.length + s.completionTokenIds.length);
+    return this.runBytes(kind, sequences.length, longest);
   }
 
   /**
@@ -337,9 +359,10 @@ export class ModelRunner {
   async score(weights: HostWeights, sequences: readonly ScoredSequence[]): Promise<ScoreResult> {
     if (sequences.length === 0) return { logprobs: [], entropies: [] };
     this.checkTokens(sequences);
-    const session = await this.scoringSession();
     const { feeds, column } = this.sequenceFeeds(sequences);
-    const out = await session.run({ ...this.weightFeeds(weights), ...feeds });
+    const out = await this.scoring.run(this.sequencesBytes("score", sequences), this.arenaLimit, (session) =>
+      session.run({ ...this.weightFeeds(weights), ...feeds }),
+    );
     return {
       logprobs: this.completionRows(out.logprobs!, sequences, column),
       entropies: this.completionRows(out.entropy!, sequences, column),
@@ -358,7 +381,6 @@ export class ModelRunner {
     options: { readonly reuseGradientBuffers?: boolean } = {},
   ): Promise<MicroBatchResult> {
     this.checkTokens(sequences);
-    const session = await this.trainSession();
     const { feeds, width, column } = this.sequenceFeeds(sequences);
     const B = sequences.length;
     const perToken = (pick: (s: LossSequenceInput, j: number) => number) => {
@@ -388,9 +410,11 @@ export class ModelRunner {
       [TRAIN_INPUTS.entropyCoef]: scalar(settings.entropyCoef),
       [TRAIN_INPUTS.nllCoef]: scalar(settings.nllCoef ?? 0),
     };
-    const out = await session.run(
-      { ...this.weightFeeds(weights, "train"), ...feeds, ...lossFeeds },
-      options.reuseGradientBuffers ? this.gradientOutputs() : undefined,
+    const out = await this.train.run(this.sequencesBytes("train", sequences), this.arenaLimit, (session) =>
+      session.run(
+        { ...this.weightFeeds(weights, "train"), ...feeds, ...lossFeeds },
+        options.reuseGradientBuffers ? this.gradientOutputs() : undefined,
+      ),
     );
     const num = (name: string) => Number((out[name]!.data as FloatArray)[0]);
     const grads = new Map<string, FloatArray>();
@@ -503,14 +527,8 @@ export class ModelRunner {
     weights: HostWeights,
     singleToken: boolean,
     weightsVersion: number | undefined,
-  ): Promise<{ session: GraphSession; baked: boolean }> {
-    if (!singleToken) {
-      this.cachedPrefill ??= GraphSession.create(
-        buildCachedDecodeGraph(this.config, this.dtype, { lastColumnOnly: this.completionWindow }),
-        { memoryArena: this.memoryArena },
-      );
-      return { session: await this.cachedPrefill, baked: false };
-    }
+  ): Promise<{ session: GraphSession | BoundedSession; baked: boolean }> {
+    if (!singleToken) return { session: this.cachedPrefill, baked: false };
     const bake =
       weightsVersion !== undefined && qwenParameterCount(this.config) <= this.maxConstantParameters;
     if (!bake) {
@@ -568,7 +586,7 @@ export class ModelRunner {
    * returns the run's outputs, whose new keys/values [B, KV, T, d_head] the caller writes back.
    */
   private async runCachedStep(
-    step: { readonly session: GraphSession; readonly baked: boolean },
+    step: { readonly session: GraphSession | BoundedSession; readonly baked: boolean },
     weights: HostWeights,
     ids: BigInt64Array,
     positions: Int32Array,
@@ -605,7 +623,11 @@ export class ModelRunner {
       into[newKeyName(i)] = tensor(this.dtype, this.allocFloat(B * KV * T * D), newDims);
       into[newValueName(i)] = tensor(this.dtype, this.allocFloat(B * KV * T * D), newDims);
     }
-    return await step.session.run(feeds, into);
+    const run = (session: GraphSession) => session.run(feeds, into);
+    // A prefill's session (several tokens per row) keeps a bounded arena; the step's is small.
+    return step.session instanceof BoundedSession
+      ? await step.session.run(this.estimate("prefill", { B, T, C }), this.arenaLimit, run)
+      : await run(step.session);
   }
 
   /**
@@ -760,9 +782,10 @@ export class ModelRunner {
   }
 
   async release(): Promise<void> {
-    const sessions = [this.scoring, this.decode, this.cachedPrefill, this.stepWithInputs, this.train];
-    for (const s of [...sessions, this.bakedStep?.session]) if (s) await (await s).release();
-    this.scoring = this.decode = this.cachedPrefill = this.stepWithInputs = this.train = undefined;
+    for (const arena of [this.scoring, this.train, this.cachedPrefill]) await arena.release();
+    for (const s of [this.decode, this.stepWithInputs, this.bakedStep?.session])
+      if (s) await (await s).release();
+    this.decode = this.stepWithInputs = undefined;
     this.bakedStep = undefined;
     this.gradientBuffers = undefined;
   }

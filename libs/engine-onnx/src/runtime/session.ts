@@ -17,13 +17,12 @@ export interface SessionOptions {
   readonly allowSpinning?: boolean;
   /**
    * Serve the run's tensors from ORT's CPU arena (default false: plain malloc/free). The arena never
-   * gives memory back, so a session keeps what its largest run took: with every run of a 2 GiB
-   * budget (1.4 GiB) each of the train, score and prefill sessions grew to about that (4.4 GB
-   * peak), and coding prompts grew a process by 1.6 GiB in four generations (ORT's
-   * arena-shrinkage run option did not give it back). Without it a run's tensors are malloc'd and
-   * freed, fresh pages each time: 1.2–1.5× slower on the games' short sequences (page faults
-   * were a third of the CPU time). The engine's owner decides (ModelRunner.memoryArena) and shares
-   * the budget between the arenas; the decode step — small, run once per token — always keeps one.
+   * gives memory back while the session lives (the arena-shrinkage run option is not reachable from
+   * onnxruntime-node), so a session keeps what its largest run took; without it a run's tensors
+   * are malloc'd and freed, fresh pages each time (1.2–1.6× slower: a third of a short-sequence
+   * run's CPU time went to page faults). The training, scoring and prefill sessions keep one,
+   * bounded together by arena.ts (which releases a whole session when the bound needs the room);
+   * the decode step — small, run once per token — always keeps one.
    */
   readonly memoryArena?: boolean;
   /** Write an ORT profile (JSON) in the working directory (default: env TROUPE_ORT_PROFILE=1). */
