@@ -7,6 +7,7 @@
  */
 import { appendFileSync, cpSync, readFileSync, symlinkSync, writeFileSync } from "node:fs";
 import { join, resolve } from "node:path";
+import { createEnvironment } from "@troupe/envs";
 import { manifestEnvironmentLoader, prepareEnvironment } from "@troupe/envs/module";
 import { FileStore } from "@troupe/storage/node";
 import { createTeamRegistry, loadTeam, solve, UnsupportedTeamError } from "@troupe/teams";
@@ -137,6 +138,31 @@ describe("your own task (docs/your-own-task.md)", () => {
       expect(typeof judged.solved).toBe("boolean");
     } finally {
       await backend.close();
+    }
+  });
+
+  it("the page's testing snippet: the solver's answers solve a task", async () => {
+    const here = join(root, "example");
+    const prepared = await prepareEnvironment({ module: "./sum-sentence.ts" }, { base: here, root: here });
+    const { env, generateTasks, demo } = createEnvironment(prepared.name, prepared.options);
+    const [task] = generateTasks("train", 1, 0);
+    const state = await env.reset(task!, 0);
+    const read = await env.step(state, { reader: demo!(task!, state, "reader") });
+    const added = await env.step(read.state, { calculator: demo!(task!, read.state, "calculator") });
+    expect(added).toMatchObject({ teamReward: 1, done: true, success: true });
+  });
+
+  it("the code on the page is the example's files", () => {
+    const page = readFileSync(resolve(appRoot, "../../docs/your-own-task.md"), "utf8");
+    const blocks = [...page.matchAll(/<!-- file: (\S+) -->\n```\w+\n([\s\S]*?)\n```/g)];
+    expect(blocks.map((b) => b[1])).toEqual([
+      "examples/your-own-task/sum-sentence.ts",
+      "examples/your-own-task/recipe.yaml",
+      "examples/your-own-task/data-file/reward.ts",
+      "examples/your-own-task/data-file/recipe.yaml",
+    ]);
+    for (const [, path, code] of blocks) {
+      expect(`${code}\n`, path).toBe(readFileSync(resolve(appRoot, "../..", path!), "utf8"));
     }
   });
 
