@@ -117,7 +117,8 @@ export function payloadFields(): Record<string, { inputs: string[]; labels: stri
   const fields: Record<string, { inputs: string[]; labels: string[] }> = {};
   for (const name of environmentNames()) {
     const parts = findEntry(name)?.payload;
-    if (parts) fields[name] = { inputs: Object.keys(parts.inputs.shape), labels: Object.keys(parts.labels.shape) };
+    if (parts)
+      fields[name] = { inputs: Object.keys(parts.inputs.shape), labels: Object.keys(parts.labels.shape) };
   }
   return fields;
 }

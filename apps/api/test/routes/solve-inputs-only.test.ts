@@ -96,7 +96,10 @@ describe("POST /v1/solve with a task's inputs only", () => {
     );
     expect(body.solved).toBeNull();
     expect(body.answer).toMatchObject({ kind: "code", entryPoint: "add", tests: null });
-    expect(Object.keys((body.answer as unknown as { parts: object }).parts).sort()).toEqual(["coder", "tester"]);
+    expect(Object.keys((body.answer as unknown as { parts: object }).parts).sort()).toEqual([
+      "coder",
+      "tester",
+    ]);
   });
 
   it("writing: a post alone (writing has no labels: the tiers judge the texts)", async () => {

@@ -148,9 +148,7 @@ describe("data-file environment", () => {
     const { registered } = await build();
     await expect(
       (async () => registered.env.reset({ id: "y", split: "test", payload: { answer: "3" } }, 0))(),
-    ).rejects.toThrow(
-      "data-file task y: payload: question: missing (an input of every task)",
-    );
+    ).rejects.toThrow("data-file task y: payload: question: missing (an input of every task)");
   });
 
   test("renderPrompt fills {{history}} with every answer so far", () => {
