@@ -5,17 +5,12 @@
  */
 import { type ChatMessage, type SamplingParams, samplingParams, type Team } from "@troupe/core";
 import { loadTokenizer, parseModelConfig, TOKENIZER_FILES } from "@troupe/engine";
-import {
-  configuredTeam,
-  createEnvironment,
-  environmentModule,
-  type RegisteredEnvironment,
-} from "@troupe/envs/registry";
+import { configuredTeam, createEnvironment, type RegisteredEnvironment } from "@troupe/envs/registry";
 import type { CodeRunner } from "@troupe/sandbox";
 import type { InferenceBackend, ServingPolicySet } from "./backend.ts";
 import { ManifestError, type TeamManifest } from "./manifest.ts";
 import type { TeamRegistry } from "./registry.ts";
-import { needsSandbox, UnsupportedTeamError } from "./sandbox.ts";
+import { checkModuleLoaded, needsSandbox, UnsupportedTeamError } from "./sandbox.ts";
 
 export interface LoadedTeam {
   readonly manifest: TeamManifest;
@@ -80,12 +75,7 @@ export async function loadTeam(
   options: LoadTeamOptions = {},
 ): Promise<LoadedTeam> {
   const label = `team ${manifest.name} v${manifest.version}`;
-  const module = manifest.environment.module;
-  if (module !== undefined && environmentModule(manifest.environment.name)?.sha256 !== module.sha256) {
-    throw new UnsupportedTeamError(
-      `${label}: environment "${manifest.environment.name}" comes from ${module.path} (sha256 ${module.sha256.slice(0, 12)}…), which this server has not loaded`,
-    );
-  }
+  checkModuleLoaded(manifest.environment, label);
   const envOptions: Record<string, unknown> = { ...manifest.environment.options };
   if (needsSandbox(manifest.environment)) {
     if (options.runner === undefined) {
