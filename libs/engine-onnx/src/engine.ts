@@ -12,7 +12,9 @@
  * Memory: with `activationBudgetBytes`, every run — a training micro-batch, a scoring chunk, a
  * generation's row group — is cut so that its estimated peak (runtime/memory.ts: the graph's
  * liveness at that shape, times ORT's measured overhead) stays under the budget; a sequence that
- * cannot fit alone is refused with a `MemoryBudgetError` before anything runs.
+ * cannot fit alone is refused with a `MemoryBudgetError` before anything runs. The memory ORT's
+ * arenas keep between runs stays within the same budget, together with the running graph
+ * (runtime/arena.ts).
  */
 import {
   type Completion,
