@@ -19,7 +19,8 @@
  *   --max-queued        TROUPE_MAX_QUEUED       turns waiting per policy before 503 + Retry-After (default 1024)
  *   --workers           TROUPE_WORKERS          server processes on the one port (default 1; cluster.ts): one
  *                                               process runs on about one core, N use N
- *   --ort-threads       TROUPE_ORT_THREADS      ONNX Runtime's intra-op threads per server process (default 1)
+ *   --ort-threads       TROUPE_ORT_THREADS      ONNX Runtime's intra-op threads per server process (default: 2
+ *                                               for a single process, 1 per worker with --workers)
  * Without any key the server runs unauthenticated, which it allows only on a loopback address.
  * SIGTERM / SIGINT: stop accepting, let in-flight requests finish (up to 10 s), close the backend.
  */
@@ -71,17 +72,8 @@ const ServeConfigSchema = z.strictObject({
   batching: z.enum(["on", "off"], { error: "--batching must be on or off" }),
   maxQueued: positiveInt("--max-queued").optional(),
   workers: positiveInt("--workers"),
-  ortThreads: positiveInt("--ort-threads"),
+  ortThreads: positiveInt("--ort-threads").optional(),
 });
-
-/**
- * ONNX Runtime threads per server process. One: a served model's runs are small (a decode step of
- * a batch of turns), and a second intra-op thread costs more in hand-offs than it saves — with the
- * benchmark's team, 2 threads spent 5.6 ms of CPU per solve and served 214 solves/s, 1 thread
- * 3.3 ms and 298/s. Concurrent requests already share each run (continuous batching), and
- * `--workers` is how a server uses more cores.
- */
-export const DEFAULT_ORT_THREADS = 1;
 export type ServeConfig = z.infer<typeof ServeConfigSchema>;
 
 /** Flags over environment over defaults, validated; an error names the flag. */
@@ -120,7 +112,7 @@ export function serveConfig(argv: string[], env: NodeJS.ProcessEnv): ServeConfig
     batching: values.batching ?? env.TROUPE_BATCHING ?? "on",
     maxQueued: values["max-queued"] ?? env.TROUPE_MAX_QUEUED,
     workers: values.workers ?? env.TROUPE_WORKERS ?? 1,
-    ortThreads: values["ort-threads"] ?? env.TROUPE_ORT_THREADS ?? DEFAULT_ORT_THREADS,
+    ortThreads: values["ort-threads"] ?? env.TROUPE_ORT_THREADS,
   });
   if (!parsed.success) {
     const issue = parsed.error.issues[0]!;
@@ -163,7 +155,7 @@ async function preflight(config: ServeConfig) {
 export async function startServer(config: ServeConfig) {
   const { keys, store } = await preflight(config);
   // The engine's sessions take their thread count from the environment when they are created.
-  process.env.TROUPE_ORT_THREADS = String(config.ortThreads);
+  if (config.ortThreads !== undefined) process.env.TROUPE_ORT_THREADS = String(config.ortThreads);
   const backend: InferenceBackend =
     config.backend === "openai"
       ? createOpenAIBackend({ baseUrl: config.openaiBaseUrl!, apiKey: config.openaiApiKey })

@@ -235,8 +235,8 @@ describe("--workers / TROUPE_WORKERS", () => {
     expect(() => serveConfig(["--workers", "two"], {})).toThrow("workers: --workers must be a number");
   });
 
-  it("--ort-threads / TROUPE_ORT_THREADS: one ONNX Runtime thread per process unless set", () => {
-    expect(serveConfig([], {}).ortThreads).toBe(1);
+  it("--ort-threads / TROUPE_ORT_THREADS: the flag over the variable, unset by default", () => {
+    expect(serveConfig([], {}).ortThreads).toBeUndefined();
     expect(serveConfig([], { TROUPE_ORT_THREADS: "2" }).ortThreads).toBe(2);
     expect(serveConfig(["--ort-threads", "3"], { TROUPE_ORT_THREADS: "2" }).ortThreads).toBe(3);
     expect(() => serveConfig(["--ort-threads", "0"], {})).toThrow("ortThreads: --ort-threads must be > 0");
