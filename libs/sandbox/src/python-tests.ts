@@ -123,6 +123,42 @@ def decode(data, depth=0):
         raise NotPlainData("malformed %s: %s" % (tag, error))
     raise NotPlainData("malformed data (tag %r)" % tag[:20])
 
+def blank(value, depth=0):
+    if depth > 50 or value is None:
+        return None
+    if isinstance(value, bool):
+        return False
+    if isinstance(value, int):
+        return 0
+    if isinstance(value, float):
+        return 0.0
+    if isinstance(value, complex):
+        return 0j
+    if isinstance(value, str):
+        return ""
+    if isinstance(value, (bytes, bytearray)):
+        return type(value)()
+    if isinstance(value, (list, tuple)):
+        items = [blank(item, depth + 1) for item in value]
+        if isinstance(value, list):
+            return items
+        try:
+            return type(value)(*items) if hasattr(value, "_fields") else type(value)(items)
+        except Exception:
+            return tuple(items)
+    if isinstance(value, dict):
+        return {key: blank(item, depth + 1) for key, item in value.items()}
+    if isinstance(value, (set, frozenset)):
+        return type(value)()
+    if isinstance(value, range):
+        return range(0)
+    if hasattr(value, "__next__"):  # a generator or another iterator: one that yields nothing
+        return iter(())
+    try:
+        return type(value)()
+    except Exception:
+        return None
+
 def read_line(fd, buffer):
     """One line from fd (without the newline), None at end of file. buffer: a bytearray we own."""
     import os
@@ -165,42 +201,6 @@ import copy as _troupe_copy
 _MAX_CALLEE_LOG = 2000
 _callee_entries = []
 
-def _troupe_blank(value, depth=0):
-    if depth > 50 or value is None:
-        return None
-    if isinstance(value, bool):
-        return False
-    if isinstance(value, int):
-        return 0
-    if isinstance(value, float):
-        return 0.0
-    if isinstance(value, complex):
-        return 0j
-    if isinstance(value, str):
-        return ""
-    if isinstance(value, (bytes, bytearray)):
-        return type(value)()
-    if isinstance(value, (list, tuple)):
-        items = [_troupe_blank(item, depth + 1) for item in value]
-        if isinstance(value, list):
-            return items
-        try:
-            return type(value)(*items) if hasattr(value, "_fields") else type(value)(items)
-        except Exception:
-            return tuple(items)
-    if isinstance(value, dict):
-        return {key: _troupe_blank(item, depth + 1) for key, item in value.items()}
-    if isinstance(value, (set, frozenset)):
-        return type(value)()
-    if isinstance(value, range):
-        return range(0)
-    if hasattr(value, "__next__"):  # a generator or another iterator: one that yields nothing
-        return iter(())
-    try:
-        return type(value)()
-    except Exception:
-        return None
-
 def _troupe_callee(function, args, kwargs):
     try:
         before = _troupe_copy.deepcopy((args, kwargs))
@@ -214,15 +214,20 @@ def _troupe_callee(function, args, kwargs):
     except Exception:
         changed_arguments = False
     if len(_callee_entries) < _MAX_CALLEE_LOG:
-        _callee_entries.append((before, result, changed_arguments))
-    return _troupe_blank(result) if _CALLEE_MODE == "blank" else result
+        # A copy now: main may change the result in place afterwards (sort the list aux returned).
+        try:
+            logged, copied = _troupe_copy.deepcopy(result), True
+        except Exception:
+            logged, copied = None, False
+        _callee_entries.append((before, logged, changed_arguments, copied))
+    return blank(result) if _CALLEE_MODE == "blank" else result
 
 def _troupe_callee_log():
     """The calls since the last read, each [args, kwargs, result, whether it changed its arguments in
     place, whether its result is plain data]; args and kwargs as they were before the call; a part
     that is not plain data is None."""
     entries = []
-    for before, result, changed_arguments in _callee_entries:
+    for before, result, changed_arguments, copied in _callee_entries:
         parts = []
         for part in (before[0] if before else None, before[1] if before else None, result):
             try:
@@ -230,7 +235,7 @@ def _troupe_callee_log():
                 parts.append(part)
             except NotPlainData:
                 parts.append(None)
-        entries.append(parts + [changed_arguments, parts[2] is not None or result is None])
+        entries.append(parts + [changed_arguments, copied and (parts[2] is not None or result is None)])
     del _callee_entries[:]
     return entries
 `;
@@ -495,8 +500,9 @@ def _main():
     else:
         tests = _job["tests"]
     _send("A", {"count": len(tests), "prepared": prepared})
-    # The codec, for statements that carry data of their own (replays of recorded calls).
-    namespace = {"__name__": "tests", "__builtins__": builtins, "_troupe_encode": encode, "_troupe_decode": decode}
+    # The codec and the blank, for statements that carry data of their own (replays of recorded calls).
+    namespace = {"__name__": "tests", "__builtins__": builtins, "_troupe_encode": encode, "_troupe_decode": decode,
+                 "_troupe_blank": blank}
     signal.signal(signal.SIGALRM, _on_alarm)
     for index, test in enumerate(tests):
         passed, reason = False, ""

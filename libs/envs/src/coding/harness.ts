@@ -242,6 +242,9 @@ else:
 tests = [_bind] + [u["code"] for u in out["units"]] if out["syntaxOk"] else []
 `;
 
+/** Calls of the callee the probe run repeats with blanked arguments. */
+const PROBE_MAX_CALLS = 20;
+
 /** Calls the recorder keeps, and the most the counterfactual runs replay (a random sample). */
 const DEPENDENCE_MAX_CALLS = 200;
 
@@ -306,6 +309,8 @@ def _troupe_replay(i):
     outcome["calleeResults"] = [_troupe_encode(entry[2]) for entry in log]
     outcome["inPlace"] = any(entry[3] for entry in log)
     outcome["unplain"] = not all(entry[4] for entry in log)
+    outcome["calleeCallsSeen"] = [[_troupe_encode(entry[0] or ()), _troupe_encode(entry[1] or {}), _troupe_encode(entry[2])]
+                                  for entry in log if entry[4] and entry[0] is not None and entry[1] is not None]
     _troupe_outcomes[i] = outcome
 
 def _troupe_distinct(values):
@@ -319,14 +324,48 @@ def _troupe_summary():
     compared = [i for i in sorted(_troupe_outcomes) if _troupe_outcomes[i]["same"]]
     results = [_troupe_decode(r) for i in compared for r in _troupe_outcomes[i]["calleeResults"]]
     return {
-        "outcomes": {str(i): {k: v for k, v in o.items() if k != "calleeResults"} for i, o in _troupe_outcomes.items()},
+        "outcomes": {str(i): {k: v for k, v in o.items() if k not in ("calleeResults", "calleeCallsSeen")}
+                     for i, o in _troupe_outcomes.items()},
         "calleeCalls": len(results),
         "calleeInPlace": any(_troupe_outcomes[i]["inPlace"] for i in compared),
         "calleeUnplain": any(_troupe_outcomes[i]["unplain"] for i in compared),
         "calleeDistinct": _troupe_distinct(results),
         "expectedDistinct": _troupe_distinct([_troupe_calls[i][2] for i in compared]),
+        "calleeCallsSeen": [c for i in compared for c in _troupe_outcomes[i]["calleeCallsSeen"]][:${PROBE_MAX_CALLS}],
     }
 `;
+
+/**
+ * The checker's side of the probe run (see `askDependence`): the callee called directly, on each
+ * recorded call's arguments blanked (`blank`: same types and shapes, no content); a call whose
+ * blanked arguments equal its real ones is no evidence. `collect` returns how many calls were
+ * evidence and on how many the callee answered the same value as with its real arguments.
+ */
+const PROBE_BIND = `
+import json as _troupe_json
+_troupe_calls = [[_troupe_decode(part) for part in call] for call in _troupe_json.load(open("calls.json"))]
+_troupe_probe_results = {"evidence": 0, "same": 0}
+
+def _troupe_same(a, b):
+    try:
+        return bool(a == b) or repr(a) == repr(b)
+    except Exception:
+        return False
+
+def _troupe_probe(i):
+    args, kwargs, result = _troupe_calls[i]
+    blank_args, blank_kwargs = _troupe_blank(args), _troupe_blank(kwargs)
+    if repr((blank_args, blank_kwargs)) == repr((args, kwargs)):
+        return
+    try:
+        value = _troupe_callee_under_probe(*blank_args, **blank_kwargs)
+    except Exception:
+        return
+    _troupe_probe_results["evidence"] += 1
+    _troupe_probe_results["same"] += _troupe_same(value, result)
+`;
+
+const ProbeSummarySchema = z.object({ evidence: z.number().int().min(0), same: z.number().int().min(0) });
 
 /** The summary the replay's `collect` returns. */
 const ReplaySummarySchema = z.object({
@@ -345,6 +384,7 @@ const ReplaySummarySchema = z.object({
   calleeCalls: z.number().int().min(0),
   calleeInPlace: z.boolean(),
   calleeUnplain: z.boolean(),
+  calleeCallsSeen: z.array(z.tuple([z.unknown(), z.unknown(), z.unknown()])),
   calleeDistinct: z.number().int().min(0),
   expectedDistinct: z.number().int().min(0),
 });
@@ -376,7 +416,8 @@ function shuffled<T>(items: readonly T[]): T[] {
  *   blank can break code that does not need the callee's work, e.g. `r + aux(x)[0] * 0`).
  * From the control run's callee log: no work when the callee is never called, or (unless it changes
  * its arguments in place) returns one of its arguments on every call, or returns the same plain
- * value on every compared call while the expected answers differ; a wrapper when the entry point's answer is one of the callee's answers in that
+ * value on every compared call while the expected answers differ (when they do not: while a probe
+ * run finds it answers the same with its arguments blanked); a wrapper when the entry point's answer is one of the callee's answers in that
  * call on every compared call.
  */
 async function askDependence(
@@ -421,6 +462,7 @@ async function askDependence(
   const changed = outcomes.filter((o) => o !== undefined && o.value !== undefined && !o.same).length;
   const failed = outcomes.filter((o) => o === undefined || o.value === undefined).length;
   // A callee that changes its arguments in place works through them, whatever it returns.
+  const oneValue = !control.calleeInPlace && !control.calleeUnplain && control.calleeDistinct === 1;
   const noWork: CalleeUse["noWork"] =
     control.calleeCalls === 0
       ? "not called"
@@ -428,7 +470,9 @@ async function askDependence(
         ? undefined
         : compared.every(({ outcome }) => outcome.passthrough)
           ? "returns its argument"
-          : !control.calleeUnplain && control.calleeDistinct === 1 && control.expectedDistinct > 1
+          : oneValue &&
+              (control.expectedDistinct > 1 ||
+                (await sameWhateverItsArguments(runner, job, standInProgram, control.calleeCallsSeen, opts)))
             ? "returns the same value for every input"
             : undefined;
   return {
@@ -439,6 +483,37 @@ async function askDependence(
     ...(noWork !== undefined ? { noWork } : {}),
     wrapper: compared.every(({ outcome }) => outcome.wrapper),
   };
+}
+
+/**
+ * The callee gave one value on every compared call, and the expected answers do not vary (the
+ * tests make one call, or all expect the same answer): a probe run (fresh processes, the control's
+ * program) calls it directly on each of its recorded calls' arguments blanked. True when it answered
+ * the same value every time it could be asked (its result does not depend on its arguments).
+ */
+async function sameWhateverItsArguments(
+  runner: CodeRunner,
+  job: HarnessJob,
+  standInProgram: string,
+  calls: readonly RecordedCall[],
+  opts: HarnessOptions,
+): Promise<boolean> {
+  if (calls.length === 0 || !job.dependence) return false;
+  const report = await runPythonWithTests(runner, {
+    code: standInProgram,
+    calleeMode: "real",
+    tests: [
+      `${PROBE_BIND}\n_troupe_callee_under_probe = ${job.dependence.callee}`,
+      ...calls.map((_, i) => `_troupe_probe(${i})`),
+    ],
+    collect: "_troupe_probe_results",
+    files: { "calls.json": JSON.stringify(calls) },
+    programNames: [job.dependence.callee],
+    timeoutMs: opts.wallMs,
+    perTestTimeoutMs: opts.perTestTimeoutMs,
+  });
+  const summary = ProbeSummarySchema.safeParse(report.collected);
+  return summary.success && summary.data.evidence > 0 && summary.data.same === summary.data.evidence;
 }
 
 const NO_USE: CalleeUse = { compared: 0, changed: 0, failed: 0, matters: false, wrapper: false };

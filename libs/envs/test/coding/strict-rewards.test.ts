@@ -59,7 +59,7 @@ describe("harness: does main's result depend on aux? (dependence)", () => {
         trusted: doubleSum.prompt,
         ...(dependence ? { dependence: { callee: "aux" } } : {}),
       },
-      { perTestTimeoutMs: 500 },
+      { perTestTimeoutMs: 3000 },
     );
   const sum = "def aux(xs):\n    return sum(xs)";
   const identity = "def aux(x):\n    return x";
@@ -191,6 +191,28 @@ describe("harness: does main's result depend on aux? (dependence)", () => {
     const r = await ask(aux, main);
     expect([r.passed, r.total]).toEqual([3, 3]);
     expect(r.calleeUse).toEqual({ compared: 3, failed: 0, ...expected });
+  });
+
+  // One test call: whether aux's one value is a constant is asked of aux itself, in a probe run
+  // (its recorded arguments blanked: [1, 2] becomes [0, 0]).
+  it.each([
+    [
+      "a constant gate",
+      "def aux(xs):\n    return 7",
+      "def double_sum(xs):\n    if aux(xs) != 7:\n        return None\n    return 2 * sum(xs)",
+      "returns the same value for every input",
+    ],
+    ["aux's work used", sum, "def double_sum(xs):\n    return 2 * aux(xs)", undefined],
+  ])("calleeUse with one test call: %s", async (_what, aux, main, noWork) => {
+    const r = await runTests(runner, {
+      program: `${doubleSum.prompt}\n${aux}\n\n${main}\n`,
+      tests: "def check(candidate):\n    assert candidate([1, 2]) == 6\n",
+      style: "check",
+      entryPoint: "double_sum",
+      dependence: { callee: "aux" },
+    });
+    expect([r.passed, r.total, r.calleeUse?.compared, r.calleeUse?.matters]).toEqual([1, 1, 1, true]);
+    expect(r.calleeUse?.noWork).toBe(noWork);
   });
 
   it("calleeUse: each main tell of the old in-process probe sees nothing (fresh processes, same order, same names)", async () => {
