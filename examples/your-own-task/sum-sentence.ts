@@ -5,10 +5,9 @@
  *
  * The file exports one environment entry. A recipe names it with `environment: {module:
  * ./sum-sentence.ts}`; the trainer, eval:run and api:serve load it (TypeScript or JavaScript) and
- * record its path and content hash. It imports only types from Troupe and zod, so it runs as it is.
+ * record its path and content hash. It imports only types from Troupe, and zod.
  */
-import type { Environment, JointAction, StepResult, Task, Team } from "@troupe/core";
-import type { EnvironmentEntry } from "@troupe/envs";
+import type { Environment, EnvironmentEntry, JointAction, StepResult, Task, Team } from "@troupe/envs";
 import { z } from "zod";
 
 /** What the agents read. */

@@ -18,6 +18,20 @@ import {
   type TurnOrder,
 } from "@troupe/core";
 import type { CodeRunner } from "@troupe/sandbox";
+
+/** What an entry is written with, so that a module of one's own imports its types from here alone. */
+export type {
+  AgentId,
+  Environment,
+  JointAction,
+  Observation,
+  Split,
+  StepResult,
+  Task,
+  Team,
+  TurnOrder,
+} from "@troupe/core";
+
 import type { z } from "zod";
 import type { ExecutedAction, SolveAnswer } from "./answer.ts";
 
