@@ -7,8 +7,9 @@
  */
 import { readFileSync } from "node:fs";
 import { dirname } from "node:path";
-import { EnvironmentOptionsError } from "@troupe/envs";
+import { EnvironmentOptionsError, environmentFiles } from "@troupe/envs";
 import { prepareEnvironment } from "@troupe/envs/module";
+import { stringify } from "yaml";
 import { workspaceRoot } from "./app-paths.ts";
 import { parseRecipe, type Recipe, RecipeError, recipeObject } from "./recipe.ts";
 
@@ -52,4 +53,26 @@ export async function parseRunConfig(config: unknown, where: string): Promise<Re
     await withEnvironmentFiles(config as Record<string, unknown>, where, workspaceRoot),
     where,
   );
+}
+
+/**
+ * A recipe's text with its environment's files loaded and recorded ({path, sha256}), for the
+ * commands that build many recipes from one text (sweep); a recipe without such files is returned
+ * as it is, byte for byte.
+ */
+export async function recipeTextWithFiles(text: string, path: string): Promise<string> {
+  const raw = recipeObject(text, [], path);
+  const environment = raw.environment as { module?: unknown; name?: unknown } | undefined;
+  const named = typeof environment?.name === "string" ? environment.name : undefined;
+  const files = named !== undefined && Object.keys(safeFiles(named)).length > 0;
+  if (environment?.module === undefined && !files) return text;
+  return stringify(await withEnvironmentFiles(raw, path, dirname(path)));
+}
+
+function safeFiles(name: string) {
+  try {
+    return environmentFiles(name);
+  } catch {
+    return {}; // an unknown name: the recipe's own check says so
+  }
 }

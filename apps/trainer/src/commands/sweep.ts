@@ -13,6 +13,7 @@ import { sweep } from "../experiments/sweep.ts";
 import { assignments, loadGridText, planSweep } from "../experiments/sweep-grid.ts";
 import { writeSweep } from "../experiments/sweep-results.ts";
 import { loadRecipeText, RecipeError } from "../recipe.ts";
+import { recipeTextWithFiles } from "../recipe-files.ts";
 import { consoleReporter, stopOnSignal } from "../reports/reporter.ts";
 import { type CliContext, evalTasksOverride, parseSeeds } from "./compare.ts";
 
@@ -43,7 +44,8 @@ export async function commandSweep(argv: string[], cli: SweepCliContext): Promis
   const recipePath = values.recipe
     ? cli.resolveRecipePath(values.recipe)
     : gridRecipePath(grid.recipe ?? "default", gridPath, cli);
-  const recipeText = readFileSync(recipePath, "utf8");
+  // An environment of one's own (or a data file) is loaded once and recorded in the text every point parses.
+  const recipeText = await recipeTextWithFiles(readFileSync(recipePath, "utf8"), recipePath);
   const seeds = parseSeeds(values.seeds);
   const evalOverride = evalTasksOverride(values["eval-tasks"], values.set);
   const evalTasks = evalOverride.length
