@@ -62,7 +62,7 @@ export async function sha256Hex(text: string): Promise<string> {
 /** Keys must be non-trivial: at most this long (longer headers are refused before hashing). */
 const MAX_KEY_LENGTH = 512;
 
-/** Known keys whose caller is remembered (beyond it the least recently used is hashed again). */
+/** Known keys whose caller is remembered (beyond it the least recently used one is hashed again). */
 export const KNOWN_KEY_CACHE_SIZE = 1024;
 
 /**
@@ -83,7 +83,11 @@ export function keyAuth(keys: readonly ApiKey[]): Authenticator {
       }
       const presented = match[1]!;
       const remembered = known.get(presented);
-      if (remembered !== undefined) return remembered;
+      if (remembered !== undefined) {
+        known.delete(presented); // re-inserted: Map order is the LRU order
+        known.set(presented, remembered);
+        return remembered;
+      }
       const key = byDigest.get(await sha256Hex(presented));
       if (!key) throw new ApiError(401, "unauthorized", "unknown API key");
       const caller: Caller = {

@@ -3,8 +3,8 @@
  * request or answers 401 through the app's error handler.
  */
 import { Hono } from "hono";
-import { describe, expect, it } from "vitest";
-import { authenticate, keyAuth, parseApiKeys, sha256Hex } from "../src/auth.ts";
+import { describe, expect, it, vi } from "vitest";
+import { authenticate, KNOWN_KEY_CACHE_SIZE, keyAuth, parseApiKeys, sha256Hex } from "../src/auth.ts";
 import { errorHandler } from "../src/errors.ts";
 
 describe("API keys", () => {
@@ -37,6 +37,45 @@ describe("API keys", () => {
     expect(await auth.authenticate("bearer   abc")).toEqual({ id: "abc-key" });
     for (const header of [undefined, "", "Bearer abcd", "Bearer", "Token abc", `Bearer ${"a".repeat(600)}`]) {
       await expect(auth.authenticate(header)).rejects.toMatchObject({ status: 401, code: "unauthorized" });
+    }
+  });
+});
+
+describe("keyAuth's known keys", () => {
+  it("hashes a key that matched only once; an unknown key every time, and never remembers it", async () => {
+    const auth = keyAuth([{ id: "abc-key", sha256: await sha256Hex("abc"), ratePerMinute: 7 }]);
+    const digest = vi.spyOn(crypto.subtle, "digest");
+    try {
+      for (let i = 0; i < 5; i++) {
+        expect(await auth.authenticate("Bearer abc")).toEqual({ id: "abc-key", ratePerMinute: 7 });
+      }
+      expect(digest).toHaveBeenCalledTimes(1);
+      for (let i = 0; i < 3; i++) {
+        await expect(auth.authenticate("Bearer abd")).rejects.toMatchObject({ status: 401 });
+      }
+      expect(digest).toHaveBeenCalledTimes(4);
+    } finally {
+      digest.mockRestore();
+    }
+  });
+
+  it("remembers at most KNOWN_KEY_CACHE_SIZE keys, the least recently used forgotten first", async () => {
+    const keys = Array.from({ length: KNOWN_KEY_CACHE_SIZE + 1 }, (_, i) => `key-${i}`);
+    const auth = keyAuth(
+      await Promise.all(keys.map(async (key, i) => ({ id: `id-${i}`, sha256: await sha256Hex(key) }))),
+    );
+    for (const key of keys.slice(0, -1)) await auth.authenticate(`Bearer ${key}`);
+    await auth.authenticate("Bearer key-0"); // used again: now the most recently used
+    await auth.authenticate(`Bearer ${keys.at(-1)}`);
+    const digest = vi.spyOn(crypto.subtle, "digest");
+    try {
+      // key-1, the least recently used, was pushed out by the last one: hashed again; key-0 is known.
+      expect(await auth.authenticate("Bearer key-0")).toEqual({ id: "id-0" });
+      expect(digest).toHaveBeenCalledTimes(0);
+      expect(await auth.authenticate("Bearer key-1")).toEqual({ id: "id-1" });
+      expect(digest).toHaveBeenCalledTimes(1);
+    } finally {
+      digest.mockRestore();
     }
   });
 });
