@@ -193,7 +193,10 @@ async function scenario(
     status429: count((c) => c === 429),
     status5xx: count((c) => c >= 500),
     rssMiB: { before: rssBefore, after: rssMiB(pid) },
-    ...solveCost(cpuBefore, cpuAfter, ortBefore, ortAfter, result.requests.total - result.non2xx),
+    // (Solve scenarios only: the rate-limit scenario's answers are mostly 429s.)
+    ...(turnsPerSolve
+      ? solveCost(cpuBefore, cpuAfter, ortBefore, ortAfter, result.requests.total - result.non2xx)
+      : { cpuMsPerSolve: null, ortShare: null }),
   };
   process.stdout.write(`${JSON.stringify(line)}\n`);
   return line;
