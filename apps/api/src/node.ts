@@ -31,9 +31,15 @@ import { dirname, resolve } from "node:path";
 import { fileURLToPath } from "node:url";
 import { parseArgs } from "node:util";
 import { serve } from "@hono/node-server";
+import { manifestEnvironmentLoader } from "@troupe/envs/module";
 import { checkStore, StoreError } from "@troupe/storage";
 import { DEFAULT_STORE_URI, openStore } from "@troupe/storage/node";
-import { createOpenAIBackend, createTeamRegistry, type InferenceBackend } from "@troupe/teams";
+import {
+  createOpenAIBackend,
+  createTeamRegistry,
+  type InferenceBackend,
+  UnsupportedTeamError,
+} from "@troupe/teams";
 import { createOnnxBackend, type OnnxBackend } from "@troupe/teams/onnx";
 import { z } from "zod";
 import { createApp } from "./app.ts";
@@ -169,7 +175,11 @@ export async function startServer(config: ServeConfig) {
   const local = () => processStats(app.stats, onnx?.stats());
   const inCluster = cluster.isWorker ? workerStats(local) : undefined;
   const app = createApp({
-    registry: createTeamRegistry(store),
+    // A team trained on an environment of its own loads the same module (and data files) from
+    // the workspace, refused (501) when one changed since it was published.
+    registry: createTeamRegistry(store, {
+      prepareEnvironment: manifestEnvironmentLoader(workspaceRoot, (m) => new UnsupportedTeamError(m)),
+    }),
     backend,
     auth: keys.length > 0 ? keyAuth(keys) : noAuth,
     limits: {

@@ -3,7 +3,11 @@
  * requests (strict: an unknown field is an error naming it) and generate /openapi.json.
  */
 import { z } from "@hono/zod-openapi";
+import { payloadFields } from "@troupe/envs/registry";
 import { SolveSamplingSchema } from "@troupe/teams";
+
+/** Each shipped environment's task fields: inputs, and labels only scoring reads. */
+const TASK_FIELDS = payloadFields();
 
 /** As @troupe/teams names teams: 1–64 of a-z 0-9 . _ -, starting with a letter or digit. */
 export const TEAM_NAME_PATTERN = "[a-z0-9][a-z0-9._-]{0,63}";
@@ -29,9 +33,21 @@ export const MAX_SEED = 2 ** 31 - 1;
 
 export const SolveInputSchema = z
   .strictObject({
-    task: z.unknown().optional().openapi({
-      description: "A task of the team's environment (its payload format), validated by the environment.",
-    }),
+    task: z
+      .unknown()
+      .optional()
+      .openapi({
+        description:
+          "A task of the team's environment (its payload format), validated by the environment. Its labels " +
+          "(reference answers, hidden tests) are optional: a task of inputs only is answered and not judged " +
+          "(`solved: null`). `x-labels` lists each environment's label fields: " +
+          Object.entries(TASK_FIELDS)
+            .map(([env, f]) => `${env}: inputs ${f.inputs.join(", ")}; labels ${f.labels.join(", ")}`)
+            .join(" · ") +
+          ". A data-file environment's labels are its `options.labels`; the games and writing have none " +
+          "(success is judged on the answer).",
+        "x-labels": Object.fromEntries(Object.entries(TASK_FIELDS).map(([env, f]) => [env, f.labels])),
+      } as Record<string, unknown>),
     generate: z
       .strictObject({
         split: z
