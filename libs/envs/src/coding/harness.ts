@@ -303,9 +303,15 @@ def _troupe_replay(i):
         value, outcome = None, {"raised": type(error).__name__, "same": False}
     log = _troupe_log()
     outcome["wrapper"] = "value" in outcome and any(entry[4] and _troupe_same(value, entry[2]) for entry in log)
-    outcome["passthrough"] = bool(log) and all(
-        entry[4] and any(_troupe_same(entry[2], arg) for arg in list(entry[0] or ()) + list((entry[1] or {}).values()))
-        for entry in log)
+    # The argument positions aux's result equals on every call of this main call (None: no call,
+    # or a result that is not plain data). A selector (return a or b) matches different positions
+    # on different calls; an identity helper matches the same one on all of them.
+    positions = None
+    for entry in log:
+        arguments = [(str(k), a) for k, a in enumerate(entry[0] or ())] + [("k:" + k, a) for k, a in (entry[1] or {}).items()]
+        here = {key for key, arg in arguments if entry[4] and _troupe_same(entry[2], arg)}
+        positions = here if positions is None else positions & here
+    outcome["passPositions"] = sorted(positions) if positions is not None and all(entry[4] for entry in log) else None
     outcome["calleeResults"] = [_troupe_encode(entry[2]) for entry in log]
     outcome["inPlace"] = any(entry[3] for entry in log)
     outcome["unplain"] = not all(entry[4] for entry in log)
@@ -323,9 +329,14 @@ def _troupe_distinct(values):
 def _troupe_summary():
     compared = [i for i in sorted(_troupe_outcomes) if _troupe_outcomes[i]["same"]]
     results = [_troupe_decode(r) for i in compared for r in _troupe_outcomes[i]["calleeResults"]]
+    passthrough = None
+    for i in compared:
+        here = _troupe_outcomes[i]["passPositions"]
+        passthrough = set() if here is None else set(here) if passthrough is None else passthrough & set(here)
     return {
-        "outcomes": {str(i): {k: v for k, v in o.items() if k not in ("calleeResults", "calleeCallsSeen")}
+        "outcomes": {str(i): {k: v for k, v in o.items() if k not in ("calleeResults", "calleeCallsSeen", "passPositions")}
                      for i, o in _troupe_outcomes.items()},
+        "passthrough": bool(passthrough),
         "calleeCalls": len(results),
         "calleeInPlace": any(_troupe_outcomes[i]["inPlace"] for i in compared),
         "calleeUnplain": any(_troupe_outcomes[i]["unplain"] for i in compared),
@@ -376,11 +387,11 @@ const ReplaySummarySchema = z.object({
       raised: z.string().optional(),
       same: z.boolean(),
       wrapper: z.boolean(),
-      passthrough: z.boolean(),
       inPlace: z.boolean(),
       unplain: z.boolean(),
     }),
   ),
+  passthrough: z.boolean(),
   calleeCalls: z.number().int().min(0),
   calleeInPlace: z.boolean(),
   calleeUnplain: z.boolean(),
@@ -415,7 +426,8 @@ function shuffled<T>(items: readonly T[]): T[] {
  * - changed: the stand-in's answer is another *value* (a raise or a time-out is not counted: a
  *   blank can break code that does not need the callee's work, e.g. `r + aux(x)[0] * 0`).
  * From the control run's callee log: no work when the callee is never called, or (unless it changes
- * its arguments in place) returns one of its arguments on every call, or returns the same plain
+ * its arguments in place) returns the same one of its arguments on every call (a selector that
+ * returns `a` on one call and `b` on another does work), or returns the same plain
  * value on every compared call while the expected answers differ (when they do not: while a probe
  * run finds it answers the same with its arguments blanked); a wrapper when the entry point's answer is one of the callee's answers in that
  * call on every compared call.
@@ -468,7 +480,7 @@ async function askDependence(
       ? "not called"
       : control.calleeInPlace
         ? undefined
-        : compared.every(({ outcome }) => outcome.passthrough)
+        : control.passthrough
           ? "returns its argument"
           : oneValue &&
               (control.expectedDistinct > 1 ||

@@ -215,6 +215,24 @@ describe("harness: does main's result depend on aux? (dependence)", () => {
     expect(r.calleeUse?.noWork).toBe(noWork);
   });
 
+  // A selector returns one of its arguments, but not the same one on every call: that is work (the
+  // answer of HumanEval/74 and /150 is one of the arguments).
+  it("calleeUse: a helper that selects one of its arguments does work", async () => {
+    const r = await runTests(runner, {
+      program:
+        'def bigger(a, b):\n    """The list with the larger sum."""\n\n' +
+        "def aux(a, b):\n    return a if sum(a) >= sum(b) else b\n\n" +
+        "def bigger(a, b):\n    return aux(a, b)\n",
+      tests:
+        "def check(candidate):\n    assert candidate([1], [2]) == [2]\n    assert candidate([3], [1]) == [3]\n",
+      style: "check",
+      entryPoint: "bigger",
+      dependence: { callee: "aux" },
+    });
+    expect([r.passed, r.total]).toEqual([2, 2]);
+    expect(r.calleeUse).toEqual({ compared: 2, changed: 2, failed: 0, matters: true, wrapper: true });
+  });
+
   it("calleeUse: each main tell of the old in-process probe sees nothing (fresh processes, same order, same names)", async () => {
     const tells = [
       "def double_sum(xs, _aux=aux):\n    if aux is not _aux:\n        return None\n    _ = aux(xs)\n    return 2 * sum(xs)",
