@@ -275,23 +275,30 @@ class _TroupeRecorder:
 `;
 
 /**
- * The checker's side of a counterfactual run (see `askDependence`): the binding statement, one
- * statement per replayed call, and the `collect` expression. `calls.json` holds the calls, each
- * `[args, kwargs, expected]` (codec-encoded): in the control run the answer of the tests' run, in
- * the stand-in run the control run's answer. Each call's callee log is read before (to drop what a
- * cut-off call left) and after it.
+ * What the checker's side of every run after the tests' starts with: the calls of `calls.json`
+ * (codec-encoded, each `[args, kwargs, result]`) decoded, and equality as the comparisons use it.
  */
-const REPLAY_BIND = `
+const CALLS_PRELUDE = `
 import json as _troupe_json
 _troupe_calls = [[_troupe_decode(part) for part in call] for call in _troupe_json.load(open("calls.json"))]
-_troupe_outcomes = {}
-_troupe_log = _troupe_callee_log
 
 def _troupe_same(a, b):
     try:
         return bool(a == b) or repr(a) == repr(b)
     except Exception:
         return False
+`;
+
+/**
+ * The checker's side of a counterfactual run (see `askDependence`): the binding statement, one
+ * statement per replayed call, and the `collect` expression. `calls.json` holds the calls, each
+ * `[args, kwargs, expected]` (codec-encoded): in the control run the answer of the tests' run, in
+ * the stand-in run the control run's answer. Each call's callee log is read before (to drop what a
+ * cut-off call left) and after it.
+ */
+const REPLAY_BIND = `${CALLS_PRELUDE}
+_troupe_outcomes = {}
+_troupe_log = _troupe_callee_log
 
 def _troupe_replay(i):
     args, kwargs, expected = _troupe_calls[i]
@@ -352,16 +359,8 @@ def _troupe_summary():
  * blanked arguments equal its real ones is no evidence. `collect` returns how many calls were
  * evidence and on how many the callee answered the same value as with its real arguments.
  */
-const PROBE_BIND = `
-import json as _troupe_json
-_troupe_calls = [[_troupe_decode(part) for part in call] for call in _troupe_json.load(open("calls.json"))]
+const PROBE_BIND = `${CALLS_PRELUDE}
 _troupe_probe_results = {"evidence": 0, "same": 0}
-
-def _troupe_same(a, b):
-    try:
-        return bool(a == b) or repr(a) == repr(b)
-    except Exception:
-        return False
 
 def _troupe_probe(i):
     args, kwargs, result = _troupe_calls[i]
@@ -441,20 +440,15 @@ async function askDependence(
 ): Promise<CalleeUse> {
   const calls = shuffled(recorded).slice(0, DEPENDENCE_MAX_CALLS);
   const replay = async (mode: "real" | "blank", replayed: readonly RecordedCall[]) => {
-    const report = await runPythonWithTests(runner, {
-      code: standInProgram,
-      calleeMode: mode,
-      tests: [
-        `${REPLAY_BIND}\ncandidate = ${job.entryPoint}`,
-        ...replayed.map((_, i) => `_troupe_replay(${i})`),
-      ],
+    const collected = await runOnCalls(runner, standInProgram, opts, {
+      mode,
+      bind: `${REPLAY_BIND}\ncandidate = ${job.entryPoint}`,
+      step: "_troupe_replay",
       collect: "_troupe_summary()",
-      files: { "calls.json": JSON.stringify(replayed) },
-      programNames: [job.entryPoint],
-      timeoutMs: opts.wallMs,
-      perTestTimeoutMs: opts.perTestTimeoutMs,
+      calls: replayed,
+      name: job.entryPoint,
     });
-    const summary = ReplaySummarySchema.safeParse(report.collected);
+    const summary = ReplaySummarySchema.safeParse(collected);
     return summary.success ? summary.data : null;
   };
   const control = await replay("real", calls);
@@ -511,21 +505,48 @@ async function sameWhateverItsArguments(
   opts: HarnessOptions,
 ): Promise<boolean> {
   if (calls.length === 0 || !job.dependence) return false;
-  const report = await runPythonWithTests(runner, {
-    code: standInProgram,
-    calleeMode: "real",
-    tests: [
-      `${PROBE_BIND}\n_troupe_callee_under_probe = ${job.dependence.callee}`,
-      ...calls.map((_, i) => `_troupe_probe(${i})`),
-    ],
+  const collected = await runOnCalls(runner, standInProgram, opts, {
+    mode: "real",
+    bind: `${PROBE_BIND}\n_troupe_callee_under_probe = ${job.dependence.callee}`,
+    step: "_troupe_probe",
     collect: "_troupe_probe_results",
-    files: { "calls.json": JSON.stringify(calls) },
-    programNames: [job.dependence.callee],
+    calls,
+    name: job.dependence.callee,
+  });
+  const summary = ProbeSummarySchema.safeParse(collected);
+  return summary.success && summary.data.evidence > 0 && summary.data.same === summary.data.evidence;
+}
+
+/**
+ * One run after the tests' (fresh processes, the rewritten program, the callee hook in `mode`):
+ * the binding statement, then `step(i)` for each of `calls` (given to the checker as `calls.json`),
+ * then `collect`'s value; undefined when it gave none.
+ */
+async function runOnCalls(
+  runner: CodeRunner,
+  program: string,
+  opts: HarnessOptions,
+  run: {
+    readonly mode: "real" | "blank";
+    readonly bind: string;
+    readonly step: string;
+    readonly collect: string;
+    readonly calls: readonly RecordedCall[];
+    /** The program's function the statements call (taken from it even if it shadows a builtin). */
+    readonly name: string;
+  },
+): Promise<unknown> {
+  const report = await runPythonWithTests(runner, {
+    code: program,
+    calleeMode: run.mode,
+    tests: [run.bind, ...run.calls.map((_, i) => `${run.step}(${i})`)],
+    collect: run.collect,
+    files: { "calls.json": JSON.stringify(run.calls) },
+    programNames: [run.name],
     timeoutMs: opts.wallMs,
     perTestTimeoutMs: opts.perTestTimeoutMs,
   });
-  const summary = ProbeSummarySchema.safeParse(report.collected);
-  return summary.success && summary.data.evidence > 0 && summary.data.same === summary.data.evidence;
+  return report.collected;
 }
 
 const NO_USE: CalleeUse = { compared: 0, changed: 0, failed: 0, matters: false, wrapper: false };
