@@ -69,7 +69,7 @@ export function fusedGroups(config: QwenConfig): FusedGroup[] {
 
 /**
  * A graph's weight inputs: the HF tensors, and with `fused` each fused group in place of its first
- * part (decode graphs; see decoder.ts for why scoring and training graphs stay unfused).
+ * part (decode graphs; see weights.ts for why scoring and training graphs stay unfused).
  */
 export function graphWeightSpecs(config: QwenConfig, fused: boolean): GraphWeightSpec[] {
   if (!fused) return qwenWeightNames(config).map((s) => ({ name: s.name, shape: s.shape }));

@@ -12,19 +12,26 @@ import type { QwenConfig } from "@troupe/engine";
 import { gradients } from "../graph/autodiff.ts";
 import { type FloatDType, Graph, type Value } from "../graph/builder.ts";
 import * as op from "../graph/ops.ts";
-import { DIM, decoderForward, lmHead, weightInputs } from "./decoder.ts";
-import { fusedData, type GraphWeightSpec, graphWeightSpecs } from "./fused-weights.ts";
+import { growingCacheForward, prefillForward, stepForward } from "./decode.ts";
+import { DIM, decoderForward, lmHead } from "./decoder.ts";
+import { graphWeightSpecs } from "./fused-weights.ts";
 import { ppoLoss } from "./ppo-loss.ts";
+import {
+  type ModelWeights,
+  modelWeights,
+  type WeightData,
+  weightConstants,
+  weightInputs,
+} from "./weights.ts";
 
-/** Weight arrays under the graph's input names (HF names; fused groups resolved by `fusedData`). */
-export type WeightData = ReadonlyMap<
-  string,
-  { readonly shape: readonly number[]; readonly data: Float32Array | Float64Array }
->;
+export type { WeightData } from "./weights.ts";
 
 export interface ModelGraphInputs {
   readonly graph: Graph;
-  readonly weights: Map<string, Value>;
+  /** The weight values by graph input name (what training differentiates against). */
+  readonly weightValues: ReadonlyMap<string, Value>;
+  /** The same, resolved for the decoder's blocks. */
+  readonly weights: ModelWeights;
   readonly inputIds: Value;
   readonly cos: Value;
   readonly sin: Value;
@@ -49,7 +56,7 @@ function modelInputs(
 ): ModelGraphInputs {
   const graph = new Graph(name);
   const specs = graphWeightSpecs(config, options.fused);
-  const weights =
+  const weightValues =
     options.constantWeights === undefined
       ? weightInputs(graph, specs, dtype)
       : weightConstants(graph, specs, options.constantWeights, dtype);
@@ -58,7 +65,8 @@ function modelInputs(
   const S = options.keys;
   return {
     graph,
-    weights,
+    weightValues,
+    weights: modelWeights(config, weightValues, options.fused),
     inputIds: graph.input("input_ids", "int64", [B, T]),
     cos: graph.input("rope_cos", dtype, [B, T, 1, config.head_dim]),
     sin: graph.input("rope_sin", dtype, [B, T, 1, config.head_dim]),
@@ -102,7 +110,7 @@ export interface ScoringOptions {
    * Outputs for the trailing W columns only, W being the second axis of `targets` [B, W] (and of
    * the loss inputs): for left-padded sequences whose completions end every row, the columns that
    * predict completion tokens. The last layer's queries, MLP and the output head then run on those
-   * columns only (`DecoderInputs.queryWindow`): the same numbers there, less work elsewhere.
+   * columns only (query-window.ts): the same numbers there, less work elsewhere.
    */
   readonly window?: boolean;
 }
@@ -121,10 +129,10 @@ function forwardForTargets(
   m: ModelGraphInputs,
   targets: Value,
   options: ScoringOptions,
-): ReturnType<typeof decoderForward> {
+): Value {
   if (!options.window) return decoderForward(config, m.weights, m);
   const window = m.graph.untaped(() => op.slice(op.shapeOf(targets), 0, 1, 2, [1]));
-  return decoderForward(config, m.weights, { ...m, queryWindow: window });
+  return decoderForward(config, m.weights, m, window);
 }
 
 /** Scoring graph: outputs `logprobs` and `entropy` [B, T] (and `logits` [N, vocab] when asked). */
@@ -136,7 +144,7 @@ export function buildScoringGraph(
   const vocab = options.vocab ?? config.vocab_size;
   const m = modelInputs(config, dtype, "scoring", { fused: false, keys: DIM.time });
   const targets = m.graph.input("targets", "int64", outputAxes(options));
-  const { hidden } = forwardForTargets(config, m, targets, options);
+  const hidden = forwardForTargets(config, m, targets, options);
   const logits = lmHead(config, m.weights, hidden, vocab);
   const { logprobs, entropy } = tokenLogprobs(logits, targets, vocab);
   m.graph.output(logprobs, "logprobs");
@@ -163,7 +171,7 @@ export function buildDecodeGraph(config: QwenConfig, dtype: FloatDType): Graph {
     k: graph.input(pastKeyName(i), dtype, kvShape),
     v: graph.input(pastValueName(i), dtype, kvShape),
   }));
-  const { hidden, present } = decoderForward(config, m.weights, { ...m, past });
+  const { hidden, present } = growingCacheForward(config, m.weights, m, past);
   graph.output(lmHead(config, m.weights, lastColumn(m.inputIds, hidden, config.hidden_size)), "logits");
   present.forEach((p, i) => {
     graph.output(p.k, presentKeyName(i));
@@ -176,28 +184,6 @@ export const cacheKeyName = (layer: number) => `cache_key.${layer}`;
 export const cacheValueName = (layer: number) => `cache_value.${layer}`;
 export const newKeyName = (layer: number) => `new_key.${layer}`;
 export const newValueName = (layer: number) => `new_value.${layer}`;
-
-/**
- * Weights baked into a graph as initializers. ORT pre-packs constant Gemm weights once at session
- * creation (MLAS re-packs a weight *input* on every call, ≈ 2× the cost of a decode-sized Gemm), so
- * a session built this way must be rebuilt whenever the weights change.
- */
-function weightConstants(
-  graph: Graph,
-  specs: readonly GraphWeightSpec[],
-  data: WeightData,
-  dtype: FloatDType,
-): Map<string, Value> {
-  const weights = new Map<string, Value>();
-  for (const spec of specs) {
-    const array = spec.group !== undefined ? fusedData(spec.group, data) : data.get(spec.name)?.data;
-    if (array === undefined) throw new Error(`graph ${graph.name}: missing weight ${spec.name}`);
-    if (array instanceof Float32Array !== (dtype === "float32"))
-      throw new Error(`graph ${graph.name}: weight ${spec.name} is not ${dtype}`);
-    weights.set(spec.name, graph.constant(array, dtype, spec.shape));
-  }
-  return weights;
-}
 
 /**
  * Cached decode graph: new tokens [B, T] after the first P columns of a pre-allocated cache
@@ -218,7 +204,7 @@ export function buildCachedDecodeGraph(
     readonly singleToken?: boolean;
     /**
      * A prefill whose last layer runs its queries, MLP and the final norm on the last column only
-     * (`DecoderInputs.queryWindow` of 1): the only column whose logits are read. Every column's
+     * (a query window of 1, query-window.ts): the only column whose logits are read. Every column's
      * keys and values still go to the cache.
      */
     readonly lastColumnOnly?: boolean;
@@ -239,11 +225,9 @@ export function buildCachedDecodeGraph(
     v: graph.input(cacheValueName(i), dtype, kvShape),
   }));
   const windowed = options.lastColumnOnly === true && !options.singleToken;
-  const { hidden, present } = decoderForward(config, m.weights, {
-    ...m,
-    cache,
-    ...(windowed ? { queryWindow: graph.ints([1]) } : {}),
-  });
+  const { hidden, present } = options.singleToken
+    ? stepForward(config, m.weights, m, cache)
+    : prefillForward(config, m.weights, m, cache, { lastColumnOnly: windowed });
   // With one token per row, or a window of one, the hidden rows are already the last column.
   const last = options.singleToken || windowed ? hidden : lastColumn(m.inputIds, hidden, config.hidden_size);
   graph.output(lmHead(config, m.weights, last), "logits");
@@ -316,7 +300,7 @@ export function buildTrainGraph(config: QwenConfig, dtype: FloatDType, options: 
     entropyCoef: scalar(TRAIN_INPUTS.entropyCoef),
     nllCoef: scalar(TRAIN_INPUTS.nllCoef),
   };
-  const { hidden } = forwardForTargets(config, m, targets, options);
+  const hidden = forwardForTargets(config, m, targets, options);
   const logits = lmHead(config, m.weights, hidden, vocab);
   const { logprobs, entropy } = tokenLogprobs(logits, targets, vocab);
   const loss = ppoLoss({ ...lossInputs, logprobs, entropy });
@@ -328,10 +312,10 @@ export function buildTrainGraph(config: QwenConfig, dtype: FloatDType, options: 
   graph.output(loss.oldMinusNew, "old_minus_new");
   graph.output(logprobs, "logprobs");
   graph.output(entropy, "entropy");
-  const names = [...m.weights.keys()];
+  const names = [...m.weightValues.keys()];
   const grads = gradients(
     loss.loss,
-    names.map((n) => m.weights.get(n)!),
+    names.map((n) => m.weightValues.get(n)!),
   );
   grads.forEach((g, i) => graph.output(g, gradName(names[i]!)));
   return graph;

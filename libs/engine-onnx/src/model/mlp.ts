@@ -1,0 +1,42 @@
+/**
+ * The feed-forward half of a decoder layer, SwiGLU with a residual:
+ *
+ *   x = x + W_down (SiLU(W_gate h) ⊙ W_up h),   h = RMSNorm(x)
+ */
+import type { Value } from "../graph/builder.ts";
+import * as op from "../graph/ops.ts";
+import { rmsNorm } from "./rms-norm.ts";
+import type { LayerWeights } from "./weights.ts";
+
+/** x + MLP(RMSNorm(x)) over rows x [N, d]. */
+export function mlp(x: Value, layer: LayerWeights, eps: number): Value {
+  const h = rmsNorm(x, layer.postNorm, eps);
+  const [gate, up] = layer.gateUp(h);
+  return op.add(x, op.linear(swiGlu(gate, up), layer.down));
+}
+
+/**
+ * SwiGLU y = SiLU(a) · b as one composite with a closed-form gradient (s = σ(a), u = a·s):
+ *   ∂b = g · u,   ∂a = g · b · s(1 + a(1 − s)) = (g · b) · (s + u − u·s)
+ * three [N, I] products in the backward pass instead of the five of SiLU's and Mul's rules.
+ */
+export function swiGlu(a: Value, b: Value): Value {
+  const graph = a.graph;
+  let s: Value | undefined;
+  let u: Value | undefined;
+  const [y] = graph.composite(
+    "SwiGLU",
+    [a, b],
+    () => {
+      s = op.sigmoid(a);
+      u = op.mul(a, s);
+      return [op.mul(u, b)];
+    },
+    ([g], [needA, needB]) => {
+      if (!g) return [undefined, undefined];
+      const dA = needA ? op.mul(op.mul(g, b), op.sub(op.add(s!, u!), op.mul(u!, s!))) : undefined;
+      return [dA, needB ? op.mul(g, u!) : undefined];
+    },
+  );
+  return y!;
+}
