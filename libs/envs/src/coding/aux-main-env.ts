@@ -25,8 +25,12 @@ export const AUX_MAIN_AGENTS = ["helper", "main"] as const;
 /**
  * `maxTurns`: turns per episode (default 1: CoMLRL's setup is single-turn). `feedback`: default
  * execution diagnostics without the hidden asserts. `reward`: `strict` (default) or `paper`.
+ * `solo`: main alone writes the whole function (no helper; the single-agent baseline), scored by
+ * the same tiers (those that need `aux` are never paid).
  */
-export type AuxMainEnvOptions = CodingEnvOptions;
+export interface AuxMainEnvOptions extends CodingEnvOptions {
+  readonly solo?: boolean;
+}
 
 /** The check module of a task without hidden tests: it loads the program and asserts nothing. */
 export const NO_HIDDEN_TESTS = "def check(candidate):\n    pass\n";
@@ -49,12 +53,13 @@ export interface AuxMainState extends TurnState<CodingProblem> {
   readonly attempts: readonly AuxMainAttempt[];
 }
 
-const RESPONSIBILITY: Record<(typeof AUX_MAIN_AGENTS)[number], (p: CodingProblem) => string> = {
+const RESPONSIBILITY: Record<AgentId, (p: CodingProblem) => string> = {
   helper: () => "the helper function `aux`",
   main: (p) => `the main function \`${p.entryPoint}\``,
 };
 
-function instructions(agent: AgentId, p: CodingProblem): string {
+function instructions(agent: AgentId, p: CodingProblem, solo: boolean): string {
+  if (solo) return `Implement \`${p.entryPoint}\`. Answer with one \`\`\`python block.`;
   if (agent === "helper") {
     return (
       `You are the helper in a two-programmer team solving the Python problem below. Your teammate writes \`${p.entryPoint}\` ` +
@@ -69,6 +74,12 @@ function instructions(agent: AgentId, p: CodingProblem): string {
   );
 }
 
+/** The brief prompt's role line. */
+function briefInstructions(agent: AgentId, p: CodingProblem, solo: boolean): string {
+  if (solo) return `# write ${p.entryPoint}`;
+  return agent === "helper" ? "# helper: write aux" : `# main: write ${p.entryPoint}, may call aux`;
+}
+
 /** The program the tests run: the prompt (helpers, imports, the stub), then aux, then main. */
 export function auxMainProgram(problem: CodingProblem, aux: string, main: string): string {
   return `${problem.prompt}\n\n${aux}\n\n${main}\n`;
@@ -78,15 +89,27 @@ export function auxMainEnv(options: AuxMainEnvOptions): Environment<AuxMainState
   const maxTurns = checkMaxTurns("auxMainEnv", options.maxTurns ?? defaultAuxMainOptions.maxTurns);
   const feedback = options.feedback ?? diagnosticsFeedback();
   const rewardKind = checkReward("auxMainEnv", options.reward ?? defaultAuxMainOptions.reward);
+  const solo = options.solo ?? false;
+  const brief = options.prompt === "brief";
+  const agents: readonly AgentId[] = solo ? ["main"] : AUX_MAIN_AGENTS;
   return textEnvironment<AuxMainState, CodingProblem>({
     name: "humaneval-aux-main",
-    agents: AUX_MAIN_AGENTS,
+    agents,
     rewardBounds: { team: [0, AUX_MAIN_REWARD_TIERS.max], local: [0, AUX_MAIN_REWARD_TIERS.mainDefined] },
     reset: (task) => ({ problem: task.payload, turn: 0, maxTurns, attempts: [], done: false }),
     prompt(state, agent) {
       const p = state.problem;
-      let text = `${instructions(agent, p)}\n\nProblem:\n\`\`\`python\n${p.prompt}\`\`\``;
       const last = state.attempts.at(-1);
+      if (brief) {
+        let text = `${briefInstructions(agent, p, solo)}\n${p.prompt}`;
+        if (last) {
+          text += `# yours:\n${agent === "helper" ? last.aux : last.main}\n`;
+          if (!solo) text += `# teammate:\n${agent === "helper" ? last.main : last.aux}\n`;
+          text += last.feedback[agent] ?? "";
+        }
+        return text;
+      }
+      let text = `${instructions(agent, p, solo)}\n\nProblem:\n\`\`\`python\n${p.prompt}\`\`\``;
       if (last) {
         const own = agent === "helper" ? last.aux : last.main;
         const other = agent === "helper" ? last.main : last.aux;
@@ -127,11 +150,11 @@ export function auxMainEnv(options: AuxMainEnvOptions): Environment<AuxMainState
       const done = success || turn >= state.maxTurns;
       const feedbackByAgent: Record<AgentId, string> = {};
       if (!done) {
-        for (const agent of AUX_MAIN_AGENTS) {
+        for (const agent of agents) {
           feedbackByAgent[agent] = await feedback.feedback({
             problem: p,
             agent,
-            responsibility: RESPONSIBILITY[agent](p),
+            responsibility: RESPONSIBILITY[agent]!(p),
             code: agent === "helper" ? aux : main,
             program,
             report,
@@ -151,7 +174,9 @@ export function auxMainEnv(options: AuxMainEnvOptions): Environment<AuxMainState
       return {
         state: { ...state, turn, attempts: [...state.attempts, attempt], done },
         teamReward: reward.total,
-        localRewards: { helper: reward.auxDefined, main: reward.mainDefined },
+        localRewards: (solo
+          ? { main: reward.mainDefined }
+          : { helper: reward.auxDefined, main: reward.mainDefined }) as Record<AgentId, number>,
         done,
         ...(labelled ? { success } : {}),
         info: { reward, report },

@@ -130,6 +130,11 @@ function instructions(agent: AgentId, p: CodingProblem): string {
   );
 }
 
+/** The brief prompt's role line. */
+function briefInstructions(agent: AgentId, p: CodingProblem): string {
+  return agent === "tester" ? `# tester: write asserts on ${p.entryPoint}` : `# coder: write ${p.entryPoint}`;
+}
+
 export function coderTesterEnv(options: CoderTesterEnvOptions): Environment<CoderTesterState, CodingProblem> {
   const maxTurns = checkMaxTurns("coderTesterEnv", options.maxTurns ?? defaultCoderTesterOptions.maxTurns);
   const feedback = options.feedback ?? diagnosticsFeedback({ revealTests: true });
@@ -179,9 +184,16 @@ export function coderTesterEnv(options: CoderTesterEnvOptions): Environment<Code
     }),
     prompt(state, agent) {
       const p = state.problem;
-      let text = `${instructions(agent, p)}\n\nProblem:\n\`\`\`python\n${p.prompt}\`\`\``;
       const own = agent === "coder" ? state.code : state.tests;
       const other = agent === "coder" ? state.tests : state.code;
+      if (options.prompt === "brief") {
+        let text = `${briefInstructions(agent, p)}\n${p.prompt}`;
+        if (other !== null) text += `# ${agent === "coder" ? "tests" : "code"}:\n${other}\n`;
+        if (own !== null) text += `# yours:\n${own}\n`;
+        if (state.feedback[agent]) text += state.feedback[agent];
+        return text;
+      }
+      let text = `${instructions(agent, p)}\n\nProblem:\n\`\`\`python\n${p.prompt}\`\`\``;
       if (other !== null)
         text += `\n\nYour teammate's ${agent === "coder" ? "tests" : "code"}:\n\`\`\`python\n${other}\n\`\`\``;
       if (own !== null)

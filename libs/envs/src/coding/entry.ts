@@ -12,8 +12,12 @@
  * the four whose tests no solution can pass are left out, `MBPP_DROPPED`). Evaluation:
  * CoopHumanEval (82, the MAGRPO paper's set; helper-main only: it has no reference solutions, which
  * the tester's reward needs) or HumanEval's test half.
+ * - `train: [toy]`, `test: toy`: two-step functions from templates (toy-tasks.ts), at the scale a
+ *   byte-level model trained from scratch learns; they carry each role's reference, so the warm
+ *   start has demonstrations. `prompt: brief` gives such a model one role line instead of the
+ *   paper's instructions. `roles: single`: one agent writes the whole function, the baseline.
  */
-import type { Environment } from "@troupe/core";
+import type { AgentId, Environment, Task } from "@troupe/core";
 import type { CodeRunner } from "@troupe/sandbox";
 import { z } from "zod";
 import type { CodeAnswer, TestRunAnswer } from "../answer.ts";
@@ -27,30 +31,34 @@ import {
   codingTasks,
   humanEvalProblems,
 } from "./dataset.ts";
-import { CODING_REWARDS, diagnosticsFeedback, passFailFeedback, selfRevisionFeedback } from "./feedback.ts";
+import { CODING_PROMPTS, CODING_REWARDS, diagnosticsFeedback, passFailFeedback, selfRevisionFeedback } from "./feedback.ts";
 import type { TestSummary } from "./harness.ts";
 import { coopHumanEvalProblems, mbppProblems } from "./mbpp.ts";
+import { isToyProblem, toyProblems } from "./toy-tasks.ts";
 
 export const CodingOptionsSchema = z
   .object({
-    roles: z.enum(["helper-main", "coder-tester"]).default("helper-main"),
+    /** `single`: one agent writes the whole function (main alone, no helper): the single-agent baseline. */
+    roles: z.enum(["helper-main", "coder-tester", "single"]).default("helper-main"),
     /** Turns per episode (helper-main: attempts with feedback between; coder-tester: coder attempts). */
     maxTurns: z.number().int().min(1).max(8).default(2),
     /** What agents read between turns: test diagnostics (never the hidden asserts), pass/fail only, or nothing. */
     feedback: z.enum(["diagnostics", "pass-fail", "self-revision"]).default("diagnostics"),
     /** Training problems. */
     train: z
-      .array(z.enum(["humaneval", "mbpp"]))
+      .array(z.enum(["humaneval", "mbpp", "toy"]))
       .min(1)
       .default(["humaneval", "mbpp"]),
     /** Held-out problems (validation and test). */
-    test: z.enum(["coophumaneval", "humaneval"]).default("coophumaneval"),
+    test: z.enum(["coophumaneval", "humaneval", "toy"]).default("coophumaneval"),
     /** Wall-clock limit of one test, ms. */
     perTestTimeoutMs: z.number().int().min(100).max(60_000).default(3000),
     /** Wall-clock limit of one whole test run (program + every test), ms. */
     wallMs: z.number().int().min(500).max(120_000).default(10_000),
     /** `strict`: collaboration and tests are paid for what they achieve when run; `paper`: the published rewards. */
     reward: z.enum(CODING_REWARDS).default("strict"),
+    /** What agents read besides the problem: the paper's instructions, or one role line (tiny models). */
+    prompt: z.enum(CODING_PROMPTS).default("full"),
   })
   .strict()
   .superRefine((o, ctx) => {
@@ -92,11 +100,19 @@ const humanEvalHalves = () => codingTasks(humanEvalProblems());
 function splits(options: z.output<typeof CodingOptionsSchema>) {
   return () => {
     const halves = humanEvalHalves();
-    const train = options.train.flatMap((set) =>
-      set === "humaneval" ? halves.train.map((t) => t.payload) : mbppProblems(),
+    const train = options.train.flatMap((set): readonly CodingProblem[] =>
+      set === "humaneval"
+        ? halves.train.map((t) => t.payload)
+        : set === "toy"
+          ? toyProblems().train
+          : mbppProblems(),
     );
     const test =
-      options.test === "coophumaneval" ? coopHumanEvalProblems() : halves.test.map((t) => t.payload);
+      options.test === "coophumaneval"
+        ? coopHumanEvalProblems()
+        : options.test === "toy"
+          ? [...toyProblems().test]
+          : halves.test.map((t) => t.payload);
     return { train, test };
   };
 }
@@ -149,6 +165,16 @@ function renderCoding(state: unknown): CodeAnswer {
   };
 }
 
+/** The toy reference in `agent`'s form: helper `aux`, main `f` calling it, the coder's (or a single agent's) whole `f`, the tester's asserts. */
+function toyDemo(task: Task<unknown>, agent: AgentId, roles: z.output<typeof CodingOptionsSchema>["roles"]): string {
+  if (!isToyProblem(task.payload))
+    throw new Error(`coding: task ${task.id} has no toy reference to demonstrate (only train: [toy] has demonstrations)`);
+  const { toy } = task.payload;
+  if (agent === "helper") return toy.aux;
+  if (agent === "tester") return toy.asserts;
+  return roles === "helper-main" ? toy.main : toy.whole;
+}
+
 export const codingEntry = defineEnvironment({
   description: "Python functions against hidden tests (helper + main, or coder + tester), run in the sandbox",
   options: CodingOptionsSchema,
@@ -158,7 +184,7 @@ export const codingEntry = defineEnvironment({
     if (runner === undefined) throw new Error("coding: runs the agents' code and needs a sandbox runner");
     const harness = { perTestTimeoutMs: options.perTestTimeoutMs, wallMs: options.wallMs };
     const feedback = FEEDBACK[options.feedback]();
-    const helperMain = options.roles === "helper-main";
+    const helperMain = options.roles !== "coder-tester";
     const env: Environment<unknown, CodingProblem> = helperMain
       ? (auxMainEnv({
           runner,
@@ -166,12 +192,15 @@ export const codingEntry = defineEnvironment({
           feedback,
           harness,
           reward: options.reward,
+          prompt: options.prompt,
+          solo: options.roles === "single",
         }) as Environment<unknown, CodingProblem>)
       : (coderTesterEnv({
           runner,
           maxTurns: options.maxTurns,
           harness,
           reward: options.reward,
+          prompt: options.prompt,
           ...(options.feedback === "diagnostics" ? {} : { feedback }),
         }) as Environment<unknown, CodingProblem>);
     const generateTasks = datasetTasks(
@@ -182,10 +211,16 @@ export const codingEntry = defineEnvironment({
     return {
       env: checkedEnvironment("coding", env, CodingProblemSchema as z.ZodType<CodingProblem>),
       generateTasks,
+      // The toy problems carry their reference in each role's form: the warm start's demonstrations.
+      ...(options.train.every((set) => set === "toy")
+        ? { demo: (task: Task<unknown>, _state: unknown, agent: AgentId) => toyDemo(task, agent, options.roles) }
+        : {}),
       // helper-main acts in parallel (neither sees the other's first code); coder-tester in turn,
       // the tester first so the coder's first run already meets generated tests.
       team: (specialisation) =>
-        helperMain
+        options.roles === "single"
+          ? textTeam("coding-single", env.agents, specialisation, "sequential", options.maxTurns)
+          : helperMain
           ? textTeam("coding-helper-main", env.agents, specialisation, "parallel", options.maxTurns)
           : textTeam(
               "coding-coder-tester",

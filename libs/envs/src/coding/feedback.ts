@@ -60,7 +60,16 @@ export interface CodingEnvOptions {
   /** What agents are told between turns. */
   readonly feedback?: FeedbackTransition;
   readonly harness?: Partial<HarnessOptions>;
+  /**
+   * What an agent reads besides the problem: `full` (default) the paper's instructions; `brief` one
+   * line naming its role and what to write (`# main: write f, may call aux`), the problem without
+   * fences: a byte-level model trained from scratch reads every character.
+   */
+  readonly prompt?: CodingPrompt;
 }
+
+export const CODING_PROMPTS = ["full", "brief"] as const;
+export type CodingPrompt = (typeof CODING_PROMPTS)[number];
 
 /** Lines of diagnostics about a test run, shared by `diagnostics` and `expert`. */
 export function describeReport(report: TestReport, revealTests: boolean, maxFailures = 5): string {

@@ -11,3 +11,4 @@ export * from "./load.ts";
 export * from "./mbpp.ts";
 export * from "./pass-at-k.ts";
 export * from "./split.ts";
+export * from "./toy-tasks.ts";
