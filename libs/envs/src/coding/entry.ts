@@ -32,6 +32,7 @@ import {
   humanEvalProblems,
 } from "./dataset.ts";
 import { CODING_PROMPTS, CODING_REWARDS, diagnosticsFeedback, passFailFeedback, selfRevisionFeedback } from "./feedback.ts";
+import { extractCode } from "./extract.ts";
 import type { TestSummary } from "./harness.ts";
 import { coopHumanEvalProblems, mbppProblems } from "./mbpp.ts";
 import { isToyProblem, toyProblems } from "./toy-tasks.ts";
@@ -59,6 +60,13 @@ export const CodingOptionsSchema = z
     reward: z.enum(CODING_REWARDS).default("strict"),
     /** What agents read besides the problem: the paper's instructions, or one role line (tiny models). */
     prompt: z.enum(CODING_PROMPTS).default("full"),
+    /**
+     * Run nothing: a step records the code, pays nothing and judges nothing, and the episode ends
+     * after `maxTurns` turns with no feedback between. Only for collecting a warm start's
+     * demonstrations (`sft.environmentOptions: {unscored: true}`), whose observations with
+     * `maxTurns: 1` are the scored environment's, without a sandbox run per demonstration.
+     */
+    unscored: z.boolean().default(false),
   })
   .strict()
   .superRefine((o, ctx) => {
@@ -165,6 +173,58 @@ function renderCoding(state: unknown): CodeAnswer {
   };
 }
 
+const NOT_RUN: TestSummary = { passed: 0, total: 0, cases: [], error: "not run (unscored)" };
+const NO_REWARD = {
+  auxDefined: 0,
+  mainDefined: 0,
+  syntax: 0,
+  tests: 0,
+  auxUsed: 0,
+  notWrapper: 0,
+  ignoredAuxResult: 0,
+  total: 0,
+} as const;
+
+/** `env` whose steps record the agents' code and run nothing (the `unscored` option). */
+function unscoredEnvironment(
+  env: Environment<unknown, CodingProblem>,
+  helperMain: boolean,
+): Environment<unknown, CodingProblem> {
+  return {
+    ...env,
+    async step(raw, actions) {
+      const zero = Object.fromEntries(Object.keys(actions).map((agent) => [agent, 0]));
+      if (helperMain) {
+        const state = raw as AuxMainState;
+        const turn = state.turn + 1;
+        const attempt = {
+          aux: extractCode(actions.helper ?? ""),
+          main: extractCode(actions.main ?? ""),
+          reward: NO_REWARD,
+          passed: 0,
+          total: 0,
+          tests: NOT_RUN,
+          feedback: {},
+        };
+        const done = turn >= state.maxTurns;
+        const next: AuxMainState = { ...state, turn, attempts: [...state.attempts, attempt], done };
+        return { state: next, teamReward: 0, localRewards: zero, done };
+      }
+      const state = raw as CoderTesterState;
+      const turn = state.turn + (actions.coder !== undefined ? 1 : 0);
+      const done = turn >= state.maxTurns;
+      const next: CoderTesterState = {
+        ...state,
+        turn,
+        code: actions.coder !== undefined ? extractCode(actions.coder) : state.code,
+        tests: actions.tester !== undefined ? extractCode(actions.tester) : state.tests,
+        done,
+      };
+      return { state: next, teamReward: 0, localRewards: zero, done };
+    },
+  };
+}
+
 /** The toy reference in `agent`'s form: helper `aux`, main `f` calling it, the coder's (or a single agent's) whole `f`, the tester's asserts. */
 function toyDemo(task: Task<unknown>, agent: AgentId, roles: z.output<typeof CodingOptionsSchema>["roles"]): string {
   if (!isToyProblem(task.payload))
@@ -185,7 +245,7 @@ export const codingEntry = defineEnvironment({
     const harness = { perTestTimeoutMs: options.perTestTimeoutMs, wallMs: options.wallMs };
     const feedback = FEEDBACK[options.feedback]();
     const helperMain = options.roles !== "coder-tester";
-    const env: Environment<unknown, CodingProblem> = helperMain
+    const scored: Environment<unknown, CodingProblem> = helperMain
       ? (auxMainEnv({
           runner,
           maxTurns: options.maxTurns,
@@ -203,6 +263,7 @@ export const codingEntry = defineEnvironment({
           prompt: options.prompt,
           ...(options.feedback === "diagnostics" ? {} : { feedback }),
         }) as Environment<unknown, CodingProblem>);
+    const env = options.unscored ? unscoredEnvironment(scored, helperMain) : scored;
     const generateTasks = datasetTasks(
       `coding-${options.train.join("+")}`,
       splits(options),
