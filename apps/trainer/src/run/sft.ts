@@ -95,29 +95,45 @@ export async function collectDemonstrations(
       `environment "${trainerEnv.env.name}" has no solver demonstrations (an entry's demo, a data file's demonstrations): remove the sft section, or give it a solver (docs/your-own-task.md)`,
     );
   const { env } = trainerEnv;
+  // Every episode at once: an environment that runs agents' code (the sandbox runs as many
+  // programs as there are cores) is not left waiting on one program at a time. Each episode's
+  // draws come from its own streams and its demonstrations keep the tasks' order, so the result
+  // is the same as one episode after another.
+  const episodes = await Promise.all(
+    tasks.map((task) => demonstrationEpisode(env, demo, team, task, options)),
+  );
+  return episodes.flat();
+}
+
+/** One task's demonstrations: the solver's episode, its executed actions slipping or cut as configured. */
+async function demonstrationEpisode(
+  env: TrainerEnvironment["env"],
+  demo: NonNullable<TrainerEnvironment["demo"]>,
+  team: Team,
+  task: Task<unknown>,
+  options: Parameters<typeof collectDemonstrations>[3],
+): Promise<Demonstration[]> {
   const out: Demonstration[] = [];
-  for (const task of tasks) {
-    const rng = new Rng(deriveSeed(options.seed, "sft-mistakes", task.id));
-    // A stream of its own, so adding cuts leaves the slips of the same seed where they were.
-    const cutRng = new Rng(deriveSeed(options.seed, "sft-cuts", task.id));
-    let state = await env.reset(task, deriveSeed(options.seed, "reset", task.id));
-    let done = false;
-    for (let turn = 0; turn < team.maxTurns && !done; turn++) {
-      for (const stage of turnStages(team)) {
-        if (done) break;
-        const actions: Record<AgentId, string> = {};
-        for (const agent of stage) {
-          const observation = env.observe(state, agent);
-          const role = roleOf(team, agent);
-          const target = cutTarget(demo(task, state, agent), role.id, options.cut, cutRng);
-          out.push({ taskId: task.id, agent, policyId: role.policy, observation, target });
-          const maySlip = options.mistakeRoles?.includes(role.id) ?? true;
-          actions[agent] = maySlip && rng.float() < options.mistakeRate ? corrupt(target, rng) : target;
-        }
-        const result = await env.step(state, actions);
-        state = result.state;
-        done = result.done;
+  const rng = new Rng(deriveSeed(options.seed, "sft-mistakes", task.id));
+  // A stream of its own, so adding cuts leaves the slips of the same seed where they were.
+  const cutRng = new Rng(deriveSeed(options.seed, "sft-cuts", task.id));
+  let state = await env.reset(task, deriveSeed(options.seed, "reset", task.id));
+  let done = false;
+  for (let turn = 0; turn < team.maxTurns && !done; turn++) {
+    for (const stage of turnStages(team)) {
+      if (done) break;
+      const actions: Record<AgentId, string> = {};
+      for (const agent of stage) {
+        const observation = env.observe(state, agent);
+        const role = roleOf(team, agent);
+        const target = cutTarget(demo(task, state, agent), role.id, options.cut, cutRng);
+        out.push({ taskId: task.id, agent, policyId: role.policy, observation, target });
+        const maySlip = options.mistakeRoles?.includes(role.id) ?? true;
+        actions[agent] = maySlip && rng.float() < options.mistakeRate ? corrupt(target, rng) : target;
       }
+      const result = await env.step(state, actions);
+      state = result.state;
+      done = result.done;
     }
   }
   return out;

@@ -1,8 +1,16 @@
 /**
- * `math` in the registry: a reasoner and a tool agent (Stronger-MAS / AT-GRPO) answer GSM8K
- * problems in parallel; the tool agent's Python runs in the sandbox. Train: GSM8K train (7,473);
- * evaluation: GSM8K test (1,319). Demonstrations: the reasoner writes the reference solution ending
- * in `\boxed{answer}`, the tool a program that prints the answer.
+ * `math` in the registry: a reasoner and a tool agent (Stronger-MAS / AT-GRPO) answer word
+ * problems in parallel; the tool agent's Python runs in the sandbox.
+ *
+ * Problems (`problems`): `gsm8k` — train on GSM8K train (7,473), evaluate on GSM8K test (1,319);
+ * `arithmetic` — generated two-operation problems (arithmetic.ts), at a scale a tiny model learns.
+ * Roles (`roles`): `team` (reasoner + tool) or `single` (the reasoner alone, the single-agent
+ * baseline).
+ *
+ * Demonstrations: the reasoner writes the reference solution ending in `\boxed{answer}`; once its
+ * teammate's program has printed the right answer, it checks it and agrees. The tool writes a
+ * program that prints the answer: for a generated problem the template's expression (the tool
+ * copies, Python computes); for GSM8K the answer itself (a format the full models adapt).
  */
 import type { CodeRunner } from "@troupe/sandbox";
 import { z } from "zod";
@@ -10,7 +18,8 @@ import type { MathAnswer } from "../answer.ts";
 import { loadJsonlSync } from "../coding/load.ts";
 import { checkedEnvironment, datasetTasks, defineEnvironment, textTeam } from "../entry.ts";
 import { GSM8K_PATHS } from "../math/dataset.ts";
-import { parseNumber } from "./answer.ts";
+import { answersMatch, parseNumber } from "./answer.ts";
+import { type ArithmeticProblem, arithmeticProgram, arithmeticTasks } from "./arithmetic.ts";
 import {
   Gsm8kRowSchema,
   MATH_MAX_ANSWER_CHARS,
@@ -26,6 +35,10 @@ export const MathOptionsSchema = z
     fallbackAnswer: z.enum(["reasoner", "tool", "none"]).default(defaultReasonerToolOptions.fallbackAnswer),
     /** Wall-clock limit of the tool's program, ms. */
     toolWallMs: z.number().int().min(100).max(60_000).default(defaultReasonerToolOptions.toolWallMs),
+    /** Where the problems come from: GSM8K, or generated two-operation arithmetic (arithmetic.ts). */
+    problems: z.enum(["gsm8k", "arithmetic"]).default("gsm8k"),
+    /** The team (reasoner + tool), or the reasoner alone: the single-agent baseline. */
+    roles: z.enum(["team", "single"]).default("team"),
   })
   .strict();
 
@@ -39,12 +52,15 @@ export const MathInputsSchema = z.object({
 export const MathLabelsSchema = z.object({
   answer: z.number().finite(),
   solution: z.string().max(MATH_MAX_ANSWER_CHARS).default(""),
+  /** A generated problem's Python expression (arithmetic.ts): what the tool's demonstration prints. */
+  expression: z.string().max(200).optional(),
 });
 
 /** A question with its answer is scored; a question alone is answered and not judged. */
 export const MathProblemSchema = MathInputsSchema.extend({
   answer: MathLabelsSchema.shape.answer.optional(),
   solution: MathLabelsSchema.shape.solution,
+  expression: MathLabelsSchema.shape.expression,
 });
 
 /** GSM8K split, read synchronously once. */
@@ -58,8 +74,16 @@ function gsm8k(split: "train" | "test"): MathProblem[] {
   });
 }
 
-/** The reference solution with GSM8K's calculator annotations (<<48/2=24>>) dropped. */
-function reasonerDemo(p: MathProblem): string {
+/**
+ * The reasoner's demonstration: the reference solution; from the second turn on, when the teammate's
+ * program printed the right answer, a check that agrees with it (the demonstrator trusts a tool
+ * that is right, and only then).
+ */
+function reasonerDemo(p: MathProblem, state: ReasonerToolState): string {
+  const tool = state.last.tool?.answer ?? null;
+  if (state.turn > 0 && p.answer !== undefined && answersMatch(tool, p.answer))
+    return `The program printed ${tool}.\n\\boxed{${tool}}`;
+  if ("expression" in p) return p.solution; // generated: already `left=value` lines and the box
   const steps = p.solution
     .slice(0, p.solution.lastIndexOf("####"))
     .replace(/<<[^>]*>>/g, "")
@@ -92,22 +116,34 @@ export const mathEntry = defineEnvironment({
   description: "GSM8K word problems: a reasoner and a Python tool agent (run in the sandbox) must agree",
   options: MathOptionsSchema,
   payload: { inputs: MathInputsSchema, labels: MathLabelsSchema },
-  needsSandbox: () => true,
+  needsSandbox: (options) => options.roles === "team",
   build(options, runner: CodeRunner | undefined) {
-    if (runner === undefined) throw new Error("math: runs the tool agent's code and needs a sandbox runner");
-    const env = reasonerToolEnv({ runner, ...options });
+    if (runner === undefined && options.roles === "team")
+      throw new Error("math: runs the tool agent's code and needs a sandbox runner");
+    const { problems, roles, ...envOptions } = options;
+    const env = reasonerToolEnv({ runner, ...envOptions, single: roles === "single" });
     return {
       env: checkedEnvironment("math", env, MathProblemSchema as z.ZodType<MathProblem>),
-      generateTasks: datasetTasks(
-        "math-gsm8k",
-        () => ({ train: gsm8k("train"), test: gsm8k("test") }),
-        (p: MathProblem) => p.id,
-      ),
+      generateTasks:
+        problems === "arithmetic"
+          ? arithmeticTasks
+          : datasetTasks(
+              "math-gsm8k",
+              () => ({ train: gsm8k("train"), test: gsm8k("test") }),
+              (p: MathProblem) => p.id,
+            ),
       team: (specialisation) =>
-        textTeam("math-reasoner-tool", env.agents, specialisation, "parallel", options.maxTurns),
-      demo: (task, _state, agent) => {
+        textTeam(
+          roles === "single" ? "math-reasoner" : "math-reasoner-tool",
+          env.agents,
+          specialisation,
+          "parallel",
+          options.maxTurns,
+        ),
+      demo: (task, state, agent) => {
         const p = task.payload as MathProblem;
-        return agent === "reasoner" ? reasonerDemo(p) : `\`\`\`python\nprint(${p.answer})\n\`\`\``;
+        if (agent === "reasoner") return reasonerDemo(p, state as ReasonerToolState);
+        return arithmeticProgram("expression" in p ? (p as ArithmeticProblem).expression : String(p.answer));
       },
     };
   },

@@ -13,6 +13,10 @@
  *
  * The team's answer is the agreed one; when the agents never agree, it is `fallbackAnswer`'s
  * (default: the reasoner's). success = the team's answer equals the reference.
+ *
+ * `single: true` is the single-agent baseline: the reasoner alone, no tool. It answers until two of
+ * its consecutive answers agree (its own check, in place of the teammate's), or `maxTurns`; its
+ * last answer is the answer.
  */
 import type { AgentId, Environment } from "@troupe/core";
 import type { CodeRunner, RunStatus } from "@troupe/sandbox";
@@ -22,11 +26,13 @@ import { answersMatch, extractAnswer } from "./answer.ts";
 import type { MathProblem } from "./dataset.ts";
 
 export const MATH_AGENTS = ["reasoner", "tool"] as const;
+const SINGLE_AGENT = ["reasoner"] as const;
 
 export const MATH_REWARDS = { teamSuccess: 1, format: 0.2, correct: 0.8 } as const;
 
 export interface ReasonerToolEnvOptions {
-  readonly runner: CodeRunner;
+  /** Runs the tool agent's programs; the single agent (no tool) needs none. */
+  readonly runner?: CodeRunner | undefined;
   readonly maxTurns?: number;
   /** Whose answer counts when the agents never agree. */
   readonly fallbackAnswer?: "reasoner" | "tool" | "none";
@@ -34,6 +40,8 @@ export interface ReasonerToolEnvOptions {
   readonly toolWallMs?: number;
   /** Characters of the tool's output/errors shown back to it. */
   readonly maxFeedbackChars?: number;
+  /** The reasoner alone (the single-agent baseline): no tool agent. */
+  readonly single?: boolean;
 }
 
 export const defaultReasonerToolOptions = {
@@ -41,6 +49,7 @@ export const defaultReasonerToolOptions = {
   fallbackAnswer: "reasoner",
   toolWallMs: 5000,
   maxFeedbackChars: 500,
+  single: false,
 } as const;
 
 export interface AgentAnswer {
@@ -101,6 +110,14 @@ export async function toolAnswer(
   };
 }
 
+/** The single agent's prompt: the problem, and from the second turn on its own last answer. */
+function singlePrompt(state: ReasonerToolState): string {
+  let text = `Solve the math problem step by step. End with the final answer as \\boxed{number}.\n\nProblem: ${state.problem.question}`;
+  if (state.turn > 0)
+    text += `\n\nTurn ${state.turn + 1} of ${state.maxTurns}. Your last answer: ${fmt(state.last.reasoner)}. Check the work and answer again.`;
+  return text;
+}
+
 function fmt(a: AgentAnswer | undefined): string {
   return a?.answer === null || a === undefined ? "no answer" : String(a.answer);
 }
@@ -110,9 +127,13 @@ export function reasonerToolEnv(
 ): Environment<ReasonerToolState, MathProblem> {
   const o = { ...defaultReasonerToolOptions, ...options };
   checkMaxTurns("reasonerToolEnv", o.maxTurns);
+  const runner = o.runner;
+  if (runner === undefined && !o.single)
+    throw new Error("reasonerToolEnv: the tool agent's programs need a sandbox runner");
+  const agents = o.single ? SINGLE_AGENT : MATH_AGENTS;
   return textEnvironment<ReasonerToolState, MathProblem>({
-    name: "gsm8k-reasoner-tool",
-    agents: MATH_AGENTS,
+    name: o.single ? "gsm8k-reasoner" : "gsm8k-reasoner-tool",
+    agents,
     rewardBounds: {
       team: [0, MATH_REWARDS.teamSuccess],
       local: [0, MATH_REWARDS.format + MATH_REWARDS.correct],
@@ -127,6 +148,7 @@ export function reasonerToolEnv(
       done: false,
     }),
     prompt(state, agent) {
+      if (o.single) return singlePrompt(state);
       const intro =
         agent === "reasoner"
           ? "Solve the math problem step by step. Your teammate solves it with a Python program. " +
@@ -149,9 +171,9 @@ export function reasonerToolEnv(
       const last: Partial<Record<AgentId, AgentAnswer>> = { ...state.last };
       const localRewards: Record<AgentId, number> = {};
       if (actions.reasoner !== undefined) last.reasoner = reasonerAnswer(actions.reasoner);
-      if (actions.tool !== undefined)
-        last.tool = await toolAnswer(o.runner, actions.tool, o.toolWallMs, o.maxFeedbackChars);
-      for (const agent of MATH_AGENTS) {
+      if (actions.tool !== undefined && runner !== undefined)
+        last.tool = await toolAnswer(runner, actions.tool, o.toolWallMs, o.maxFeedbackChars);
+      for (const agent of agents) {
         if (actions[agent] === undefined) continue;
         const a = last[agent]!;
         localRewards[agent] =
@@ -160,16 +182,14 @@ export function reasonerToolEnv(
       }
       const r = last.reasoner?.answer ?? null;
       const t = last.tool?.answer ?? null;
-      const agree = answersMatch(r, t);
+      // The single agent's check is its own previous answer; the team's, the teammate's.
+      const agree = o.single
+        ? state.turn > 0 && answersMatch(r, state.last.reasoner?.answer ?? null)
+        : answersMatch(r, t);
       const turn = state.turn + 1;
       const done = agree || turn >= state.maxTurns;
-      const teamAnswer = agree
-        ? r
-        : o.fallbackAnswer === "reasoner"
-          ? r
-          : o.fallbackAnswer === "tool"
-            ? t
-            : null;
+      const teamAnswer =
+        agree || o.single ? r : o.fallbackAnswer === "reasoner" ? r : o.fallbackAnswer === "tool" ? t : null;
       // Without the reference (a served question) the team answers and nobody judges it.
       const success = reference !== undefined && done && answersMatch(teamAnswer, reference);
       return {
