@@ -8,10 +8,11 @@ import type { CodeRunner } from "@troupe/sandbox";
 import type { z } from "zod";
 import type { BoardAnswer, ExecutedAction, PlanPathAnswer, ToolCallTurn } from "../answer.ts";
 import { defineEnvironment } from "../entry.ts";
+import { envTeam } from "./env-team.ts";
+import type { GameState } from "./episode.ts";
 import { type Pos, parseDirections, samePos, step } from "./grid.ts";
 import { PlanPathOptionsSchema, planPathEnv, renderPlanPath } from "./plan-path.ts";
 import type { PlanPathBoard, PlanPathPuzzle } from "./plan-path-puzzle.ts";
-import { envTeam, type GameState } from "./role-protocols.ts";
 import { renderSokoban, SokobanOptionsSchema, sokobanEnv } from "./sokoban.ts";
 import { renderSudoku, SudokuOptionsSchema, sudokuEnv } from "./sudoku.ts";
 

@@ -1,6 +1,6 @@
 /**
  * What a puzzle game must provide so that the shared role protocols (compact planner/fixer,
- * Stronger-MAS tool/plan, and tool calls where the game offers them, see `episode.ts`) can run it: boards, moves, a parser, a simulator with
+ * Stronger-MAS tool/plan, and tool calls where the game offers them, see protocols/) can run it: boards, moves, a parser, a simulator with
  * per-move rewards, a solver, and text renderings.
  *
  * A *plan* is a sequence of moves executed from the current board. Execution stops at the first

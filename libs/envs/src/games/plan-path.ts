@@ -21,8 +21,9 @@
  */
 import type { Rng, Task } from "@troupe/core";
 import { z } from "zod";
+import { type GameEnvironment, type GameState, type RolesVariant, RolesVariantSchema } from "./episode.ts";
 import type { CompactHint, Game, GameRewards } from "./game.ts";
-import { gameModule, gameOptionsSchema } from "./game-env.ts";
+import { gameModule, gameOptionsSchema } from "./game-module.ts";
 import {
   bfsDistances,
   DIRECTIONS,
@@ -34,14 +35,9 @@ import {
   samePos,
   step,
 } from "./grid.ts";
+import { gridPayloadSchema, PLAN_PATH_CELLS, PosSchema } from "./grid-payload.ts";
 import type { PlanPathBoard, PlanPathPuzzle } from "./plan-path-puzzle.ts";
 import { planPathToolCall } from "./plan-path-tool-call.ts";
-import {
-  type GameEnvironment,
-  type GameState,
-  type RolesVariant,
-  RolesVariantSchema,
-} from "./role-protocols.ts";
 import { SplitFractionsSchema, splitTaskGenerator } from "./splits.ts";
 
 export const PLAN_PATH = "plan-path";
@@ -139,43 +135,14 @@ export function generatePlanPathPuzzle(rng: Rng, config: PlanPathGeneration): Pl
   return { rows, cols, grid, start, goal: [Math.floor(g / cols), g % cols], optimal: dist[g]! };
 }
 
-const PosSchema = z.tuple([z.number().int(), z.number().int()]);
-
-const TOO_BIG = `at most ${PLAN_PATH_MAX_SIZE}: the largest grid Plan-Path accepts is ${PLAN_PATH_MAX_SIZE}×${PLAN_PATH_MAX_SIZE}`;
-
-const PlanPathPuzzleSchema = z
-  .object({
-    rows: z.number().int().min(1).max(PLAN_PATH_MAX_SIZE, TOO_BIG),
-    cols: z.number().int().min(1).max(PLAN_PATH_MAX_SIZE, TOO_BIG),
-    grid: z
-      .array(
-        z
-          .string()
-          .max(PLAN_PATH_MAX_SIZE, `a grid row has at most ${PLAN_PATH_MAX_SIZE} cells`)
-          .regex(/^[.#]+$/, "grid rows use only '.' and '#'"),
-      )
-      .max(PLAN_PATH_MAX_SIZE, `a grid has at most ${PLAN_PATH_MAX_SIZE} rows`),
-    start: PosSchema,
-    goal: PosSchema,
-    optimal: z
-      .number()
-      .int()
-      .min(0)
-      .max(PLAN_PATH_MAX_SIZE * PLAN_PATH_MAX_SIZE),
-  })
-  .superRefine((p, ctx) => {
-    if (p.grid.length !== p.rows)
-      ctx.addIssue({ code: "custom", path: ["grid"], message: `needs ${p.rows} rows` });
-    p.grid.forEach((row, r) => {
-      if (row.length !== p.cols)
-        ctx.addIssue({ code: "custom", path: ["grid", r], message: `needs ${p.cols} columns` });
-    });
-    for (const key of ["start", "goal"] as const) {
-      const [r, c] = p[key];
-      if (p.grid[r]?.[c] !== ".")
-        ctx.addIssue({ code: "custom", path: [key], message: "must be a free cell" });
-    }
-  });
+const PlanPathPuzzleSchema = gridPayloadSchema({
+  title: "Plan-Path",
+  cells: PLAN_PATH_CELLS,
+  minSize: 1,
+  maxSize: PLAN_PATH_MAX_SIZE,
+  maxOptimal: PLAN_PATH_MAX_SIZE * PLAN_PATH_MAX_SIZE,
+  positions: { start: PosSchema, goal: PosSchema },
+});
 
 /** What the payload schema cannot check (see `GameModuleSpec.checkPuzzle`). */
 function checkPlanPathPuzzle(puzzle: PlanPathPuzzle, where: string): void {

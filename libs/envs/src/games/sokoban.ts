@@ -20,6 +20,7 @@
  */
 import type { Rng, Task } from "@troupe/core";
 import { z } from "zod";
+import { type GameEnvironment, type GameState, RolesVariantSchema } from "./episode.ts";
 import {
   badToolCall,
   type CellCommand,
@@ -29,9 +30,9 @@ import {
   parseCellCommand,
   type ToolCallResult,
 } from "./game.ts";
-import { gameModule, gameOptionsSchema } from "./game-env.ts";
+import { gameModule, gameOptionsSchema } from "./game-module.ts";
 import { DELTA, DIRECTIONS, type Direction, formatPos, type Pos, parseDirections } from "./grid.ts";
-import { type GameEnvironment, type GameState, RolesVariantSchema } from "./role-protocols.ts";
+import { gridPayloadSchema, PosSchema, SOKOBAN_CELLS } from "./grid-payload.ts";
 import { SplitFractionsSchema, splitTaskGenerator } from "./splits.ts";
 
 export const SOKOBAN = "sokoban";
@@ -309,48 +310,20 @@ export function renderSokoban(
     .join("\n");
 }
 
-const PosSchema = z.tuple([z.number().int(), z.number().int()]);
-
-const TOO_BIG = `at most ${SOKOBAN_MAX_SIZE}: the largest board Sokoban accepts is ${SOKOBAN_MAX_SIZE}×${SOKOBAN_MAX_SIZE}`;
-
-const SokobanPuzzleSchema = z
-  .object({
-    rows: z.number().int().min(3).max(SOKOBAN_MAX_SIZE, TOO_BIG),
-    cols: z.number().int().min(3).max(SOKOBAN_MAX_SIZE, TOO_BIG),
-    walls: z
-      .array(
-        z
-          .string()
-          .max(SOKOBAN_MAX_SIZE, `a row has at most ${SOKOBAN_MAX_SIZE} cells`)
-          .regex(/^[#_]+$/, "wall rows use only '#' and '_'"),
-      )
-      .max(SOKOBAN_MAX_SIZE, `at most ${SOKOBAN_MAX_SIZE} rows`),
+const SokobanPuzzleSchema = gridPayloadSchema({
+  title: "Sokoban",
+  cells: SOKOBAN_CELLS,
+  minSize: 3,
+  maxSize: SOKOBAN_MAX_SIZE,
+  positions: {
     targets: z.array(PosSchema).min(1).max(SOKOBAN_MAX_BOXES, `at most ${SOKOBAN_MAX_BOXES} targets`),
     boxes: z.array(PosSchema).min(1).max(SOKOBAN_MAX_BOXES, `at most ${SOKOBAN_MAX_BOXES} boxes`),
     player: PosSchema,
-    optimal: z.number().int().min(0),
-  })
-  .superRefine((p, ctx) => {
-    if (p.walls.length !== p.rows)
-      ctx.addIssue({ code: "custom", path: ["walls"], message: `needs ${p.rows} rows` });
-    p.walls.forEach((row, r) => {
-      if (row.length !== p.cols)
-        ctx.addIssue({ code: "custom", path: ["walls", r], message: `needs ${p.cols} columns` });
-    });
-    if (p.targets.length !== p.boxes.length) {
-      ctx.addIssue({ code: "custom", path: ["targets"], message: "needs as many targets as boxes" });
-    }
-    for (const [field, list] of [
-      ["targets", p.targets],
-      ["boxes", p.boxes],
-      ["player", [p.player]],
-    ] as const) {
-      list.forEach(([r, c], i) => {
-        if (p.walls[r]?.[c] !== "_")
-          ctx.addIssue({ code: "custom", path: [field, i], message: "must be on floor" });
-      });
-    }
-  });
+  },
+}).refine((p) => p.targets.length === p.boxes.length, {
+  path: ["targets"],
+  message: "needs as many targets as boxes",
+});
 
 /** What the payload schema cannot check (see `GameModuleSpec.checkPuzzle`). */
 function checkSokobanPuzzle(puzzle: SokobanPuzzle, where: string): void {

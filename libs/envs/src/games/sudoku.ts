@@ -21,10 +21,10 @@
  */
 import type { Rng, Task } from "@troupe/core";
 import { z } from "zod";
+import { type GameEnvironment, type GameState, RolesVariantSchema } from "./episode.ts";
 import { badToolCall, type Game, type GameToolCall, type ToolCallResult } from "./game.ts";
-import { gameModule, gameOptionsSchema } from "./game-env.ts";
+import { gameModule, gameOptionsSchema } from "./game-module.ts";
 import { answerText } from "./grid.ts";
-import { type GameEnvironment, type GameState, RolesVariantSchema } from "./role-protocols.ts";
 import { SplitFractionsSchema, splitTaskGenerator } from "./splits.ts";
 
 export const SUDOKU = "sudoku";

@@ -16,7 +16,7 @@ import {
   sokobanEnv,
   sudokuDemo,
   sudokuEnv,
-} from "../../src/games/index.ts";
+} from "../../../src/games/index.ts";
 
 type AnyState = GameState<unknown, unknown>;
 type AnyEnv = GameEnvironment<unknown, unknown>;

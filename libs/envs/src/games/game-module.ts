@@ -5,17 +5,17 @@
  */
 import type { AgentId, Task } from "@troupe/core";
 import type { z } from "zod";
-import type { Game } from "./game.ts";
-import { parseOptions } from "./options.ts";
+import { gameDemo } from "./demo.ts";
 import {
   type EpisodeOptions,
   EpisodeOptionsSchema,
   type GameEnvironment,
   type GameState,
-  gameDemo,
-  gameEnvironment,
   type RolesVariant,
-} from "./role-protocols.ts";
+} from "./episode.ts";
+import type { Game } from "./game.ts";
+import { gameEnvironment } from "./game-environment.ts";
+import { parseOptions } from "./options.ts";
 import type { GenerationSchema, SplitTaskGenerator } from "./splits.ts";
 
 export interface GameModuleSpec<

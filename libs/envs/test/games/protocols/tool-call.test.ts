@@ -5,7 +5,7 @@
  */
 import { Rng, type Task } from "@troupe/core";
 import { describe, expect, it } from "vitest";
-import type { BoardAnswer, ExecutedAction } from "../../src/answer.ts";
+import type { BoardAnswer, ExecutedAction } from "../../../src/answer.ts";
 import {
   type GameEnvironment,
   parsePushCommand,
@@ -17,11 +17,11 @@ import {
   sokobanEnv,
   sokobanHint,
   sudokuEnv,
-} from "../../src/games/index.ts";
-import { renderAnswer } from "../../src/registry.ts";
-import { expectWithinRewardBounds } from "./expect.ts";
-import { oneBox, puzzle as sudoku } from "./hand-puzzles.ts";
-import { stepSync } from "./step-sync.ts";
+} from "../../../src/games/index.ts";
+import { renderAnswer } from "../../../src/registry.ts";
+import { expectWithinRewardBounds } from "../expect.ts";
+import { oneBox, puzzle as sudoku } from "../hand-puzzles.ts";
+import { stepSync } from "../step-sync.ts";
 
 const sokobanTask: Task<SokobanPuzzle> = { id: "hand", split: "test", payload: oneBox };
 const start = { player: oneBox.player, boxes: oneBox.boxes };
