@@ -39,6 +39,8 @@ export const MathOptionsSchema = z
     problems: z.enum(["gsm8k", "arithmetic"]).default("gsm8k"),
     /** The team (reasoner + tool), or the reasoner alone: the single-agent baseline. */
     roles: z.enum(["team", "single"]).default("team"),
+    /** The prompts' instructions: full sentences, or brief ones for a tiny model trained from scratch. */
+    instructions: z.enum(["full", "brief"]).default("full"),
   })
   .strict();
 

@@ -42,6 +42,8 @@ export interface ReasonerToolEnvOptions {
   readonly maxFeedbackChars?: number;
   /** The reasoner alone (the single-agent baseline): no tool agent. */
   readonly single?: boolean;
+  /** The prompts' instructions: full sentences, or brief ones for a model trained from scratch. */
+  readonly instructions?: "full" | "brief";
 }
 
 export const defaultReasonerToolOptions = {
@@ -50,6 +52,7 @@ export const defaultReasonerToolOptions = {
   toolWallMs: 5000,
   maxFeedbackChars: 500,
   single: false,
+  instructions: "full",
 } as const;
 
 export interface AgentAnswer {
@@ -110,13 +113,45 @@ export async function toolAnswer(
   };
 }
 
-/** The single agent's prompt: the problem, and from the second turn on its own last answer. */
-function singlePrompt(state: ReasonerToolState): string {
-  let text = `Solve the math problem step by step. End with the final answer as \\boxed{number}.\n\nProblem: ${state.problem.question}`;
-  if (state.turn > 0)
-    text += `\n\nTurn ${state.turn + 1} of ${state.maxTurns}. Your last answer: ${fmt(state.last.reasoner)}. Check the work and answer again.`;
-  return text;
+/** The words of the prompts: the full instructions (what a pretrained model reads) or brief ones. */
+interface PromptWords {
+  readonly reasoner: string;
+  readonly tool: string;
+  readonly single: string;
+  retry(turn: number, maxTurns: number, own: string, teammate: string): string;
+  retrySingle(turn: number, maxTurns: number, own: string): string;
+  error(stderr: string): string;
 }
+
+const FULL_WORDS: PromptWords = {
+  reasoner:
+    "Solve the math problem step by step. Your teammate solves it with a Python program. " +
+    "End with the final answer as \\boxed{number}.",
+  tool:
+    "Solve the math problem by writing one ```python block. The program must print the final answer " +
+    "(a single number) on its last line of output. Your teammate solves it by reasoning.",
+  single: "Solve the math problem step by step. End with the final answer as \\boxed{number}.",
+  retry: (turn, maxTurns, own, teammate) =>
+    `Turn ${turn} of ${maxTurns}. Your last answer: ${own}. Your teammate's last answer: ${teammate}. ` +
+    "The answers disagree: check the work and answer again.",
+  retrySingle: (turn, maxTurns, own) =>
+    `Turn ${turn} of ${maxTurns}. Your last answer: ${own}. Check the work and answer again.`,
+  error: (stderr) => `Your program's error output:\n${stderr}`,
+};
+
+/**
+ * Brief instructions, for a model that learns the task from its demonstrations alone (a tiny model
+ * trained from scratch reads every character of the prompt on every step: the full instructions
+ * would double its sequences and teach it nothing). The error is its last line.
+ */
+const BRIEF_WORDS: PromptWords = {
+  reasoner: "Reasoner. End with \\boxed{number}.",
+  tool: "Tool. Write a ```python program that prints the answer.",
+  single: "End with \\boxed{number}.",
+  retry: (turn, maxTurns, own, teammate) => `Turn ${turn}/${maxTurns}. You: ${own}. Teammate: ${teammate}.`,
+  retrySingle: (turn, maxTurns, own) => `Turn ${turn}/${maxTurns}. You: ${own}.`,
+  error: (stderr) => `Error: ${stderr.trim().split("\n").at(-1) ?? ""}`,
+};
 
 function fmt(a: AgentAnswer | undefined): string {
   return a?.answer === null || a === undefined ? "no answer" : String(a.answer);
@@ -148,22 +183,16 @@ export function reasonerToolEnv(
       done: false,
     }),
     prompt(state, agent) {
-      if (o.single) return singlePrompt(state);
-      const intro =
-        agent === "reasoner"
-          ? "Solve the math problem step by step. Your teammate solves it with a Python program. " +
-            "End with the final answer as \\boxed{number}."
-          : "Solve the math problem by writing one ```python block. The program must print the final answer " +
-            "(a single number) on its last line of output. Your teammate solves it by reasoning.";
+      const words = o.instructions === "brief" ? BRIEF_WORDS : FULL_WORDS;
+      const intro = o.single ? words.single : agent === "reasoner" ? words.reasoner : words.tool;
       let text = `${intro}\n\nProblem: ${state.problem.question}`;
-      if (state.turn > 0) {
-        const other = agent === "reasoner" ? "tool" : "reasoner";
-        text +=
-          `\n\nTurn ${state.turn + 1} of ${state.maxTurns}. Your last answer: ${fmt(state.last[agent])}. ` +
-          `Your teammate's last answer: ${fmt(state.last[other])}. The answers disagree: check the work and answer again.`;
-        const err = state.last[agent]?.error;
-        if (agent === "tool" && err) text += `\nYour program's error output:\n${err}`;
-      }
+      if (state.turn === 0) return text;
+      if (o.single)
+        return `${text}\n\n${words.retrySingle(state.turn + 1, state.maxTurns, fmt(state.last.reasoner))}`;
+      const other = agent === "reasoner" ? "tool" : "reasoner";
+      text += `\n\n${words.retry(state.turn + 1, state.maxTurns, fmt(state.last[agent]), fmt(state.last[other]))}`;
+      const err = state.last[agent]?.error;
+      if (agent === "tool" && err) text += `\n${words.error(err)}`;
       return text;
     },
     async step(state, actions) {

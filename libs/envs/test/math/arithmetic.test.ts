@@ -95,6 +95,29 @@ describe("generated arithmetic problems", () => {
   });
 });
 
+describe("brief instructions", () => {
+  it("the exact prompts of both agents, and the error's last line on the second turn", async () => {
+    const env = reasonerToolEnv({ runner, maxTurns: 2, instructions: "brief" });
+    const [task] = arithmeticTasks("test", 1, 0);
+    const s0 = await env.reset(task!, 0);
+    const question = task!.payload.question;
+    expect(env.observe(s0, "reasoner").messages[0]!.content).toBe(
+      `Reasoner. End with \\boxed{number}.\n\nProblem: ${question}`,
+    );
+    expect(env.observe(s0, "tool").messages[0]!.content).toBe(
+      `Tool. Write a \`\`\`python program that prints the answer.\n\nProblem: ${question}`,
+    );
+    const t1 = await env.step(s0, { reasoner: "\\boxed{7}", tool: "```python\nprint(1680" });
+    expect(env.observe(t1.state, "tool").messages[0]!.content).toBe(
+      `Tool. Write a \`\`\`python program that prints the answer.\n\nProblem: ${question}\n\n` +
+        "Turn 2/2. You: no answer. Teammate: 7.\nError: SyntaxError: '(' was never closed",
+    );
+    expect(env.observe(t1.state, "reasoner").messages[0]!.content).toMatch(
+      /Turn 2\/2\. You: 7\. Teammate: no answer\.$/,
+    );
+  });
+});
+
 describe("the single agent (the reasoner alone)", () => {
   const task = arithmeticTasks("test", 1, 0)[0]!;
   const answer = task.payload.answer!;
