@@ -87,7 +87,7 @@ for (const [name, overrides] of Object.entries(settings)) {
   const masks = sequences.map((s) => s.completionTokenIds.map(() => 1));
   const weights = aggregationWeights(masks, loss.aggregation);
   const trained = (
-    await engine.runnerOf(policyId).trainMicroBatch(
+    await engine.runnerOf(policyId).sequences.trainMicroBatch(
       engine.weightsOf(policyId),
       sequences.map((s, b) => ({
         ...s,

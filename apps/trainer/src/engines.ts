@@ -186,7 +186,7 @@ function checkLongestSequence(recipe: Recipe, memory: OnnxMemoryPlan): void {
   const runner = new ModelRunner(config, "float32", "memory check", {
     vocab: Math.min(new ByteTokenizer().vocabSize, config.vocab_size),
   });
-  const bytes = runner.sequenceBytes(tokens, maxTokens);
+  const bytes = runner.memory.sequenceBytes(tokens, maxTokens);
   const [kind, needed] = Object.entries(bytes).reduce((a, b) => (b[1] > a[1] ? b : a));
   if (needed <= memory.runBytes) return;
   throw new RecipeError(

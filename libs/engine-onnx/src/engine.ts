@@ -59,7 +59,8 @@ import {
 import { packWeights } from "./model/fused-weights.ts";
 import { batchingLimits, ContinuousBatcher, type ContinuousBatchingOptions } from "./runtime/continuous.ts";
 import { type GenerateOptions, generateBatch } from "./runtime/generate.ts";
-import { type LossSequenceInput, ModelRunner } from "./runtime/runner.ts";
+import { ModelRunner } from "./runtime/runner.ts";
+import type { LossSequenceInput } from "./runtime/sequence-runner.ts";
 
 /** Sequences per scoring run in `logprobs` (bounds activation memory). */
 export const DEFAULT_SCORING_BATCH = 16;
@@ -88,7 +89,7 @@ export interface OnnxEngineOptions {
    */
   readonly activationBudgetBytes?: number;
   /**
-   * Let each of ORT's arenas keep what its largest run took, unbounded (`ModelRunner.memoryArena`):
+   * Let each of ORT's arenas keep what its largest run took, unbounded (`ModelRunnerOptions.memoryArena`):
    * each policy's train, score and prefill sessions may each hold `activationBudgetBytes`, so the
    * caller gives each run a share of what it can spare. Default false: the arenas are bounded
    * together by `activationBudgetBytes` (an idle one is released when a run needs the room).
@@ -96,7 +97,7 @@ export interface OnnxEngineOptions {
   readonly memoryArena?: boolean;
   /**
    * Score and train with the last layer's queries, MLP and output head on the columns that predict
-   * completion tokens only (`ModelRunner.completionWindow`): the same numbers up to float rounding,
+   * completion tokens only (`ModelRunnerOptions.completionWindow`): the same numbers up to float rounding,
    * less work for long prompts and short answers. Default false.
    */
   readonly completionWindow?: boolean;
@@ -279,13 +280,13 @@ export class OnnxEngine implements Engine {
     }
   }
 
-  /** The policy's `ModelRunner.sequenceBytes`: one sequence's estimated peak per kind of run. */
+  /** The policy's `MemoryPlan.sequenceBytes`: one sequence's estimated peak per kind of run. */
   sequenceBytes(
     policyId: PolicyId,
     tokens: number,
     maxTokens: number,
   ): Record<"train" | "score" | "generate", number> {
-    return this.state(policyId).runner.sequenceBytes(tokens, maxTokens);
+    return this.state(policyId).runner.memory.sequenceBytes(tokens, maxTokens);
   }
 
   async generate(
@@ -314,7 +315,7 @@ export class OnnxEngine implements Engine {
           "generating for",
           prompts.map((p) => p.length),
           { maxSequences: prompts.length },
-          (rows, longest) => s.runner.generateBytes(rows, longest, params.maxTokens),
+          (rows, longest) => s.runner.memory.generateBytes(rows, longest, params.maxTokens),
         );
         const out: Completion[] = [];
         for (const g of groups) {
@@ -389,11 +390,11 @@ export class OnnxEngine implements Engine {
         "scoring",
         sequences.map((q) => q.promptTokenIds.length + q.completionTokenIds.length),
         { maxSequences: DEFAULT_SCORING_BATCH },
-        (rows, longest) => s.runner.runBytes("score", rows, longest),
+        (rows, longest) => s.runner.memory.runBytes("score", rows, longest),
       );
       const out: number[][] = [];
       for (const c of chunks)
-        out.push(...(await s.runner.score(s.weights, sequences.slice(c.start, c.end))).logprobs);
+        out.push(...(await s.runner.sequences.score(s.weights, sequences.slice(c.start, c.end))).logprobs);
       return out;
     });
   }
@@ -458,7 +459,7 @@ export class OnnxEngine implements Engine {
       "training on",
       batch.map((q) => q.promptTokenIds.length + q.completionTokenIds.length),
       { maxSequences: micro, maxTokens: config.maxTokensPerMicroBatch },
-      (rows, longest) => s.runner.runBytes("train", rows, longest),
+      (rows, longest) => s.runner.memory.runBytes("train", rows, longest),
     );
     const sums = emptyLossSums();
     const grads = new Map<string, Float32Array>();
@@ -468,7 +469,9 @@ export class OnnxEngine implements Engine {
     for (const { start, end } of plan) {
       const part = inputs.slice(start, end);
       if (part.every((p) => p.completionTokenIds.length === 0)) continue;
-      const r = await s.runner.trainMicroBatch(s.weights, part, loss, { reuseGradientBuffers: true });
+      const r = await s.runner.sequences.trainMicroBatch(s.weights, part, loss, {
+        reuseGradientBuffers: true,
+      });
       addLossSums(sums, r);
       for (const [name, g] of r.grads) {
         const acc = grads.get(name);

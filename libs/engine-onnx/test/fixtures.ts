@@ -1,7 +1,7 @@
 /** Tiny model configs and weights shared by the model tests. */
 import { initQwenWeights, type QwenConfig, tinyQwenConfig, type Weights } from "@troupe/engine";
 import { MICRO_QWEN_SHAPE } from "@troupe/engine/testing";
-import type { HostWeights } from "../src/runtime/runner.ts";
+import type { HostWeights } from "../src/runtime/weight-feeds.ts";
 import { uniformStream } from "./gradcheck.ts";
 
 const small = {

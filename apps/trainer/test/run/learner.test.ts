@@ -117,7 +117,7 @@ describe("learnerStep on-policy ratio", () => {
           return async (policyId: string, batch: readonly TrainSequence[], config: TrainStepConfig) => {
             const masks = batch.map((s) => s.completionTokenIds.map(() => 1));
             const weights = aggregationWeights(masks, config.loss.aggregation);
-            const { logprobs } = await target.runnerOf(policyId).trainMicroBatch(
+            const { logprobs } = await target.runnerOf(policyId).sequences.trainMicroBatch(
               target.weightsOf(policyId),
               batch.map((s, b) => ({
                 ...s,

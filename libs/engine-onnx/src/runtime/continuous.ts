@@ -19,8 +19,9 @@ import type { Tokenizer } from "@troupe/engine";
 import { PREFILL_ROWS, SequenceSampler } from "./generate.ts";
 import { copyCacheRow, copyRows, type RaggedKvCache } from "./kv-cache.ts";
 import { padBatch } from "./padding.ts";
-import type { HostWeights, ModelRunner } from "./runner.ts";
+import type { ModelRunner } from "./runner.ts";
 import type { FloatArray } from "./session.ts";
+import type { HostWeights } from "./weight-feeds.ts";
 
 export interface ContinuousBatchingOptions {
   /** Sequences decoded together at most (rows of the KV cache). */
@@ -205,7 +206,7 @@ export class ContinuousBatcher {
       m.tokenizer.padTokenId,
     );
     const T = padded.time;
-    const prefilled = await m.runner.prefill(
+    const prefilled = await m.runner.decoder.prefill(
       m.weights,
       padded.ids,
       padded.positions,
@@ -249,9 +250,15 @@ export class ContinuousBatcher {
     const B = this.active.length;
     const ids = BigInt64Array.from(this.active, (q) => BigInt(q.sampler.lastToken));
     const positions = Int32Array.from(this.active, (q) => q.sampler.nextPosition);
-    const logits: FloatArray = await m.runner.raggedDecodeStep(m.weights, ids, positions, this.cache!, {
-      weightsVersion: m.weightsVersion,
-    });
+    const logits: FloatArray = await m.runner.decoder.raggedDecodeStep(
+      m.weights,
+      ids,
+      positions,
+      this.cache!,
+      {
+        weightsVersion: m.weightsVersion,
+      },
+    );
     this.counts.steps++;
     this.counts.maxRows = Math.max(this.counts.maxRows, B);
     if (this.closed) return; // close() already failed every row
@@ -284,7 +291,7 @@ export class ContinuousBatcher {
     // Rows double (up to maxBatch) and columns round up, so a growing batch reallocates rarely.
     const newRows = Math.min(this.maxBatch, Math.max(rows, 2 * (old?.rows ?? 4)));
     const capacity = Math.ceil(Math.max(columns, old?.capacity ?? 0) / COLUMN_STEP) * COLUMN_STEP;
-    const cache = runner.raggedCache(newRows, capacity);
+    const cache = runner.decoder.raggedCache(newRows, capacity);
     if (old !== undefined) {
       const { num_key_value_heads: kvHeads, head_dim: headDim } = runner.config;
       const oldC = old.capacity;

@@ -15,8 +15,9 @@ import { type Completion, deriveSeed, Rng, type SamplingParams } from "@troupe/c
 import { sampleToken, type Tokenizer } from "@troupe/engine";
 import { copyCacheRow, copyRows, type FixedKvCache } from "./kv-cache.ts";
 import { type PaddedBatch, padBatch } from "./padding.ts";
-import type { HostWeights, ModelRunner } from "./runner.ts";
-import type { FloatArray, ort } from "./session.ts";
+import type { ModelRunner } from "./runner.ts";
+import type { FloatArray } from "./session.ts";
+import type { HostWeights } from "./weight-feeds.ts";
 
 /**
  * Prompts prefilled in one run at most. A prefill's cost per row grows with its rows past a few
@@ -27,8 +28,6 @@ import type { FloatArray, ort } from "./session.ts";
 export const PREFILL_ROWS = 16;
 
 export interface GenerateOptions {
-  /** Use the KV cache (default); false recomputes the whole sequence every step (for benchmarks). */
-  readonly kvCache?: boolean;
   /**
    * A number that changes whenever the weights change (the engine passes its count of weight
    * updates). With it the cached decode session bakes the weights in as constants, which ORT
@@ -53,63 +52,35 @@ export async function generateBatch(
   const V = runner.config.vocab_size;
   const usable = Math.min(V, tokenizer.vocabSize);
   const rows = prompts.map((p, b) => new SequenceSampler(p, seeds[b]!, sampling, tokenizer, V, usable));
-  const kvCache = options.kvCache ?? true;
-  // Full recomputation (no cache) feeds the same weight tensors to every step.
-  const feeds: Record<string, ort.Tensor> = kvCache ? {} : runner.weightFeeds(weights, "decode");
-
   const padded = padBatch(prompts, "left", tokenizer.padTokenId);
-  // With the cache: a prefill of the left-padded prompts, then one column per step, all written
-  // into a cache allocated once for prompt + maxTokens columns.
-  const cache = kvCache ? runner.fixedCache(B, padded.time + sampling.maxTokens) : undefined;
+  // A prefill of the left-padded prompts, then one column per step, all written into a cache
+  // allocated once for prompt + maxTokens columns.
+  const cache = runner.decoder.fixedCache(B, padded.time + sampling.maxTokens);
   const versioned = { weightsVersion: options.weightsVersion };
-  let logits =
-    cache === undefined
-      ? (await runner.decodeStep(feeds, padded.ids, padded.positions, padded.valid, runner.emptyCache(B), B))
-          .logits
-      : await prefill(runner, weights, padded, cache, versioned);
+  let logits = await prefill(runner, weights, padded, cache, versioned);
   const allValid = new Uint8Array(B).fill(1);
-  // With the cache, finished rows leave the batch (as in continuous batching): `order[k]` is the
-  // sequence in cache row k, and the steps run over the first `live.batch` rows only. Answers end
-  // at very different lengths (an evaluation of the default recipe: 35% of the row-steps of a
-  // batch that waits for its longest answer are live), so the later steps shrink.
+  // Finished rows leave the batch (as in continuous batching): `order[k]` is the sequence in cache
+  // row k, and the steps run over the first `live.batch` rows only. Answers end at very different
+  // lengths (an evaluation of the default recipe: 35% of the row-steps of a batch that waits for
+  // its longest answer are live), so the later steps shrink.
   const order = rows.map((_, b) => b);
   let live = cache;
   for (let n = 0; n < sampling.maxTokens; n++) {
-    if (live !== undefined) {
-      order.forEach((b, k) => rows[b]!.sample(logits, k));
-      live = dropFinished(live, order, rows);
-      if (live.batch === 0) break;
-      // One new column: each live row's last token.
-      const ids = BigInt64Array.from(order, (b) => BigInt(rows[b]!.lastToken));
-      const positions = Int32Array.from(order, (b) => rows[b]!.nextPosition);
-      logits = await runner.cachedDecodeStep(
-        weights,
-        ids,
-        positions,
-        allValid.subarray(0, live.batch),
-        live,
-        versioned,
-      );
-    } else {
-      rows.forEach((r, b) => {
-        if (!r.done) r.sample(logits, b);
-      });
-      if (rows.every((r) => r.done)) break;
-      const full = padBatch(
-        rows.map((r) => [...r.prompt, ...r.tokens]),
-        "left",
-        tokenizer.padTokenId,
-      );
-      logits = (await runner.decodeStep(feeds, full.ids, full.positions, full.valid, runner.emptyCache(B), B))
-        .logits;
-    }
+    order.forEach((b, k) => rows[b]!.sample(logits, k));
+    live = dropFinished(live, order, rows);
+    if (live.batch === 0) break;
+    // One new column: each live row's last token.
+    const ids = BigInt64Array.from(order, (b) => BigInt(rows[b]!.lastToken));
+    const positions = Int32Array.from(order, (b) => rows[b]!.nextPosition);
+    const valid = allValid.subarray(0, live.batch);
+    logits = await runner.decoder.cachedDecodeStep(weights, ids, positions, valid, live, versioned);
   }
   return rows.map((r) => r.completion());
 }
 
 /**
  * The prompts' prefill, `PREFILL_ROWS` rows a run. Each run attends only to its own prompts (a
- * past of zero columns, `ModelRunner.prefill`) and its keys/values are written into columns [0, T)
+ * past of zero columns, `DecodeRunner.prefill`) and its keys/values are written into columns [0, T)
  * of its rows of the cache: a run into the cache itself would attend over the rows' empty columns
  * too (prompt + maxTokens of them, masked), more than twice the attention. Returns the logits [B·V].
  */
@@ -127,7 +98,7 @@ async function prefill(
   const shape = { columns: T, kvHeads: runner.config.num_key_value_heads, headDim: runner.config.head_dim };
   for (let start = 0; start < B; start += PREFILL_ROWS) {
     const end = Math.min(B, start + PREFILL_ROWS);
-    const out = await runner.prefill(
+    const out = await runner.decoder.prefill(
       weights,
       padded.ids.subarray(start * T, end * T),
       padded.positions.subarray(start * T, end * T),

@@ -1,20 +1,132 @@
 /**
- * The KV caches of decoding, as the runner keeps them on the host, and the attention bias of a
- * step over a pre-allocated cache:
+ * The KV caches of decoding as the host keeps them, how they are allocated and how a step's new
+ * keys/values are written into them, and the attention bias of a step over a pre-allocated cache:
  *
- *   KvCache        a growing cache: the previous step's `present_*` ORT tensors, fed back as
- *                  `past_*` (the decode graph's Concat copies all of it every step)
  *   FixedKvCache   one pre-allocated [B, KV, capacity, d_head] array per layer and kind, filled
  *                  column by column (batched generation)
  *   RaggedKvCache  the same arrays with one sequence per row, each at its own length (continuous
  *                  batching)
  *
  * Graph-side, the cached decode graph reads the cache as it is and returns only the new tokens'
- * keys/values (model/graphs.ts); the runner writes those into the arrays.
+ * keys/values (model/graphs.ts); the decode runner (decode-runner.ts) writes those into the arrays.
  */
+import type { QwenConfig } from "@troupe/engine";
 import type { FloatDType } from "../graph/builder.ts";
 import { MASKED_BIAS } from "../model/host-inputs.ts";
-import type { FloatArray, ort } from "./session.ts";
+import type { FloatArray } from "./session.ts";
+
+/** What a cache's arrays are sized by. */
+export interface CacheDims {
+  readonly layers: number;
+  readonly kvHeads: number;
+  readonly headDim: number;
+  /** Logits per row (vocab_size). */
+  readonly vocab: number;
+  readonly dtype: FloatDType;
+}
+
+export function cacheDims(config: QwenConfig, dtype: FloatDType): CacheDims {
+  return {
+    layers: config.num_hidden_layers,
+    kvHeads: config.num_key_value_heads,
+    headDim: config.head_dim,
+    vocab: config.vocab_size,
+    dtype,
+  };
+}
+
+/** A float array of the cache's dtype. */
+export function floatArray(dtype: FloatDType, n: number): FloatArray {
+  return dtype === "float32" ? new Float32Array(n) : new Float64Array(n);
+}
+
+/** The arrays of a cache of `rows` × `capacity` columns: per layer [rows, KV, capacity, d_head]. */
+function cacheArrays(dims: CacheDims, rows: number, capacity: number) {
+  const size = rows * dims.kvHeads * capacity * dims.headDim;
+  return {
+    keys: Array.from({ length: dims.layers }, () => floatArray(dims.dtype, size)),
+    values: Array.from({ length: dims.layers }, () => floatArray(dims.dtype, size)),
+    valid: new Uint8Array(rows * capacity),
+    logits: floatArray(dims.dtype, rows * dims.vocab),
+  };
+}
+
+/**
+ * An empty pre-allocated KV cache for `batch` rows of up to `capacity` columns (prompt + new
+ * tokens): per layer [B, KV, capacity, d_head] key and value arrays, filled column by column.
+ */
+export function fixedCache(dims: CacheDims, batch: number, capacity: number): FixedKvCache {
+  return { batch, capacity, length: 0, ...cacheArrays(dims, batch, capacity) };
+}
+
+/** An empty ragged cache of `rows` rows × `capacity` columns (see `RaggedKvCache`). */
+export function raggedCache(dims: CacheDims, rows: number, capacity: number): RaggedKvCache {
+  return { rows, capacity, lengths: new Int32Array(rows), ...cacheArrays(dims, rows, capacity) };
+}
+
+/** Per layer the new tokens' keys and values [B, KV, T, d_head], as a cached decode run returns them. */
+export interface NewColumns {
+  readonly keys: readonly FloatArray[];
+  readonly values: readonly FloatArray[];
+}
+
+/**
+ * Writes T new columns per row at column `length` of a fixed cache (a copy of B·KV·T·d_head
+ * values per layer, instead of the whole cache) with their valid flags ([B·T]); the length grows by T.
+ */
+export function appendColumns(
+  cache: FixedKvCache,
+  news: NewColumns,
+  valid: Uint8Array,
+  headDim: number,
+): void {
+  const B = cache.batch;
+  const C = cache.capacity;
+  const P = cache.length;
+  const T = valid.length / B;
+  const D = headDim;
+  // Row (b, kv) of the cache holds C columns of D values; of the new ones, T columns.
+  for (let i = 0; i < cache.keys.length; i++) {
+    for (const [from, store] of [
+      [news.keys[i]!, cache.keys[i]!],
+      [news.values[i]!, cache.values[i]!],
+    ] as const) {
+      const rowHeads = from.length / (T * D);
+      for (let r = 0; r < rowHeads; r++)
+        store.set(from.subarray(r * T * D, (r + 1) * T * D), (r * C + P) * D);
+    }
+  }
+  for (let b = 0; b < B; b++) cache.valid.set(valid.subarray(b * T, (b + 1) * T), b * C + P);
+  cache.length = P + T;
+}
+
+/**
+ * Writes one new column for each of the first B rows of a ragged cache, row b's at its own column
+ * `lengths[b]`, which then grows by one.
+ */
+export function appendRaggedColumns(
+  cache: RaggedKvCache,
+  news: NewColumns,
+  batch: number,
+  headDim: number,
+): void {
+  const C = cache.capacity;
+  const D = headDim;
+  const KV = news.keys[0]!.length / (batch * D);
+  for (let i = 0; i < cache.keys.length; i++) {
+    for (const [from, store] of [
+      [news.keys[i]!, cache.keys[i]!],
+      [news.values[i]!, cache.values[i]!],
+    ] as const) {
+      for (let b = 0; b < batch; b++) {
+        const column = cache.lengths[b]!;
+        for (let h = 0; h < KV; h++)
+          store.set(from.subarray((b * KV + h) * D, (b * KV + h + 1) * D), ((b * KV + h) * C + column) * D);
+      }
+    }
+  }
+  for (let b = 0; b < batch; b++) cache.valid[b * C + cache.lengths[b]!++] = 1;
+}
 
 /**
  * Attention bias [B, 1, 1, T, C + T] of a cached step: query t of row b sees cache column s < P
@@ -41,7 +153,7 @@ export function cachedAttentionBias(
   return out;
 }
 
-/** A pre-allocated KV cache (see `ModelRunner.fixedCache`); `cachedDecodeStep` fills it in place. */
+/** A pre-allocated KV cache (see `fixedCache`); `DecodeRunner.cachedDecodeStep` fills it in place. */
 export interface FixedKvCache {
   readonly batch: number;
   /** Columns the arrays hold. */
@@ -61,7 +173,7 @@ export interface FixedKvCache {
  * The KV cache of continuous batching: per layer [rows, KV, capacity, d_head], one row per
  * sequence, each filled up to its own `lengths[row]` columns (a row's `valid` flags mark its real
  * tokens, left pads excluded). The scheduler moves rows (a sequence joins, another leaves); the
- * runner only appends one column per row and step (`raggedDecodeStep`).
+ * decode runner only appends one column per row and step (`DecodeRunner.raggedDecodeStep`).
  */
 export interface RaggedKvCache {
   readonly rows: number;
@@ -93,7 +205,7 @@ export function copyCacheRow(
 
 /**
  * Copies `count` rows of keys and values whose rows hold `columns` columns (per layer
- * [rows, KV, columns, d_head]: what `ModelRunner.prefill` returns, or a smaller cache) into columns
+ * [rows, KV, columns, d_head]: what `DecodeRunner.prefill` returns, or a smaller cache) into columns
  * [0, columns) of rows `to`… of a pre-allocated cache with at least as many columns (fixed or
  * ragged: per layer [rows, KV, capacity, d_head]), starting at source row `from`. Valid flags and
  * lengths are the caller's.
@@ -118,12 +230,4 @@ export function copyRows(
       }
     }
   }
-}
-
-/** A growing KV cache of `decodeStep`: the ORT tensors of the previous step's `present_*` outputs. */
-export interface KvCache {
-  /** Cached columns P. */
-  readonly length: number;
-  readonly keys: readonly ort.Tensor[];
-  readonly values: readonly ort.Tensor[];
 }

@@ -1,8 +1,8 @@
 import { initQwenWeights, qwenWeightNames, tinyQwenConfig } from "@troupe/engine";
 import { MICRO_QWEN_SHAPE } from "@troupe/engine/testing";
 import { describe, expect, it } from "vitest";
-import { fusedData, fusedGroups, graphWeightSpecs, packWeights } from "../src/model/fused-weights.ts";
-import { toFloat64 } from "./fixtures.ts";
+import { fusedData, fusedGroups, graphWeightSpecs, packWeights } from "../../src/model/fused-weights.ts";
+import { toFloat64 } from "../fixtures.ts";
 
 const config = tinyQwenConfig({
   model_type: "qwen2",

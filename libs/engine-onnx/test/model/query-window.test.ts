@@ -10,10 +10,11 @@ import { samplingParams } from "@troupe/core";
 import { aggregationWeights, ByteTokenizer, tinyQwenConfig } from "@troupe/engine";
 import { FULL_POLICY_LOSS, SMALL_QWEN_SHAPE } from "@troupe/engine/testing";
 import { describe, expect, it } from "vitest";
-import { generateBatch } from "../src/runtime/generate.ts";
-import { type LossSequenceInput, ModelRunner } from "../src/runtime/runner.ts";
-import { randomTokens, TINY_CONFIGS, tinyWeights, toFloat64 } from "./fixtures.ts";
-import { uniformStream } from "./gradcheck.ts";
+import { generateBatch } from "../../src/runtime/generate.ts";
+import { ModelRunner } from "../../src/runtime/runner.ts";
+import type { LossSequenceInput } from "../../src/runtime/sequence-runner.ts";
+import { randomTokens, TINY_CONFIGS, tinyWeights, toFloat64 } from "../fixtures.ts";
+import { uniformStream } from "../gradcheck.ts";
 
 function batch(vocab: number, seed: number): LossSequenceInput[] {
   const rand = uniformStream(seed);
@@ -46,8 +47,8 @@ describe.each(Object.entries(TINY_CONFIGS))("completion window, %s (float64)", (
   const sequences = batch(config.vocab_size, 17);
 
   it("scores every completion token as the full graph does", async () => {
-    const a = await full.score(weights, sequences);
-    const b = await windowed.score(weights, sequences);
+    const a = await full.sequences.score(weights, sequences);
+    const b = await windowed.sequences.score(weights, sequences);
     expect(b.logprobs.map((r) => r.length)).toEqual([2, 5, 1, 4]);
     for (let i = 0; i < sequences.length; i++) {
       for (let j = 0; j < a.logprobs[i]!.length; j++) {
@@ -58,8 +59,8 @@ describe.each(Object.entries(TINY_CONFIGS))("completion window, %s (float64)", (
   });
 
   it("gives the full graph's loss, metrics and gradient of every weight", async () => {
-    const a = await full.trainMicroBatch(weights, sequences, FULL_POLICY_LOSS);
-    const b = await windowed.trainMicroBatch(weights, sequences, FULL_POLICY_LOSS);
+    const a = await full.sequences.trainMicroBatch(weights, sequences, FULL_POLICY_LOSS);
+    const b = await windowed.sequences.trainMicroBatch(weights, sequences, FULL_POLICY_LOSS);
     expect(a.clipped).toBeGreaterThan(0); // the batch exercises clipping
     for (const key of ["loss", "pgLoss", "kl", "entropy", "clipped", "oldMinusNew"] as const)
       expect(b[key], key).toBeCloseTo(a[key], 11);

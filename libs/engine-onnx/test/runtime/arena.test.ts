@@ -7,12 +7,13 @@
 import { defaultPolicyLossConfig, initQwenWeights, tinyQwenConfig } from "@troupe/engine";
 import { SMALL_QWEN_SHAPE } from "@troupe/engine/testing";
 import { afterAll, describe, expect, it } from "vitest";
-import { Graph } from "../src/graph/builder.ts";
-import * as op from "../src/graph/ops.ts";
-import { packWeights } from "../src/model/fused-weights.ts";
-import { ARENA_GROWTH, ArenaLedger, BoundedSession } from "../src/runtime/arena.ts";
-import { type LossSequenceInput, ModelRunner } from "../src/runtime/runner.ts";
-import { type GraphSession, tensor } from "../src/runtime/session.ts";
+import { Graph } from "../../src/graph/builder.ts";
+import * as op from "../../src/graph/ops.ts";
+import { packWeights } from "../../src/model/fused-weights.ts";
+import { ARENA_GROWTH, ArenaLedger, BoundedSession } from "../../src/runtime/arena.ts";
+import { ModelRunner } from "../../src/runtime/runner.ts";
+import type { LossSequenceInput } from "../../src/runtime/sequence-runner.ts";
+import { type GraphSession, tensor } from "../../src/runtime/session.ts";
 
 /** y = 2x over [N] floats: a real session, small. */
 function doubler(): Graph {
@@ -131,8 +132,8 @@ describe("a runner's bounded arenas", () => {
   it("releases the idle arena a run needs room from, or runs without one, with the same numbers", async () => {
     const unbounded = new ModelRunner(config, "float32", "unbounded");
     const probe = new ModelRunner(config, "float32", "probe");
-    const trainBytes = probe.runBytes("train", 2, 9);
-    const scoreBytes = probe.runBytes("score", 2, 9);
+    const trainBytes = probe.memory.runBytes("train", 2, 9);
+    const scoreBytes = probe.memory.runBytes("score", 2, 9);
     expect(scoreBytes).toBeLessThan(trainBytes);
     // Room for the training arena alone, not beside the scoring one; the tiny budget fits neither.
     const bounded = new ModelRunner(config, "float32", "bounded", {
@@ -141,9 +142,9 @@ describe("a runner's bounded arenas", () => {
     const tiny = new ModelRunner(config, "float32", "tiny", { arenaBudgetBytes: trainBytes });
     runners.push(unbounded, probe, bounded, tiny);
     const runs = async (r: ModelRunner) => {
-      const first = await r.trainMicroBatch(weights, sequences, settings);
-      const scored = await r.score(weights, sequences);
-      const second = await r.trainMicroBatch(weights, sequences, settings);
+      const first = await r.sequences.trainMicroBatch(weights, sequences, settings);
+      const scored = await r.sequences.score(weights, sequences);
+      const second = await r.sequences.trainMicroBatch(weights, sequences, settings);
       return { first, scored, second };
     };
     const want = await runs(unbounded);

@@ -2,8 +2,8 @@ import { samplingParams, userObservation } from "@troupe/core";
 import { tinyQwenConfig } from "@troupe/engine";
 import { SMALL_QWEN_SHAPE } from "@troupe/engine/testing";
 import { afterAll, describe, expect, it } from "vitest";
-import { createOnnxEngine, type OnnxEngine } from "../src/engine.ts";
-import { GenerationQueueFullError } from "../src/runtime/continuous.ts";
+import { createOnnxEngine, type OnnxEngine } from "../../src/engine.ts";
+import { GenerationQueueFullError } from "../../src/runtime/continuous.ts";
 
 const config = tinyQwenConfig(SMALL_QWEN_SHAPE);
 const engines: OnnxEngine[] = [];

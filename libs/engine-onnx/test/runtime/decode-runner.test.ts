@@ -12,13 +12,13 @@ import {
 } from "@troupe/engine";
 import { SMALL_QWEN_SHAPE } from "@troupe/engine/testing";
 import { describe, expect, it } from "vitest";
-import { createOnnxEngine } from "../src/engine.ts";
-import { MASKED_BIAS } from "../src/model/host-inputs.ts";
-import { generateBatch, PREFILL_ROWS } from "../src/runtime/generate.ts";
-import { cachedAttentionBias } from "../src/runtime/kv-cache.ts";
-import { ModelRunner } from "../src/runtime/runner.ts";
-import { randomTokens, TINY_CONFIGS, tinyWeights } from "./fixtures.ts";
-import { uniformStream } from "./gradcheck.ts";
+import { createOnnxEngine } from "../../src/engine.ts";
+import { MASKED_BIAS } from "../../src/model/host-inputs.ts";
+import { generateBatch, PREFILL_ROWS } from "../../src/runtime/generate.ts";
+import { cachedAttentionBias } from "../../src/runtime/kv-cache.ts";
+import { ModelRunner } from "../../src/runtime/runner.ts";
+import { randomTokens, TINY_CONFIGS, tinyWeights } from "../fixtures.ts";
+import { uniformStream } from "../gradcheck.ts";
 
 describe("pre-allocated KV cache", () => {
   it("bias: written real cache columns and causal real new tokens are visible, the rest masked", () => {
@@ -40,9 +40,9 @@ describe("pre-allocated KV cache", () => {
     const config = TINY_CONFIGS["qwen2 tied, one KV head"]!;
     const runner = new ModelRunner(config);
     const weights = tinyWeights(config, 2);
-    const cache = runner.fixedCache(1, 3);
+    const cache = runner.decoder.fixedCache(1, 3);
     await expect(
-      runner.cachedDecodeStep(
+      runner.decoder.cachedDecodeStep(
         weights,
         BigInt64Array.of(1n, 2n, 3n, 4n),
         Int32Array.of(0, 1, 2, 3),
@@ -51,7 +51,7 @@ describe("pre-allocated KV cache", () => {
       ),
     ).rejects.toThrow("0 cached + 4 new columns exceed capacity 3");
     await expect(
-      runner.cachedDecodeStep(
+      runner.decoder.cachedDecodeStep(
         weights,
         BigInt64Array.of(1n, 2n),
         Int32Array.of(0),
@@ -83,11 +83,11 @@ describe("pre-allocated KV cache", () => {
         valid[b * T + pad + j] = 1;
       });
     });
-    const cache = runner.fixedCache(B, T);
+    const cache = runner.decoder.fixedCache(B, T);
     const cachedLogits = Float32Array.from(
-      await runner.cachedDecodeStep(weights, ids, positions, valid, cache),
+      await runner.decoder.cachedDecodeStep(weights, ids, positions, valid, cache),
     );
-    const alone = await runner.prefill(weights, ids, positions, valid, B);
+    const alone = await runner.decoder.prefill(weights, ids, positions, valid, B);
     const maxDiff = (a: ArrayLike<number>, b: ArrayLike<number>) => {
       let m = 0;
       for (let i = 0; i < a.length; i++) m = Math.max(m, Math.abs(a[i]! - b[i]!));
@@ -113,7 +113,7 @@ describe("pre-allocated KV cache", () => {
         }
       }
     }
-    await expect(runner.prefill(weights, ids, positions.subarray(1), valid, B)).rejects.toThrow(
+    await expect(runner.decoder.prefill(weights, ids, positions.subarray(1), valid, B)).rejects.toThrow(
       "prefill: ids, positions and valid must all be [2, T]",
     );
     await runner.release();
@@ -128,15 +128,15 @@ describe("pre-allocated KV cache", () => {
     const prompt = randomTokens(5, V, rand);
     /** Logits of the first decode step after the prompt, with or without a weights version. */
     const firstStep = async (weightsVersion?: number) => {
-      const cache = runner.fixedCache(1, 6);
-      await runner.cachedDecodeStep(
+      const cache = runner.decoder.fixedCache(1, 6);
+      await runner.decoder.cachedDecodeStep(
         weights,
         BigInt64Array.from(prompt, BigInt),
         Int32Array.from(prompt, (_, i) => i),
         new Uint8Array(5).fill(1),
         cache,
       );
-      const logits = await runner.cachedDecodeStep(
+      const logits = await runner.decoder.cachedDecodeStep(
         weights,
         BigInt64Array.of(7n),
         Int32Array.of(5),
@@ -149,14 +149,14 @@ describe("pre-allocated KV cache", () => {
     const maxDiff = (a: Float32Array, b: Float32Array) => Math.max(...a.map((x, i) => Math.abs(x - b[i]!)));
     const baked0 = await firstStep(0);
     expect(maxDiff(baked0, await firstStep())).toBeLessThan(1e-5);
-    expect(runner.bakedSessionsBuilt).toBe(1);
+    expect(runner.decoder.bakedSessionsBuilt).toBe(1);
     await firstStep(0);
-    expect(runner.bakedSessionsBuilt).toBe(1);
+    expect(runner.decoder.bakedSessionsBuilt).toBe(1);
     // An in-place update (as AdamW does) under a new version: the baked session follows it.
     const embed = weights.get("model.embed_tokens.weight")!.data;
     for (let i = 0; i < embed.length; i++) embed[i] = embed[i]! * 1.5;
     const baked1 = await firstStep(1);
-    expect(runner.bakedSessionsBuilt).toBe(2);
+    expect(runner.decoder.bakedSessionsBuilt).toBe(2);
     expect(maxDiff(baked1, await firstStep())).toBeLessThan(1e-5);
     expect(maxDiff(baked1, baked0)).toBeGreaterThan(1e-2);
     await runner.release();

@@ -14,13 +14,14 @@ import {
 } from "@troupe/engine";
 import { SMALL_QWEN_SHAPE } from "@troupe/engine/testing";
 import { afterAll, describe, expect, it } from "vitest";
-import { createOnnxEngine, MemoryBudgetError, type OnnxEngine } from "../src/engine.ts";
-import { Graph } from "../src/graph/builder.ts";
-import * as op from "../src/graph/ops.ts";
-import { packWeights } from "../src/model/fused-weights.ts";
-import { buildTrainGraph } from "../src/model/graphs.ts";
-import { dimValue, estimateGraphPeakBytes } from "../src/runtime/memory.ts";
-import { type LossSequenceInput, ModelRunner } from "../src/runtime/runner.ts";
+import { createOnnxEngine, MemoryBudgetError, type OnnxEngine } from "../../src/engine.ts";
+import { Graph } from "../../src/graph/builder.ts";
+import * as op from "../../src/graph/ops.ts";
+import { packWeights } from "../../src/model/fused-weights.ts";
+import { buildTrainGraph } from "../../src/model/graphs.ts";
+import { dimValue, estimateGraphPeakBytes } from "../../src/runtime/memory.ts";
+import { ModelRunner } from "../../src/runtime/runner.ts";
+import type { LossSequenceInput } from "../../src/runtime/sequence-runner.ts";
 
 const config = tinyQwenConfig(SMALL_QWEN_SHAPE);
 const engines: OnnxEngine[] = [];
@@ -72,9 +73,9 @@ describe("micro-batches under a budget", () => {
       tokenWeights: s.completionTokenIds.map(() => 1 / total), // token-mean over the whole batch
     }));
     const loss = { ...defaultPolicyLossConfig, klCoef: 0, entropyCoef: 0.01 };
-    const whole = await runner.trainMicroBatch(weights, inputs, loss);
+    const whole = await runner.sequences.trainMicroBatch(weights, inputs, loss);
     const parts = [inputs.slice(0, 1), inputs.slice(1, 2), inputs.slice(2, 5)];
-    const split = await Promise.all(parts.map((p) => runner.trainMicroBatch(weights, p, loss)));
+    const split = await Promise.all(parts.map((p) => runner.sequences.trainMicroBatch(weights, p, loss)));
     expect(split.reduce((a, r) => a + r.loss, 0)).toBeCloseTo(whole.loss, 6);
     for (const [name, g] of whole.grads) {
       const summed = new Float64Array(g.length);

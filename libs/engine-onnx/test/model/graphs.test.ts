@@ -1,9 +1,11 @@
 import { aggregationWeights, policyLoss } from "@troupe/engine";
 import { FULL_POLICY_LOSS } from "@troupe/engine/testing";
 import { describe, expect, it } from "vitest";
-import { type HostWeights, type LossSequenceInput, ModelRunner } from "../src/runtime/runner.ts";
-import { randomTokens, TINY_CONFIGS, tinyWeights, toFloat64 } from "./fixtures.ts";
-import { uniformStream } from "./gradcheck.ts";
+import { ModelRunner } from "../../src/runtime/runner.ts";
+import type { LossSequenceInput } from "../../src/runtime/sequence-runner.ts";
+import type { HostWeights } from "../../src/runtime/weight-feeds.ts";
+import { randomTokens, TINY_CONFIGS, tinyWeights, toFloat64 } from "../fixtures.ts";
+import { uniformStream } from "../gradcheck.ts";
 
 /** A batch whose old log-probs are the model's own, perturbed so some ratios clip. */
 async function lossBatch(
@@ -18,7 +20,7 @@ async function lossBatch(
     { promptTokenIds: randomTokens(2, V, rand), completionTokenIds: randomTokens(3, V, rand) },
     { promptTokenIds: randomTokens(3, V, rand), completionTokenIds: randomTokens(6, V, rand) },
   ];
-  const scored = await runner.score(weights, seqs);
+  const scored = await runner.sequences.score(weights, seqs);
   const masks = seqs.map((s, b) => s.completionTokenIds.map((_, j) => (b === 2 && j === 1 ? 0 : 1)));
   const tokenWeights = aggregationWeights(masks, FULL_POLICY_LOSS.aggregation);
   return seqs.map((s, b) => ({
@@ -37,7 +39,7 @@ describe.each(Object.entries(TINY_CONFIGS).slice(0, 3))("training graph, %s (flo
 
   it("loss and metrics equal policyLoss of @troupe/engine on the same numbers", async () => {
     const batch = await lossBatch(runner, weights, 9);
-    const result = await runner.trainMicroBatch(weights, batch, FULL_POLICY_LOSS);
+    const result = await runner.sequences.trainMicroBatch(weights, batch, FULL_POLICY_LOSS);
     const reference = policyLoss(
       batch.map((s, b) => ({
         logprobs: result.logprobs[b]!,
@@ -60,7 +62,7 @@ describe.each(Object.entries(TINY_CONFIGS).slice(0, 3))("training graph, %s (flo
 
   it("every weight's gradient matches central finite differences", async () => {
     const batch = await lossBatch(runner, weights, 21);
-    const base = await runner.trainMicroBatch(weights, batch, FULL_POLICY_LOSS);
+    const base = await runner.sequences.trainMicroBatch(weights, batch, FULL_POLICY_LOSS);
     const rand = uniformStream(99);
     const h = 1e-5;
     let maxRelError = 0;
@@ -71,9 +73,9 @@ describe.each(Object.entries(TINY_CONFIGS).slice(0, 3))("training graph, %s (flo
         const i = Math.floor(rand() * t.data.length);
         const x0 = t.data[i]!;
         t.data[i] = x0 + h;
-        const plus = (await runner.trainMicroBatch(weights, batch, FULL_POLICY_LOSS)).loss;
+        const plus = (await runner.sequences.trainMicroBatch(weights, batch, FULL_POLICY_LOSS)).loss;
         t.data[i] = x0 - h;
-        const minus = (await runner.trainMicroBatch(weights, batch, FULL_POLICY_LOSS)).loss;
+        const minus = (await runner.sequences.trainMicroBatch(weights, batch, FULL_POLICY_LOSS)).loss;
         t.data[i] = x0;
         const numeric = (plus - minus) / (2 * h);
         const analytic = base.grads.get(name)![i]!;

@@ -1,8 +1,8 @@
 import { describe, expect, it } from "vitest";
-import type { Value } from "../src/graph/builder.ts";
-import * as op from "../src/graph/ops.ts";
-import { int64Tensor } from "../src/runtime/session.ts";
-import { gradCheck, type InputSpec } from "./gradcheck.ts";
+import type { Value } from "../../src/graph/builder.ts";
+import * as op from "../../src/graph/ops.ts";
+import { int64Tensor } from "../../src/runtime/session.ts";
+import { gradCheck, type InputSpec } from "../gradcheck.ts";
 
 /** Tolerance of the float64 checks: central differences with h = 1e-5 are exact to ~1e-9. */
 const TOLERANCE = 1e-6;
