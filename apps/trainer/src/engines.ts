@@ -38,7 +38,6 @@ import {
   type WorkerProcessOptions,
 } from "@troupe/engine-torch";
 import { workspaceRoot } from "./app-paths.ts";
-import { longestAnswer } from "./evaluate.ts";
 import {
   DEFAULT_MEMORY_BUDGET,
   type ModelRecipe,
@@ -47,6 +46,7 @@ import {
   type TorchEngineRecipe,
 } from "./recipe.ts";
 import { checkServerRollouts, pairWithServers } from "./run/server-rollouts.ts";
+import { longestAnswer } from "./sampling.ts";
 
 /**
  * The checks `createEngine` makes before it builds anything (the engine kind, the model's shape,

@@ -4,7 +4,6 @@
  */
 export { createEngine, policySet } from "./engines.ts";
 export { recipeEnvironment } from "./envs.ts";
-export { evalSampling } from "./evaluate.ts";
 export { runRecipe } from "./experiments/run-recipe.ts";
 export { loadRecipeText, parseRecipe } from "./recipe.ts";
 export { loadRecipeFile, parseRunConfig } from "./recipe-files.ts";
@@ -12,3 +11,4 @@ export { markdownTable, table } from "./reports/reporter.ts";
 export { seedInterval, wilson } from "./reports/statistics.ts";
 export { restoreStep } from "./run/checkpoints.ts";
 export { cachedWarmStart, parseRunRef, WARM_START_REF } from "./run/warm-start.ts";
+export { evalSampling } from "./sampling.ts";

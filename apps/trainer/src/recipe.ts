@@ -210,6 +210,65 @@ const EnvironmentSchema = z
     }
   });
 
+/**
+ * The warm start (warm-start.ts): supervised steps on the environment's solver demonstrations
+ * before RL. Which of these fields change what it learns is warm-start-cache.ts's key.
+ */
+export const SftSchema = z.strictObject({
+  steps: z.number().int().min(0).default(0),
+  batchSize: z.number().int().min(1).default(32),
+  lr: z.number().gt(0).default(3e-3),
+  /** Probability that a demonstration turn is replaced by a mistake, so the team learns to recover. */
+  mistakeRate: z.number().min(0).max(1).default(0.3),
+  /** The roles whose demonstration turns may slip; all roles when absent. */
+  mistakeRoles: z.array(z.string().min(1)).min(1).optional(),
+  /**
+   * Environment options that replace the recipe's for the demonstrations only (e.g. shorter
+   * mazes: a warm start on easy tasks, RL on all of them); none when absent.
+   */
+  environmentOptions: z.record(z.string(), z.unknown()).optional(),
+  /**
+   * An imperfect demonstrator, whose mistake is taught (unlike the slips above, which are only
+   * executed): with probability `rate` a demonstration's target is cut to its first `length`
+   * characters, e.g. a plan of its first two moves, and the cut text is what the environment
+   * runs. The warm start then does what the demonstrator mostly did, while the full answer
+   * stays in its distribution for RL to find (pass@K > pass@1). `roles`: the roles whose
+   * demonstrations are cut; all roles when absent. No cut when the section is absent.
+   */
+  cut: z
+    .strictObject({
+      rate: z.number().min(0).max(1),
+      length: z.number().int().min(1),
+      roles: z.array(z.string().min(1)).min(1).optional(),
+    })
+    .optional(),
+  /**
+   * The warm start's learning-rate schedule over its own steps (warm-start.ts, warmStartLr):
+   * constant; cosine or linear decay to minLrRatio·lr; or wsd, constant and then a linear decay
+   * over the last decayFraction of the steps.
+   */
+  schedule: z.enum(["constant", "cosine", "linear", "wsd"]).default("constant"),
+  /**
+   * Linear warm-up over the warm start's first steps, on top of the schedule: step s of the
+   * first W runs at (s + 1)/W of the scheduled rate (0: none).
+   */
+  warmupSteps: z.number().int().min(0).default(0),
+  /** r: the cosine, linear and wsd decays end at r·lr. */
+  minLrRatio: z.number().min(0).max(1).default(0.1),
+  /** f: wsd decays over the last f of the steps. */
+  decayFraction: z.number().gt(0).max(1).default(0.2),
+  /**
+   * A warm start that stops when it is good enough: after the step where every policy's mean
+   * negative log-likelihood over its last SFT_STOP_WINDOW steps is at or below this, instead of
+   * at `steps` (then a maximum). The schedule still counts over `steps`. One number for every
+   * policy, or one per role (`{ tool: 0.05, plan: 0.2 }`): a role whose demonstrations keep some
+   * entropy (cut ones: stop here or go on) never gets as low as one that copies. Roles that share
+   * a policy share its NLL, so they must be given one value. Absent: all `steps` are run.
+   */
+  stopAtNll: z.union([z.number().gt(0), z.record(z.string().min(1), z.number().gt(0))]).optional(),
+});
+export type SftRecipe = z.output<typeof SftSchema>;
+
 export const RecipeSchema = z.strictObject({
   name: z.string().min(1),
   seed: z.number().int().min(0).default(0),
@@ -225,7 +284,7 @@ export const RecipeSchema = z.strictObject({
     })
     .default({ specialisation: "per-role" }),
   engine: EngineSchema,
-  model: ModelSchema.default(ModelSchema.parse({})),
+  model: ModelSchema.prefault({}),
   /** The rollout strategy (`name`) and its config, declared with its defaults in @troupe/rl. */
   strategy: StrategyConfigSchema,
   /**
@@ -233,7 +292,7 @@ export const RecipeSchema = z.strictObject({
    * estimators.ts): the baseline and std normalisation (GRPO's defaults: mean, normalised) and the
    * group filters.
    */
-  advantage: EstimationConfigSchema.default(EstimationConfigSchema.parse({})),
+  advantage: EstimationConfigSchema.prefault({}),
   /** How every agent samples; `roles` gives a role its own (evaluation and serving included). */
   sampling: SamplingParamsSchema.partial()
     .extend({
@@ -249,8 +308,8 @@ export const RecipeSchema = z.strictObject({
         .optional(),
     })
     .default({}),
-  loss: LossSchema.default(LossSchema.parse({})),
-  optimizer: OptimizerSchema.default(OptimizerSchema.parse({})),
+  loss: LossSchema.prefault({}),
+  optimizer: OptimizerSchema.prefault({}),
   train: z
     .strictObject({
       steps: z.number().int().min(0).default(50),
@@ -275,70 +334,8 @@ export const RecipeSchema = z.strictObject({
       evalTemperature: z.number().min(0).default(0),
       checkpointEvery: z.number().int().min(1).default(10),
     })
-    .default({
-      steps: 50,
-      tasksPerStep: 8,
-      microBatchSize: 16,
-      epochs: 1,
-      evalEvery: 10,
-      evalTasks: 64,
-      evalTemperature: 0,
-      checkpointEvery: 10,
-    }),
-  sft: z
-    .strictObject({
-      steps: z.number().int().min(0).default(0),
-      batchSize: z.number().int().min(1).default(32),
-      lr: z.number().gt(0).default(3e-3),
-      /** Probability that a demonstration turn is replaced by a mistake, so the team learns to recover. */
-      mistakeRate: z.number().min(0).max(1).default(0.3),
-      /** The roles whose demonstration turns may slip; all roles when absent (optional: cache ids stay). */
-      mistakeRoles: z.array(z.string().min(1)).min(1).optional(),
-      /**
-       * Environment options that replace the recipe's for the demonstrations only (e.g. shorter
-       * mazes: a warm start on easy tasks, RL on all of them). Optional: cache ids stay.
-       */
-      environmentOptions: z.record(z.string(), z.unknown()).optional(),
-      /**
-       * An imperfect demonstrator, whose mistake is taught (unlike the slips above, which are only
-       * executed): with probability `rate` a demonstration's target is cut to its first `length`
-       * characters, e.g. a plan of its first two moves, and the cut text is what the environment
-       * runs. The warm start then does what the demonstrator mostly did, while the full answer
-       * stays in its distribution for RL to find (pass@K > pass@1). `roles`: the roles whose
-       * demonstrations are cut; all roles when absent. (Optional: cache ids stay.)
-       */
-      cut: z
-        .strictObject({
-          rate: z.number().min(0).max(1),
-          length: z.number().int().min(1),
-          roles: z.array(z.string().min(1)).min(1).optional(),
-        })
-        .optional(),
-      /**
-       * The warm start's learning-rate schedule over its own steps (warm-start.ts, warmStartLr):
-       * constant when absent; cosine or linear decay to minLrRatio·lr; or wsd, constant and then a
-       * linear decay over the last decayFraction of the steps. (Optional without defaults, so
-       * existing warm starts keep their cache ids.)
-       */
-      schedule: z.enum(["constant", "cosine", "linear", "wsd"]).optional(),
-      /**
-       * Linear warm-up over the warm start's first steps, on top of the schedule: step s of the
-       * first W runs at (s + 1)/W of the scheduled rate. (Optional: cache ids stay.)
-       */
-      warmupSteps: z.number().int().min(0).optional(),
-      minLrRatio: z.number().min(0).max(1).optional(),
-      decayFraction: z.number().gt(0).max(1).optional(),
-      /**
-       * A warm start that stops when it is good enough: after the step where every policy's mean
-       * negative log-likelihood over its last SFT_STOP_WINDOW steps is at or below this, instead of
-       * at `steps` (then a maximum). The schedule still counts over `steps`. One number for every
-       * policy, or one per role (`{ tool: 0.05, plan: 0.2 }`): a role whose demonstrations keep some
-       * entropy (cut ones: stop here or go on) never gets as low as one that copies. Roles that share
-       * a policy share its NLL, so they must be given one value. (Optional: cache ids stay.)
-       */
-      stopAtNll: z.union([z.number().gt(0), z.record(z.string().min(1), z.number().gt(0))]).optional(),
-    })
-    .optional(),
+    .prefault({}),
+  sft: SftSchema.optional(),
   /**
    * Peak resident memory of the whole training process (`2GiB`, `512MiB` or bytes; default
    * DEFAULT_MEMORY_BUDGET). The embedded engine cuts every training, scoring and generation run
@@ -363,7 +360,7 @@ export type Recipe = z.infer<typeof RecipeSchema>;
 /** `memoryBudget` when a recipe gives none: room for a test suite or a second run beside it. */
 export const DEFAULT_MEMORY_BUDGET = 2 * 2 ** 30;
 /** The warm start's imperfect demonstrator (`sft.cut`; sft.ts). */
-export type DemonstrationCut = NonNullable<NonNullable<Recipe["sft"]>["cut"]>;
+export type DemonstrationCut = NonNullable<SftRecipe["cut"]>;
 
 export class RecipeError extends Error {
   override readonly name = "RecipeError";

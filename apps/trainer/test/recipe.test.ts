@@ -5,8 +5,8 @@ import { deriveSeed, samplingParams } from "@troupe/core";
 import { describe, expect, it } from "vitest";
 import { torchProcessOptions, torchTeamLayout, torchWorkerArgs } from "../src/engines.ts";
 import { recipeEnvironment } from "../src/envs.ts";
-import { checkRoleSampling, evalSampling, longestAnswer, rolloutSampling } from "../src/evaluate.ts";
 import { applyOverrides, loadRecipeText, parseOverrideValue, type TorchEngineRecipe } from "../src/recipe.ts";
+import { checkRoleSampling, evalSampling, longestAnswer, rolloutSampling } from "../src/sampling.ts";
 
 const minimal = `
 name: demo

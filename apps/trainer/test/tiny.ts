@@ -8,14 +8,12 @@ import { mkdtempSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { dirname, join, resolve } from "node:path";
 import { fileURLToPath } from "node:url";
-import { teamPolicies } from "@troupe/core";
 import { type ObjectStore, parseManifest, RunStore } from "@troupe/storage";
 import { afterAll, vi } from "vitest";
-import { createEngine } from "../src/engines.ts";
-import { createEnvironment, recipeTeam } from "../src/envs.ts";
 import { main } from "../src/main.ts";
 import type { Recipe } from "../src/recipe.ts";
 import type { TrainReporter } from "../src/run/context.ts";
+import { launchRun } from "../src/run/launch.ts";
 import { warmStartAndTrain } from "../src/run/warm-start.ts";
 
 /** The trainer app's folder: its CLI runs from here, as under `nx run trainer:…`. */
@@ -145,29 +143,20 @@ export const TINY_BUDGET = [
 ];
 
 /**
- * A run as main.ts does it, in this process: a fresh engine, the (cached) warm start on a new run
- * only, then train() — stopped after `stopAfterStep` when given, as on SIGINT.
+ * A run as `train` starts it (launch.ts: every check, the config, the engine), in this process:
+ * the (cached) warm start on a new run only, then train() — stopped after `stopAfterStep` when
+ * given, as on SIGINT.
  */
 export async function trainRun(recipe: Recipe, store: ObjectStore, runId: string, stopAfterStep?: number) {
-  const trainerEnv = createEnvironment(recipe.environment.name, recipe.environment.options);
-  const team = recipeTeam(trainerEnv, recipe.team);
-  const engine = await createEngine(recipe, teamPolicies(team));
   const runStore = new RunStore(store, runId);
-  try {
-    await runStore.writeConfig(recipe);
+  const resumed = (await runStore.latestCommittedStep()) !== undefined;
+  return launchRun({ recipe, runStore, reporter: quiet, config: resumed ? "keep" : "write" }, async (run) => {
     const summary = await warmStartAndTrain({
-      recipe,
-      trainerEnv,
-      team,
-      engine,
-      runStore,
-      reporter: quiet,
+      ...run,
       stopRequested: (step) => stopAfterStep !== undefined && step >= stopAfterStep,
     });
-    return { summary, runStore, team };
-  } finally {
-    await engine.close();
-  }
+    return { summary, runStore, team: run.team };
+  });
 }
 
 /** The run's data objects under steps/ and checkpoints/ that no manifest lists. */

@@ -2,12 +2,13 @@ import { parseArgs } from "node:util";
 import { teamPolicies } from "@troupe/core";
 import { createEngine, policySet } from "../engines.ts";
 import { recipeEnvironment } from "../envs.ts";
-import { evalSampling, evaluate } from "../evaluate.ts";
+import { evaluate } from "../evaluate.ts";
 import { RecipeError } from "../recipe.ts";
 import { loadRecipeFile, parseRunConfig } from "../recipe-files.ts";
 import { interval, table } from "../reports/reporter.ts";
 import { checkpointedStep, restoreStep } from "../run/checkpoints.ts";
 import { evalTasks } from "../run/tasks.ts";
+import { evalSampling } from "../sampling.ts";
 import { checkedStoreFor, findNewestRun, resolveRecipePath, runIn } from "./workspace.ts";
 
 /** `eval`: held-out success of a run's checkpoints at a step (default: the newest committed). */
@@ -38,14 +39,14 @@ export async function commandEval(argv: string[]): Promise<number> {
   const step = await checkpointedStep(runStore, team, requestedStep, "--step");
   const engine = await createEngine(recipe, teamPolicies(team));
   await restoreStep(engine, runStore, team, step);
-  const result = await evaluate(
+  const result = await evaluate({
     trainerEnv,
     team,
-    policySet(engine, team, step + 1),
-    evalTasks(trainerEnv, recipe, count ?? recipe.train.evalTasks),
-    evalSampling(recipe),
-    recipe.seed,
-  );
+    policies: policySet(engine, team, step + 1),
+    tasks: evalTasks(trainerEnv, recipe, count ?? recipe.train.evalTasks),
+    sampling: evalSampling(recipe),
+    seed: recipe.seed,
+  });
   await engine.close();
   process.stdout.write(
     `${table([

@@ -14,12 +14,13 @@ import {
 import { exportDecodeGraph } from "@troupe/teams/onnx";
 import { createEngine, policySet } from "../engines.ts";
 import { recipeEnvironment } from "../envs.ts";
-import { evalSampling, evaluate } from "../evaluate.ts";
+import { evaluate } from "../evaluate.ts";
 import { type Recipe, RecipeError } from "../recipe.ts";
 import { loadRecipeFile, parseRunConfig } from "../recipe-files.ts";
 import { checkpointedStep, restoreStep } from "../run/checkpoints.ts";
 import { evalTasks } from "../run/tasks.ts";
 import { cachedWarmStart, parseRunRef, WARM_START_REF } from "../run/warm-start.ts";
+import { evalSampling } from "../sampling.ts";
 import { storeLocation } from "./cli.ts";
 
 export interface PublishRunOptions {
@@ -131,14 +132,14 @@ export async function publishRun(options: PublishRunOptions): Promise<PublishRun
     const engine = await createEngine(recipe, teamPolicies(team));
     try {
       await restoreStep(engine, checkpoints, team, step);
-      const result = await evaluate(
+      const result = await evaluate({
         trainerEnv,
         team,
-        policySet(engine, team, step + 1),
-        evalTasks(trainerEnv, recipe, options.evalTasks ?? recipe.train.evalTasks),
-        evalSampling(recipe),
-        recipe.seed,
-      );
+        policies: policySet(engine, team, step + 1),
+        tasks: evalTasks(trainerEnv, recipe, options.evalTasks ?? recipe.train.evalTasks),
+        sampling: evalSampling(recipe),
+        seed: recipe.seed,
+      });
       evalSummary = {
         successRate: result.successRate,
         ci95: [result.ci95[0], result.ci95[1]],

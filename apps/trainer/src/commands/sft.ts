@@ -2,12 +2,13 @@ import { parseArgs } from "node:util";
 import { teamPolicies } from "@troupe/core";
 import { checkEngineRecipe, createEngine, policySet } from "../engines.ts";
 import { checkDemonstrations, recipeEnvironment } from "../envs.ts";
-import { evalSampling, evaluate } from "../evaluate.ts";
+import { evaluate } from "../evaluate.ts";
 import { RecipeError } from "../recipe.ts";
 import { loadRecipeFile } from "../recipe-files.ts";
 import { consoleReporter } from "../reports/reporter.ts";
 import { evalTasks } from "../run/tasks.ts";
 import { warmStart } from "../run/warm-start.ts";
+import { evalSampling } from "../sampling.ts";
 import { storeLocation } from "./cli.ts";
 import { checkedStoreFor, invokedFrom, resolveRecipePath } from "./workspace.ts";
 
@@ -31,14 +32,14 @@ export async function commandSft(argv: string[]): Promise<number> {
   const engine = await createEngine(recipe, teamPolicies(team));
   const reporter = consoleReporter();
   const result = await warmStart({ recipe, trainerEnv, team, engine, store, reporter });
-  const evalResult = await evaluate(
+  const evalResult = await evaluate({
     trainerEnv,
     team,
-    policySet(engine, team, 0),
-    evalTasks(trainerEnv, recipe),
-    evalSampling(recipe),
-    recipe.seed,
-  );
+    policies: policySet(engine, team, 0),
+    tasks: evalTasks(trainerEnv, recipe),
+    sampling: evalSampling(recipe),
+    seed: recipe.seed,
+  });
   reporter.eval(0, evalResult);
   reporter.finish();
   await engine.close();

@@ -1,20 +1,18 @@
 import { rm } from "node:fs/promises";
 import { join } from "node:path";
 import { parseArgs } from "node:util";
-import { teamPolicies } from "@troupe/core";
 import { TorchWorkerError, TorchWorkerExited } from "@troupe/engine-torch";
 import { FileStore, RunStore } from "@troupe/storage/node";
-import { checkEngineRecipe, createEngine } from "../engines.ts";
-import { checkDemonstrations, recipeEnvironment } from "../envs.ts";
-import { checkRoleSampling } from "../evaluate.ts";
 import { applyOverrides, RecipeError } from "../recipe.ts";
 import { loadRecipeFile, parseRunConfig } from "../recipe-files.ts";
 import { writeRunReport } from "../reports/report.ts";
 import { consoleReporter, evalStepLabel, interval, stopOnSignal, table } from "../reports/reporter.ts";
-import { queueRollouts, runRolloutWorker } from "../run/async-rl.ts";
+import { queueRollouts } from "../run/async-rl.ts";
+import { launchRun } from "../run/launch.ts";
 import type { TrainSummary } from "../run/train.ts";
 import { warmStartAndTrain } from "../run/warm-start.ts";
 import { storeLocation } from "./cli.ts";
+import { commandRolloutWorker } from "./rollout-worker.ts";
 import {
   checkedStoreFor,
   findNewestRun,
@@ -60,7 +58,7 @@ export async function commandTrain(argv: string[]): Promise<number> {
   });
   const recipePath = resolveRecipePath(values.recipe);
   let recipe = await loadRecipeFile(recipePath, values.set);
-  // Nothing is written before the recipe, its environment and engine, and the store have passed.
+  // The store is checked before it is read; nothing is written before every check (launch.ts).
   const store = await checkedStoreFor(recipe, { write: true });
   let runStore: RunStore | undefined = values.run ? await runIn(store, values.run) : undefined;
   if (values.resume) {
@@ -93,12 +91,15 @@ export async function commandTrain(argv: string[]): Promise<number> {
   if (!(idleSeconds > 0)) throw new RecipeError(`--idle-seconds: expected a positive number`);
   runStore ??= new RunStore(store, `${recipe.name}-${timestampId()}`);
   const runId = runStore.runId;
-  const { trainerEnv, team: fullTeam } = recipeEnvironment(recipe);
-  checkEngineRecipe(recipe, teamPolicies(fullTeam));
-  checkRoleSampling(recipe, fullTeam);
-  checkDemonstrations(recipe, trainerEnv);
-  if (mode === "rollout")
-    return runRolloutWorker(recipe, runStore, values.worker!, leaseSeconds * 1000, idleSeconds * 1000);
+  if (mode === "rollout") {
+    return commandRolloutWorker({
+      recipe,
+      runStore,
+      workerId: values.worker!,
+      leaseMs: leaseSeconds * 1000,
+      idleMs: idleSeconds * 1000,
+    });
+  }
   const committedBefore = await runStore.latestCommittedStep();
   if (!values.resume && committedBefore !== undefined) {
     throw new RecipeError(`run ${runId} already has committed steps: pass --resume to continue it`);
@@ -108,32 +109,24 @@ export async function commandTrain(argv: string[]): Promise<number> {
   const signals = stopOnSignal(reporter, resume);
   let summary: TrainSummary;
   try {
-    // An extension (--resume --set train.steps=n) records the run's new length; else the config is
-    // written once, and a different one for an existing run is refused.
-    if (values.resume && values.set.length > 0) await runStore.replaceConfig(recipe);
-    else await runStore.writeConfig(recipe);
-    const engine = await createEngine(recipe, teamPolicies(fullTeam));
-    try {
-      reporter.note(
-        `run ${runId}: ${recipe.environment.name} · team ${fullTeam.roles.map((r) => `${r.id}→${r.policy}`).join(", ")} · ` +
-          `${recipe.strategy.name} · steps 0–${recipe.train.steps - 1} · store ${recipe.store}`,
-      );
-      summary = await warmStartAndTrain({
-        recipe,
-        trainerEnv,
-        team: fullTeam,
-        engine,
-        runStore,
-        reporter,
-        stopRequested: signals.requested,
-        ...(mode === "learner"
-          ? { rollouts: queueRollouts({ recipe, trainerEnv, runStore, reporter }) }
-          : {}),
-      });
-    } finally {
-      reporter.finish();
-      await engine.close();
-    }
+    // A resume keeps the run's config; an extension (--resume --set train.steps=n) records the
+    // run's new length. A new run's config is written once every check has passed.
+    const config = !values.resume ? "write" : values.set.length > 0 ? "replace" : "keep";
+    summary = await launchRun({ recipe, runStore, reporter, config }, async (run) => {
+      try {
+        reporter.note(
+          `run ${runId}: ${recipe.environment.name} · team ${run.team.roles.map((r) => `${r.id}→${r.policy}`).join(", ")} · ` +
+            `${recipe.strategy.name} · steps 0–${recipe.train.steps - 1} · store ${recipe.store}`,
+        );
+        return await warmStartAndTrain({
+          ...run,
+          stopRequested: signals.requested,
+          ...(mode === "learner" ? { rollouts: queueRollouts(run) } : {}),
+        });
+      } finally {
+        reporter.finish();
+      }
+    });
   } catch (error) {
     // A launch that fails before its first step commits leaves nothing behind (with workers, the
     // learner leaves their shards: they may still be writing).
@@ -141,7 +134,7 @@ export async function commandTrain(argv: string[]): Promise<number> {
     if (committed === undefined && mode === "all") await removeRun(runStore).catch(() => {});
     if (
       committed !== undefined &&
-      (error instanceof TorchWorkerExited || error instanceof TorchWorkerError)
+      (error instanceof TorchWorkerError || error instanceof TorchWorkerExited)
     ) {
       throw new ResumableError(error.message, resume);
     }

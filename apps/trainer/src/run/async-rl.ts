@@ -25,21 +25,21 @@
  * retrains on the same shards. Surplus copies of a unit (a takeover sampled with a newer version)
  * get an `expired` claim, so the drop is recorded.
  */
-import { type RolloutSample, teamPolicies } from "@troupe/core";
+import type { RolloutSample } from "@troupe/core";
 import type { Engine } from "@troupe/engine";
 import { runStrategy } from "@troupe/rl";
-import { pad, RolloutQueue, RunStore } from "@troupe/storage";
-import { createEngine, policySet } from "../engines.ts";
-import { recipeEnvironment, type TrainerEnvironment } from "../envs.ts";
-import { rolloutSampling } from "../evaluate.ts";
+import { pad, RolloutQueue, type RunStore } from "@troupe/storage";
+import { policySet } from "../engines.ts";
+import type { TrainerEnvironment } from "../envs.ts";
 import type { Recipe } from "../recipe.ts";
-import { consoleReporter } from "../reports/reporter.ts";
+import { rolloutSampling } from "../sampling.ts";
 import { restoreStep } from "./checkpoints.ts";
 import type { RunContext, TrainReporter } from "./context.ts";
+import { faultPoint } from "./faults.ts";
 import { trainTasks } from "./tasks.ts";
 import type { RolloutSource } from "./train.ts";
 import { warmStart } from "./warm-start.ts";
-import { warmStartId, warmStartProgress } from "./warm-start-cache.ts";
+import { warmStartProgress, warmStartRun } from "./warm-start-cache.ts";
 
 /** How long a worker's lease on a unit lasts before another worker may take it over. */
 export const DEFAULT_LEASE_MS = 60_000;
@@ -195,7 +195,7 @@ export async function rolloutWorker(options: RolloutWorkerOptions): Promise<Roll
       for (let task = 0; task < recipe.train.tasksPerStep && !worked; task++) {
         if (done.has(task)) continue;
         if ((await queue.leaseWork(unitName(step, task), workerId, leaseMs)) === "busy") continue;
-        killPoint("rollout-leased", leases++);
+        faultPoint("rollout-leased", leases++); // the n-th lease taken, before sampling
         const unitTask = trainTasks(trainerEnv, recipe, step)[task]!;
         const rollout = await withLeaseRenewal(queue, unitName(step, task), workerId, leaseMs, reporter, () =>
           runStrategy(
@@ -288,10 +288,10 @@ export async function loadInitialWeights(
   const { recipe, team, store, reporter } = context;
   const sft = recipe.sft;
   if (!sft || sft.steps === 0) return;
-  const cache = new RunStore(store, warmStartId(recipe, team));
   let noted = false;
   const idle = idleClock(idleMs);
   for (;;) {
+    const { runStore: cache } = await warmStartRun(store, recipe, team);
     const { latest, finished } = await warmStartProgress(cache, sft);
     if (finished) break;
     idle.observe(latest);
@@ -306,49 +306,4 @@ export async function loadInitialWeights(
     await sleep(pollMs);
   }
   await warmStart(context);
-}
-
-/** `train --mode rollout --worker <id>`: a worker process, until the run's last step is committed. */
-export async function runRolloutWorker(
-  recipe: Recipe,
-  runStore: RunStore,
-  workerId: string,
-  leaseMs: number,
-  idleMs: number = DEFAULT_IDLE_MS,
-): Promise<number> {
-  const { trainerEnv, team } = recipeEnvironment(recipe);
-  await runStore.writeConfig(recipe);
-  const engine = await createEngine(recipe, teamPolicies(team));
-  const reporter = consoleReporter();
-  try {
-    await loadInitialWeights(
-      { recipe, trainerEnv, team, engine, store: runStore.store, reporter },
-      DEFAULT_POLL_MS,
-      idleMs,
-    );
-    const worker = await rolloutWorker({
-      recipe,
-      trainerEnv,
-      team,
-      engine,
-      runStore,
-      workerId,
-      reporter,
-      leaseMs,
-      idleMs,
-    });
-    reporter.finish();
-    process.stdout.write(`worker ${workerId}: committed ${worker.committed.length} rollout shards\n`);
-  } finally {
-    await engine.close();
-  }
-  return 0;
-}
-
-/**
- * Crash point for fault tests, like faults.ts's: TROUPE_KILL_AT="rollout-leased@<n>" kills the
- * worker right after it took its n-th lease (0-based), before it sampled.
- */
-function killPoint(phase: "rollout-leased", n: number): void {
-  if (process.env.TROUPE_KILL_AT === `${phase}@${n}`) process.kill(process.pid, "SIGKILL");
 }

@@ -1,7 +1,9 @@
 /**
- * Named crash points for fault tests. When TROUPE_KILL_AT names a point ("<phase>@<step>"), the
- * process sends itself SIGKILL there: a real kill -9, no cleanup, no flush, at a known place in
- * the step. Unset (always, outside tests) it costs one string comparison.
+ * Named crash points for fault tests. When TROUPE_KILL_AT names a point ("<phase>@<n>"), the
+ * process sends itself SIGKILL there: a real kill -9, no cleanup, no flush, at a known place.
+ * `n` is the step for the training loop's and the warm start's points, and the lease's 0-based
+ * count for a rollout worker's "rollout-leased" (right after it took its n-th lease, before it
+ * sampled). Unset (always, outside tests) it costs one string comparison.
  */
 export type FaultPhase =
   | "after-rollout"
@@ -9,9 +11,10 @@ export type FaultPhase =
   | "mid-checkpoints"
   | "after-checkpoints"
   | "after-commit"
-  | "sft-after-step";
+  | "sft-after-step"
+  | "rollout-leased";
 
-export function faultPoint(phase: FaultPhase, step: number): void {
+export function faultPoint(phase: FaultPhase, n: number): void {
   const target = process.env.TROUPE_KILL_AT;
-  if (target !== undefined && target === `${phase}@${step}`) process.kill(process.pid, "SIGKILL");
+  if (target !== undefined && target === `${phase}@${n}`) process.kill(process.pid, "SIGKILL");
 }

@@ -13,17 +13,17 @@
  */
 import { type Team, teamPolicies } from "@troupe/core";
 import type { Engine } from "@troupe/engine";
-import { type ObjectStore, RunStore } from "@troupe/storage";
+import type { ObjectStore } from "@troupe/storage";
 import { createEngine } from "../engines.ts";
 import type { Recipe } from "../recipe.ts";
-import { warmStartId, warmStartProgress } from "./warm-start-cache.ts";
+import { warmStartProgress, warmStartRun } from "./warm-start-cache.ts";
 
 export async function createReferenceEngine(recipe: Recipe, team: Team, store: ObjectStore): Promise<Engine> {
   const engine = await createEngine(recipe, teamPolicies(team));
   try {
     const sft = recipe.sft;
     if (sft && sft.steps > 0) {
-      const cache = new RunStore(store, warmStartId(recipe, team));
+      const { runStore: cache } = await warmStartRun(store, recipe, team);
       const { latest, finished } = await warmStartProgress(cache, sft);
       if (!finished || latest === undefined) {
         throw new Error(

@@ -17,10 +17,11 @@ import type { OptimizerConfig, TrainStepConfig } from "@troupe/engine";
 import { estimateAdvantages, type FilterReport, runStrategy } from "@troupe/rl";
 import type { MetricValue, RunStore } from "@troupe/storage";
 import { policySet } from "../engines.ts";
-import { type EvalResult, evalSampling, evaluate, rolloutSampling } from "../evaluate.ts";
+import { type EvalResult, evaluate } from "../evaluate.ts";
 import type { Recipe } from "../recipe.ts";
 import { mean } from "../reports/statistics.ts";
 import { EventFileWriter } from "../reports/tensorboard.ts";
+import { evalSampling, rolloutSampling } from "../sampling.ts";
 import { restoreStep } from "./checkpoints.ts";
 import type { RunContext, StepReport } from "./context.ts";
 import { faultPoint } from "./faults.ts";
@@ -127,19 +128,67 @@ export function localRollouts(options: TrainOptions): RolloutSource {
  * checkpoint retention — run in the background while step s+1 samples with the weights already in
  * memory; step s+1 commits only after step s has, and train() never returns with a write in
  * flight. A kill therefore loses at most the uncommitted steps (up to two: s being written and s+1
- * being computed), which resume redoes identically. The engine's `save` is awaited in the foreground and returns fresh bytes (a
- * serialised copy), so the checkpoint is the weights after step s, whatever step s+1 does next.
+ * being computed), which resume redoes identically. The engine's `save` is awaited in the
+ * foreground and returns fresh bytes (a serialised copy), so the checkpoint is the weights after
+ * step s, whatever step s+1 does next.
  */
 export async function train(options: TrainOptions): Promise<TrainSummary> {
-  const { recipe, trainerEnv, team, engine, runStore, reporter } = options;
+  const { recipe, team, runStore, reporter } = options;
   const rollouts = options.rollouts ?? localRollouts(options);
-  const keepEvery = recipe.train.checkpointEvery;
-  const heldOutSampling = evalSampling(recipe);
-  const testTasks = evalTasks(trainerEnv, recipe);
-  const latest = await runStore.latestCommittedStep();
+  const latest = await resumeRun(options);
   const firstStep = latest === undefined ? 0 : latest + 1;
-  // Before trusting the run: every committed object (shards included) against its manifest — an
-  // IntegrityError names a damaged one — then away with what uncommitted attempts left behind.
+  const scalars = tensorboardScalars(recipe, runStore);
+  const heldOut = heldOutEvaluation(options);
+  if (firstStep === 0) {
+    const result = await heldOut.run(0);
+    await runStore.writeMetrics(0, evalMetrics(result), "eval-start");
+    await scalars(0, prefixed("eval/", evalMetrics(result)));
+  }
+  // The KL penalty's reference: the warm start (also on resume, whatever the engine holds now).
+  const ownReference =
+    recipe.loss.klCoef > 0 && options.reference === undefined
+      ? await createReferenceEngine(recipe, team, runStore.store)
+      : undefined;
+  const reference = options.reference ?? ownReference;
+  const commits = backgroundCommits(options, latest, scalars);
+  const summary = (stoppedEarly: boolean): TrainSummary => ({
+    runId: runStore.runId,
+    firstStep,
+    lastCommittedStep: commits.lastCommitted(),
+    stoppedEarly,
+    evals: heldOut.evals,
+    storageWaitMs: commits.waitedMs(),
+  });
+  try {
+    for (let step = firstStep; step < recipe.train.steps; step++) {
+      const work = await trainStep(options, step, rollouts, reference, heldOut);
+      await commits.awaitCommitted(); // step s−1 is committed before step s writes anything
+      commits.start(step, work);
+      if (options.stopRequested?.(step)) {
+        await commits.awaitCommitted();
+        reporter.note(`stopped after committing step ${step}; continue with --resume`);
+        return summary(true);
+      }
+    }
+    await commits.awaitCommitted();
+  } finally {
+    // An error in the foreground still waits for the write in flight (its own error, if any, loses).
+    await commits.drain();
+    await ownReference?.close();
+  }
+  await runStore.writeMetricsJsonl({ committedOnly: true });
+  return summary(false);
+}
+
+/**
+ * Before trusting a run that has committed steps: every committed object (shards included)
+ * against its manifest — an IntegrityError names a damaged one — then away with what uncommitted
+ * attempts left behind, and the engine restored to the newest committed step. Its number, or
+ * undefined for a new run.
+ */
+async function resumeRun(options: TrainOptions): Promise<number | undefined> {
+  const { team, engine, runStore, reporter } = options;
+  const latest = await runStore.latestCommittedStep();
   const verified = latest === undefined ? undefined : await runStore.verify();
   const swept = await runStore.sweepUncommitted();
   if (latest !== undefined) {
@@ -149,164 +198,177 @@ export async function train(options: TrainOptions): Promise<TrainSummary> {
         `against their manifests; removed ${swept.length} left by uncommitted attempts)`,
     );
   }
-  const evals: { step: number; result: EvalResult }[] = [];
-  // logging.tensorboard: an events file of this call's steps (x = RL steps done, as the held-out
-  // curve), rewritten in the store after every commit.
+  return latest;
+}
+
+/** Logs scalars at x (RL steps done) to the run's TensorBoard events, when the recipe keeps them. */
+type ScalarLog = (x: number, metrics: Record<string, MetricValue>) => Promise<void>;
+
+/**
+ * logging.tensorboard: an events file of this call's steps (x = RL steps done, as the held-out
+ * curve), rewritten in the store after every commit; without it, nothing.
+ */
+function tensorboardScalars(recipe: Recipe, runStore: RunStore): ScalarLog {
   const events = recipe.logging?.tensorboard ? new EventFileWriter() : undefined;
-  const logScalars = async (x: number, metrics: Record<string, MetricValue>) => {
+  return async (x, metrics) => {
     if (!events) return;
     events.add(x, metrics);
     await runStore.store.put(`runs/${runStore.runId}/tensorboard/${events.name}`, events.bytes());
   };
-  const runEval = async (step: number): Promise<EvalResult> => {
-    const result = await evaluate(
-      trainerEnv,
-      team,
-      policySet(engine, team, step),
-      testTasks,
-      heldOutSampling,
-      recipe.seed,
-    );
-    evals.push({ step, result });
-    reporter.eval(step, result);
-    return result;
-  };
-  if (firstStep === 0) {
-    const result = await runEval(0);
-    await runStore.writeMetrics(0, evalMetrics(result), "eval-start");
-    await logScalars(0, prefixed("eval/", evalMetrics(result)));
-  }
-  let lastCommitted = latest;
-  // The KL penalty's reference: the warm start (also on resume, whatever the engine holds now).
-  const ownReference =
-    recipe.loss.klCoef > 0 && options.reference === undefined
-      ? await createReferenceEngine(recipe, team, runStore.store)
-      : undefined;
-  const reference = options.reference ?? ownReference;
+}
 
-  /**
-   * Step s's writes. All data objects first, concurrently (invisible until their manifests; each
-   * await is a turn of the event loop, which a synchronous engine run can hold for a while, so
-   * fewer sequential awaits finish sooner behind the next step); then the manifests in commit
-   * order: each policy's checkpoint, the step (the commit), then retention.
-   */
-  const commit = async (step: number, work: StepWork): Promise<void> => {
-    const [stepStage, checkpointStages] = await Promise.all([
-      runStore.stageStep(step, new Map<string, readonly Sample[]>([["rollouts", work.samples]]), {
-        policies: teamPolicies(team),
-        ...work.meta,
-      }),
-      Promise.all(
-        work.checkpoints.map(([policyId, files]) => runStore.stageCheckpoint(policyId, step, files)),
-      ),
-      runStore.writeMetrics(step, work.metrics),
-    ]);
-    for (const [i, stage] of checkpointStages.entries()) {
-      await stage.commit();
-      if (i === 0) faultPoint("mid-checkpoints", step);
-    }
-    faultPoint("after-checkpoints", step); // (the metrics were written with the data, above)
-    await stepStage.commit();
-    lastCommitted = step;
-    await logScalars(step + 1, work.metrics);
-    faultPoint("after-commit", step);
-    await runStore.pruneCheckpoints(step, { keepEvery });
-    reporter.step(work.report);
-  };
-  // The one commit in flight, awaited before the next commit starts and at exit.
-  let pending: Promise<void> | undefined;
-  let storageWaitMs = 0;
-  const settle = async () => {
-    const p = pending;
-    pending = undefined;
-    const started = performance.now();
-    await p;
-    storageWaitMs += performance.now() - started;
-  };
+/** The held-out evaluation of a run: `run(step)` evaluates the weights of version `step`. */
+interface HeldOutEvaluation {
+  run(step: number): Promise<EvalResult>;
+  /** Every evaluation of this call, in order. */
+  readonly evals: { step: number; result: EvalResult }[];
+}
 
-  try {
-    for (let step = firstStep; step < recipe.train.steps; step++) {
-      const started = performance.now();
-      const batch = await rollouts(step);
-      faultPoint("after-rollout", step);
-      // The advantage stage, on the whole step (mode learner: on shards that passed the staleness check).
-      const estimated = estimateAdvantages(batch.samples, recipe.advantage);
-      const samples = estimated.samples;
-      const learner = await learnerStep(engine, samples, {
-        loss: recipe.loss,
-        optimizer: optimizerConfig(recipe),
-        ...microBatching(recipe),
-        epochs: recipe.train.epochs,
-        ...(reference ? { reference } : {}),
-      });
-      faultPoint("after-learner", step);
-      const checkpoints: [string, Record<string, Uint8Array>][] = [];
-      for (const policyId of teamPolicies(team)) checkpoints.push([policyId, await engine.save(policyId)]);
-      const tokens = samples.reduce((n, s) => n + s.completionTokenIds.length, 0);
-      const metrics: Record<string, MetricValue> = {
-        samples: samples.length,
-        ...batch.metrics,
-        ...(recipe.advantage.filters ? filterMetrics(estimated.filters) : {}),
-        meanReward: mean(samples.map((s) => s.reward.total)),
-        tokens,
-      };
-      for (const [policyId, m] of learner) {
-        for (const [k, v] of Object.entries(m)) metrics[`${policyId}/${k}`] = v;
-      }
-      const isLast = step === recipe.train.steps - 1;
-      const evalDue = isLast || (recipe.train.evalEvery > 0 && (step + 1) % recipe.train.evalEvery === 0);
-      if (evalDue) Object.assign(metrics, prefixed("eval/", evalMetrics(await runEval(step + 1))));
-      // Time of the step's own work (rollouts, learner, eval); its storage writes may overlap the next step.
-      const seconds = (performance.now() - started) / 1000;
-      metrics.seconds = seconds;
-      const losses = [...learner.values()].map((m) => m.loss);
-      const work: StepWork = {
-        checkpoints,
-        metrics,
-        samples,
-        meta: { tasks: batch.tasks, ...batch.meta },
-        report: {
-          step,
-          totalSteps: recipe.train.steps,
-          meanReward: metrics.meanReward as number,
-          successRate: batch.successRate,
-          tokensPerSecond: tokens / seconds,
-          seconds,
-          samples: samples.length,
-          loss: losses.length ? mean(losses) : 0,
-        },
-      };
-      await settle(); // step s−1 is committed before step s writes anything
-      pending = commit(step, work);
-      pending.catch(() => {}); // handled by settle(); keeps a failed write from being "unhandled" meanwhile
-      if (options.stopRequested?.(step)) {
-        await settle();
-        reporter.note(`stopped after committing step ${step}; continue with --resume`);
-        return {
-          runId: runStore.runId,
-          firstStep,
-          lastCommittedStep: lastCommitted,
-          stoppedEarly: true,
-          evals,
-          storageWaitMs,
-        };
-      }
-    }
-    await settle();
-  } finally {
-    // An error in the foreground still waits for the write in flight (its own error, if any, loses).
-    await pending?.catch(() => {});
-    await ownReference?.close();
-  }
-  await runStore.writeMetricsJsonl({ committedOnly: true });
+function heldOutEvaluation(options: TrainOptions): HeldOutEvaluation {
+  const { recipe, trainerEnv, team, engine, reporter } = options;
+  const sampling = evalSampling(recipe);
+  const tasks = evalTasks(trainerEnv, recipe);
+  const evals: { step: number; result: EvalResult }[] = [];
   return {
-    runId: runStore.runId,
-    firstStep,
-    lastCommittedStep: lastCommitted,
-    stoppedEarly: false,
     evals,
-    storageWaitMs,
+    async run(step) {
+      const policies = policySet(engine, team, step);
+      const result = await evaluate({ trainerEnv, team, policies, tasks, sampling, seed: recipe.seed });
+      evals.push({ step, result });
+      reporter.eval(step, result);
+      return result;
+    },
   };
+}
+
+/**
+ * One training step's computation, nothing written: the step's rollouts, the advantage stage on
+ * the whole step (mode learner: on shards that passed the staleness check), the learner update,
+ * the policies' checkpoints, the metrics, and the held-out evaluation when one is due.
+ */
+async function trainStep(
+  options: TrainOptions,
+  step: number,
+  rollouts: RolloutSource,
+  reference: ReferenceScorer | undefined,
+  heldOut: HeldOutEvaluation,
+): Promise<StepWork> {
+  const { recipe, team, engine } = options;
+  const started = performance.now();
+  const batch = await rollouts(step);
+  faultPoint("after-rollout", step);
+  const estimated = estimateAdvantages(batch.samples, recipe.advantage);
+  const samples = estimated.samples;
+  const learner = await learnerStep(engine, samples, {
+    loss: recipe.loss,
+    optimizer: optimizerConfig(recipe),
+    ...microBatching(recipe),
+    epochs: recipe.train.epochs,
+    ...(reference ? { reference } : {}),
+  });
+  faultPoint("after-learner", step);
+  const checkpoints: [string, Record<string, Uint8Array>][] = [];
+  for (const policyId of teamPolicies(team)) checkpoints.push([policyId, await engine.save(policyId)]);
+  const tokens = samples.reduce((n, s) => n + s.completionTokenIds.length, 0);
+  const metrics: Record<string, MetricValue> = {
+    samples: samples.length,
+    ...batch.metrics,
+    ...(recipe.advantage.filters ? filterMetrics(estimated.filters) : {}),
+    meanReward: mean(samples.map((s) => s.reward.total)),
+    tokens,
+  };
+  for (const [policyId, m] of learner) {
+    for (const [k, v] of Object.entries(m)) metrics[`${policyId}/${k}`] = v;
+  }
+  const isLast = step === recipe.train.steps - 1;
+  const evalDue = isLast || (recipe.train.evalEvery > 0 && (step + 1) % recipe.train.evalEvery === 0);
+  if (evalDue) Object.assign(metrics, prefixed("eval/", evalMetrics(await heldOut.run(step + 1))));
+  // Time of the step's own work (rollouts, learner, eval); its storage writes may overlap the next step.
+  const seconds = (performance.now() - started) / 1000;
+  metrics.seconds = seconds;
+  const losses = [...learner.values()].map((m) => m.loss);
+  return {
+    checkpoints,
+    metrics,
+    samples,
+    meta: { tasks: batch.tasks, ...batch.meta },
+    report: {
+      step,
+      totalSteps: recipe.train.steps,
+      meanReward: metrics.meanReward as number,
+      successRate: batch.successRate,
+      tokensPerSecond: tokens / seconds,
+      seconds,
+      samples: samples.length,
+      loss: losses.length ? mean(losses) : 0,
+    },
+  };
+}
+
+/**
+ * The commits of a run's steps, one in flight at a time, in the background of the next step's work.
+ * `start(step, work)` begins step s's commit; `awaitCommitted()` waits for the commit in flight
+ * (and rethrows its error), timing the wait; `drain()` waits for it, ignoring its error.
+ */
+function backgroundCommits(options: TrainOptions, latest: number | undefined, scalars: ScalarLog) {
+  let pending: Promise<void> | undefined;
+  let lastCommitted = latest;
+  let waitedMs = 0;
+  return {
+    start(step: number, work: StepWork): void {
+      pending = commitStep(options, step, work, scalars, () => {
+        lastCommitted = step;
+      });
+      pending.catch(() => {}); // handled by awaitCommitted(); keeps a failed write from being "unhandled" meanwhile
+    },
+    async awaitCommitted(): Promise<void> {
+      const p = pending;
+      pending = undefined;
+      const started = performance.now();
+      await p;
+      waitedMs += performance.now() - started;
+    },
+    drain: async (): Promise<void> => {
+      await pending?.catch(() => {});
+    },
+    lastCommitted: () => lastCommitted,
+    waitedMs: () => waitedMs,
+  };
+}
+
+/**
+ * Step s's writes. All data objects first, concurrently (invisible until their manifests; each
+ * await is a turn of the event loop, which a synchronous engine run can hold for a while, so
+ * fewer sequential awaits finish sooner behind the next step); then the manifests in commit
+ * order: each policy's checkpoint, the step (the commit), then retention.
+ */
+async function commitStep(
+  options: TrainOptions,
+  step: number,
+  work: StepWork,
+  scalars: ScalarLog,
+  committed: () => void,
+): Promise<void> {
+  const { recipe, team, runStore, reporter } = options;
+  const [stepStage, checkpointStages] = await Promise.all([
+    runStore.stageStep(step, new Map<string, readonly Sample[]>([["rollouts", work.samples]]), {
+      policies: teamPolicies(team),
+      ...work.meta,
+    }),
+    Promise.all(work.checkpoints.map(([policyId, files]) => runStore.stageCheckpoint(policyId, step, files))),
+    runStore.writeMetrics(step, work.metrics),
+  ]);
+  for (const [i, stage] of checkpointStages.entries()) {
+    await stage.commit();
+    if (i === 0) faultPoint("mid-checkpoints", step);
+  }
+  faultPoint("after-checkpoints", step); // (the metrics were written with the data, above)
+  await stepStage.commit();
+  committed();
+  await scalars(step + 1, work.metrics);
+  faultPoint("after-commit", step);
+  await runStore.pruneCheckpoints(step, { keepEvery: recipe.train.checkpointEvery });
+  reporter.step(work.report);
 }
 
 interface StepWork {

@@ -6,24 +6,23 @@
  */
 import { deriveSeed, type PolicyId, type Team, teamPolicies } from "@troupe/core";
 import { defaultOptimizerConfig, type Engine, learningRate } from "@troupe/engine";
-import type { ObjectStore } from "@troupe/storage";
-import { RunStore } from "@troupe/storage";
+import type { ObjectStore, RunStore } from "@troupe/storage";
 import { recipeEnvironment, type TrainerEnvironment } from "../envs.ts";
-import { type Recipe, RecipeError } from "../recipe.ts";
+import { type Recipe, RecipeError, type SftRecipe } from "../recipe.ts";
 import { mean } from "../reports/statistics.ts";
 import { restoreStep } from "./checkpoints.ts";
 import type { RunContext } from "./context.ts";
 import { faultPoint } from "./faults.ts";
 import { collectDemonstrations, sftStep } from "./sft.ts";
 import { microBatching, type TrainOptions, type TrainSummary, train } from "./train.ts";
-import { warmStartId, warmStartKey, warmStartProgress } from "./warm-start-cache.ts";
+import { warmStartKey, warmStartProgress, warmStartRun } from "./warm-start-cache.ts";
 
 /**
  * The warm start's learning rate at its 0-based step s of S, with η = sft.lr, floor r = minLrRatio
- * (default 0.1) and the schedule's progress π:
- *   constant (also when absent)   η
+ * and the schedule's progress π:
+ *   constant                      η
  *   cosine, linear                as the RL optimizer's schedules (learningRate), π = s / S
- *   wsd (warmup-stable-decay)     η for s < D = round((1 − f)·S), f = decayFraction (default 0.2),
+ *   wsd (warmup-stable-decay)     η for s < D = round((1 − f)·S), f = decayFraction,
  *                                 then η · (r + (1 − r)(1 − π)), π = (s − D + 1) / (S − D)
  * Why wsd: imitation learns copying in a jump whose step depends on the seed (a few hundred steps
  * on the tool-call team); a decay from the first step slows the late jumpers until they miss it,
@@ -34,14 +33,14 @@ import { warmStartId, warmStartKey, warmStartProgress } from "./warm-start-cache
  * first steps throw the freshly initialised attention far from where it started before the
  * gradients mean anything; a linear warm-up is the usual cure.
  */
-export function warmStartLr(step: number, sft: NonNullable<Recipe["sft"]>): number {
-  const warmup = sft.warmupSteps ?? 0;
+export function warmStartLr(step: number, sft: SftRecipe): number {
+  const warmup = sft.warmupSteps;
   const scheduled = scheduledWarmStartLr(step, sft);
   return step < warmup ? (scheduled * (step + 1)) / warmup : scheduled;
 }
 
-function scheduledWarmStartLr(step: number, sft: NonNullable<Recipe["sft"]>): number {
-  const schedule = sft.schedule ?? "constant";
+function scheduledWarmStartLr(step: number, sft: SftRecipe): number {
+  const schedule = sft.schedule;
   if (schedule === "constant") return sft.lr;
   // The decays are the RL optimizer's (learningRate); wsd runs its linear one over the last steps.
   const decay = (s: number, totalSteps: number) =>
@@ -50,11 +49,11 @@ function scheduledWarmStartLr(step: number, sft: NonNullable<Recipe["sft"]>): nu
       lr: sft.lr,
       schedule: schedule === "wsd" ? "linear" : schedule,
       warmupSteps: 0,
-      minLrRatio: sft.minLrRatio ?? 0.1,
+      minLrRatio: sft.minLrRatio,
       totalSteps,
     });
   if (schedule !== "wsd") return decay(step, sft.steps);
-  const stable = Math.round((1 - (sft.decayFraction ?? 0.2)) * sft.steps);
+  const stable = Math.round((1 - sft.decayFraction) * sft.steps);
   return step < stable ? sft.lr : decay(step - stable + 1, sft.steps - stable);
 }
 
@@ -93,7 +92,7 @@ export async function cachedWarmStart(
   const sft = recipe.sft;
   if (sft === undefined || sft.steps === 0)
     throw new RecipeError(`run ${runId}: its recipe has no warm start`);
-  const runStore = new RunStore(store, warmStartId(recipe, team));
+  const { runStore } = await warmStartRun(store, recipe, team);
   const { latest, finished } = await warmStartProgress(runStore, sft);
   if (!finished || latest === undefined) {
     throw new RecipeError(
@@ -119,11 +118,14 @@ export async function warmStart(context: RunContext): Promise<WarmStartResult | 
   const { recipe, trainerEnv, team, engine, store, reporter } = context;
   const sft = recipe.sft;
   if (!sft || sft.steps === 0) return undefined;
-  checkDemonstrationRoles(sft, team);
-  const stopAt = stopThresholds(sft, team);
-  const demoEnv = demonstrationEnvironment(recipe, trainerEnv);
-  const runStore = new RunStore(store, warmStartId(recipe, team));
-  await runStore.writeConfig({ kind: "sft", ...warmStartKey(recipe, team) });
+  const { stopAt, demoEnv } = checkWarmStart(recipe, trainerEnv, team)!;
+  const { runStore, found } = await warmStartRun(store, recipe, team);
+  if (found === "current" || found === "none")
+    await runStore.writeConfig({ kind: "sft", ...warmStartKey(recipe, team) });
+  else
+    reporter.note(
+      `warm start: ${runStore.runId}, cached under the cache key's version 1, is the same warm start`,
+    );
   const { latest, finished } = await warmStartProgress(runStore, sft);
   if (latest !== undefined) await restoreStep(engine, runStore, team, latest);
   if (finished) {
@@ -216,8 +218,24 @@ export async function warmStart(context: RunContext): Promise<WarmStartResult | 
   return { runId: runStore.runId, cached: false, finalNll };
 }
 
+/**
+ * The warm start's settings checked against the team and environment before anything is written
+ * (one RecipeError line if not): the roles its slips, cuts and thresholds name, and the
+ * environment of `sft.environmentOptions`. Undefined when the recipe has no warm start.
+ */
+export function checkWarmStart(
+  recipe: Recipe,
+  trainerEnv: TrainerEnvironment,
+  team: Team,
+): { stopAt: Map<PolicyId, number> | undefined; demoEnv: TrainerEnvironment } | undefined {
+  const sft = recipe.sft;
+  if (!sft || sft.steps === 0) return undefined;
+  checkDemonstrationRoles(sft, team);
+  return { stopAt: stopThresholds(sft, team), demoEnv: demonstrationEnvironment(recipe, trainerEnv) };
+}
+
 /** The roles the warm start's slips and cuts name must be the team's (one RecipeError line if not). */
-export function checkDemonstrationRoles(sft: NonNullable<Recipe["sft"]>, team: Team): void {
+export function checkDemonstrationRoles(sft: SftRecipe, team: Team): void {
   checkRoleNames("sft.mistakeRoles", sft.mistakeRoles, team);
   checkRoleNames("sft.cut.roles", sft.cut?.roles, team);
 }
@@ -235,10 +253,7 @@ function checkRoleNames(field: string, roles: readonly string[] | undefined, tea
  * policy; a map names every role once, and roles that share a policy must agree (they share its
  * NLL) — one RecipeError line otherwise.
  */
-export function stopThresholds(
-  sft: NonNullable<Recipe["sft"]>,
-  team: Team,
-): Map<PolicyId, number> | undefined {
+export function stopThresholds(sft: SftRecipe, team: Team): Map<PolicyId, number> | undefined {
   const stopAtNll = sft.stopAtNll;
   if (stopAtNll === undefined) return undefined;
   if (typeof stopAtNll === "number") return new Map(teamPolicies(team).map((id) => [id, stopAtNll]));
