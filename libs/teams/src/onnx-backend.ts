@@ -22,7 +22,7 @@ import {
   type OnnxEngine,
   ortCpuUsage,
 } from "@troupe/engine-onnx";
-import pLimit from "p-limit";
+import pLimit, { type LimitFunction } from "p-limit";
 import {
   BackendOverloadedError,
   type GenerateCallOptions,
@@ -83,172 +83,295 @@ export interface OnnxBackend extends InferenceBackend {
   close(): Promise<void>;
 }
 
+/** What `createOnnxBackend` runs with, its options checked. */
+interface BackendSettings {
+  readonly batching: boolean;
+  readonly continuousBatching: {
+    readonly maxBatch?: number | undefined;
+    readonly maxQueued?: number | undefined;
+  };
+  readonly maxConcurrent: number;
+  readonly maxCachedPolicies: number;
+}
+
+/** The options with their defaults; throws naming the first that is not a positive integer. */
+function backendSettings(options: OnnxBackendOptions): BackendSettings {
+  const maxConcurrent = options.maxConcurrent ?? DEFAULT_MAX_CONCURRENT;
+  const maxCachedPolicies = options.maxCachedPolicies ?? DEFAULT_MAX_CACHED_POLICIES;
+  if (!Number.isInteger(maxConcurrent) || maxConcurrent < 1) {
+    throw new Error(`createOnnxBackend: maxConcurrent must be a positive integer, got ${maxConcurrent}`);
+  }
+  if (!Number.isInteger(maxCachedPolicies) || maxCachedPolicies < 1) {
+    throw new Error(
+      `createOnnxBackend: maxCachedPolicies must be a positive integer, got ${maxCachedPolicies}`,
+    );
+  }
+  return {
+    batching: options.batching ?? false,
+    continuousBatching: { maxBatch: options.maxBatch, maxQueued: options.maxQueued },
+    maxConcurrent,
+    maxCachedPolicies,
+  };
+}
+
 interface CacheEntry {
   readonly engine: Promise<OnnxEngine>;
+  /** Calls using the engine now: an evicted entry is closed when the last one leaves. */
   users: number;
   evicted: boolean;
 }
 
-export function createOnnxBackend(options: OnnxBackendOptions = {}): OnnxBackend {
-  const maxConcurrent = options.maxConcurrent ?? DEFAULT_MAX_CONCURRENT;
-  const maxCached = options.maxCachedPolicies ?? DEFAULT_MAX_CACHED_POLICIES;
-  if (!Number.isInteger(maxConcurrent) || maxConcurrent < 1) {
-    throw new Error(`createOnnxBackend: maxConcurrent must be a positive integer, got ${maxConcurrent}`);
-  }
-  if (!Number.isInteger(maxCached) || maxCached < 1) {
-    throw new Error(`createOnnxBackend: maxCachedPolicies must be a positive integer, got ${maxCached}`);
-  }
-  if (options.meterCpu) meterOrtCpu();
-  const batching = options.batching ?? false;
-  const continuousBatching = { maxBatch: options.maxBatch, maxQueued: options.maxQueued };
-  const pool = pLimit(maxConcurrent);
-  const cache = new Map<string, CacheEntry>();
-  let active = 0;
-  let maxActive = 0;
-  let loads = 0;
+async function closeEntry(entry: CacheEntry): Promise<void> {
+  const engine = await entry.engine.catch(() => undefined);
+  await engine?.close();
+}
 
-  const closeEntry = async (entry: CacheEntry) => {
-    const engine = await entry.engine.catch(() => undefined);
-    await engine?.close();
-  };
+/**
+ * The loaded engines by policy key, least recently used first (Map order). Beyond `maxEntries`
+ * the oldest are dropped, and closed once no call is using them; a failed load is dropped too, so
+ * the next call retries it.
+ */
+class EngineCache {
+  private readonly entries = new Map<string, CacheEntry>();
+  /** Engines built so far (a cache hit builds none). */
+  loads = 0;
 
-  function acquire(key: string, load: () => Promise<OnnxEngine>): CacheEntry {
-    let entry = cache.get(key);
+  constructor(private readonly maxEntries: number) {}
+
+  /** The entry of `key` (loaded by `load` if absent), counted as used until `release`. */
+  acquire(key: string, load: () => Promise<OnnxEngine>): CacheEntry {
+    let entry = this.entries.get(key);
     if (entry === undefined) {
-      loads++;
-      const engine = load();
-      entry = { engine, users: 0, evicted: false };
-      const created = entry;
-      engine.catch(() => {
-        if (cache.get(key) === created) cache.delete(key); // a failed load is retried next time
-      });
-      cache.set(key, entry);
-      // Least recently used first in Map order: drop the oldest idle entries beyond the bound.
-      for (const [k, e] of cache) {
-        if (cache.size <= maxCached) break;
-        if (e === entry) continue;
-        cache.delete(k);
-        e.evicted = true;
-        if (e.users === 0) void closeEntry(e);
-      }
+      entry = this.load(key, load);
+      this.evictBeyondBound(entry);
     } else {
-      cache.delete(key); // refresh its place in the LRU order
-      cache.set(key, entry);
+      this.entries.delete(key); // refresh its place in the LRU order
+      this.entries.set(key, entry);
     }
     entry.users++;
     return entry;
   }
 
-  function release(entry: CacheEntry): void {
+  release(entry: CacheEntry): void {
     entry.users--;
     if (entry.evicted && entry.users === 0) void closeEntry(entry);
   }
 
-  const keyOf = (manifest: TeamManifest, policyId: string) =>
-    `${manifest.name}@${manifest.version}/${policyId}`;
-  const loader = (manifest: TeamManifest, registry: TeamRegistry, policyId: string) => async () => {
-    const files = await registry.readPolicyFiles(manifest, policyId); // checksums verified
-    delete files[ONNX_GRAPH_FILE]; // the engine builds its own graphs from config.json
-    return createOnnxEngine({ policies: [{ id: policyId, checkpoint: files }], continuousBatching });
-  };
+  keys(): string[] {
+    return [...this.entries.keys()];
+  }
 
-  function servingPolicy(manifest: TeamManifest, registry: TeamRegistry, policyId: string): ServingPolicy {
-    const key = keyOf(manifest, policyId);
-    const load = loader(manifest, registry, policyId);
-    return {
-      id: policyId,
-      version: manifest.version,
-      generate(
-        requests: readonly GenerationRequest[],
-        sampling: SamplingParams,
-        call: GenerateCallOptions = {},
-      ): Promise<Completion[]> {
-        return batching ? batched(requests, sampling, call) : pool(() => unbatched(requests, sampling, call));
-      },
-    };
-
-    /** Each request joins the policy's running batch; the engine queues and bounds them. */
-    async function batched(
-      requests: readonly GenerationRequest[],
-      sampling: SamplingParams,
-      call: GenerateCallOptions,
-    ): Promise<Completion[]> {
-      const entry = acquire(key, load);
-      active += requests.length;
-      maxActive = Math.max(maxActive, active);
-      try {
-        const engine = await entry.engine;
-        return await Promise.all(
-          requests.map((r) =>
-            engine.generateContinuous({ policyId, observation: r.observation, seed: r.seed }, sampling, call),
-          ),
-        );
-      } catch (error) {
-        if (error instanceof GenerationQueueFullError) throw new BackendOverloadedError(error.message);
-        throw error;
-      } finally {
-        active -= requests.length;
-        release(entry);
-      }
-    }
-
-    async function unbatched(
-      requests: readonly GenerationRequest[],
-      sampling: SamplingParams,
-      call: GenerateCallOptions,
-    ): Promise<Completion[]> {
-      call.signal?.throwIfAborted(); // aborted while queued: give the slot to the next caller
-      const entry = acquire(key, load);
-      active++;
-      maxActive = Math.max(maxActive, active);
-      try {
-        const engine = await entry.engine;
-        return await engine.generate(
-          requests.map((r) => ({ policyId, observation: r.observation, seed: r.seed })),
-          sampling,
-        );
-      } finally {
-        active--;
-        release(entry);
-      }
+  /** Drops every entry; those in use close when their last call leaves. */
+  async close(): Promise<void> {
+    const entries = [...this.entries.values()];
+    this.entries.clear();
+    for (const entry of entries) {
+      entry.evicted = true;
+      if (entry.users === 0) await closeEntry(entry);
     }
   }
 
+  private load(key: string, load: () => Promise<OnnxEngine>): CacheEntry {
+    this.loads++;
+    const engine = load();
+    const entry: CacheEntry = { engine, users: 0, evicted: false };
+    engine.catch(() => {
+      if (this.entries.get(key) === entry) this.entries.delete(key); // a failed load is retried next time
+    });
+    this.entries.set(key, entry);
+    return entry;
+  }
+
+  /** Drops the oldest entries other than `keep` while the cache holds more than its bound. */
+  private evictBeyondBound(keep: CacheEntry): void {
+    for (const [key, entry] of this.entries) {
+      if (this.entries.size <= this.maxEntries) break;
+      if (entry === keep) continue;
+      this.entries.delete(key);
+      entry.evicted = true;
+      if (entry.users === 0) void closeEntry(entry);
+    }
+  }
+}
+
+/** Generation calls in flight, and the most ever at once. */
+class CallCounter {
+  active = 0;
+  maxActive = 0;
+
+  enter(calls: number): void {
+    this.active += calls;
+    this.maxActive = Math.max(this.maxActive, this.active);
+  }
+
+  leave(calls: number): void {
+    this.active -= calls;
+  }
+}
+
+/** The state one backend's policies share. */
+interface ServingState {
+  readonly settings: BackendSettings;
+  readonly engines: EngineCache;
+  readonly calls: CallCounter;
+  /** Without batching: the FIFO pool every call waits in. */
+  readonly pool: LimitFunction;
+}
+
+/** The engine cache's key of one policy of a team version. */
+function policyKey(manifest: TeamManifest, policyId: string): string {
+  return `${manifest.name}@${manifest.version}/${policyId}`;
+}
+
+/** Builds the policy's engine from its published files (checksums verified by the registry). */
+function engineLoader(
+  state: ServingState,
+  manifest: TeamManifest,
+  registry: TeamRegistry,
+  policyId: string,
+): () => Promise<OnnxEngine> {
+  return async () => {
+    const files = await registry.readPolicyFiles(manifest, policyId); // checksums verified
+    delete files[ONNX_GRAPH_FILE]; // the engine builds its own graphs from config.json
+    return createOnnxEngine({
+      policies: [{ id: policyId, checkpoint: files }],
+      continuousBatching: state.settings.continuousBatching,
+    });
+  };
+}
+
+/** One policy's engine, as the solve loop calls it. */
+interface PolicyHandle {
+  readonly policyId: string;
+  readonly key: string;
+  readonly load: () => Promise<OnnxEngine>;
+}
+
+/** Each request joins the policy's running batch; the engine queues and bounds them. */
+async function generateBatched(
+  state: ServingState,
+  policy: PolicyHandle,
+  requests: readonly GenerationRequest[],
+  sampling: SamplingParams,
+  call: GenerateCallOptions,
+): Promise<Completion[]> {
+  const entry = state.engines.acquire(policy.key, policy.load);
+  state.calls.enter(requests.length);
+  try {
+    const engine = await entry.engine;
+    return await Promise.all(
+      requests.map((r) =>
+        engine.generateContinuous(
+          { policyId: policy.policyId, observation: r.observation, seed: r.seed },
+          sampling,
+          call,
+        ),
+      ),
+    );
+  } catch (error) {
+    if (error instanceof GenerationQueueFullError) throw new BackendOverloadedError(error.message);
+    throw error;
+  } finally {
+    state.calls.leave(requests.length);
+    state.engines.release(entry);
+  }
+}
+
+/** One batch of requests generated together, once the FIFO pool gives this call its slot. */
+async function generateUnbatched(
+  state: ServingState,
+  policy: PolicyHandle,
+  requests: readonly GenerationRequest[],
+  sampling: SamplingParams,
+  call: GenerateCallOptions,
+): Promise<Completion[]> {
+  call.signal?.throwIfAborted(); // aborted while queued: give the slot to the next caller
+  const entry = state.engines.acquire(policy.key, policy.load);
+  state.calls.enter(1);
+  try {
+    const engine = await entry.engine;
+    return await engine.generate(
+      requests.map((r) => ({ policyId: policy.policyId, observation: r.observation, seed: r.seed })),
+      sampling,
+    );
+  } finally {
+    state.calls.leave(1);
+    state.engines.release(entry);
+  }
+}
+
+function servingPolicy(
+  state: ServingState,
+  manifest: TeamManifest,
+  registry: TeamRegistry,
+  policyId: string,
+): ServingPolicy {
+  const policy: PolicyHandle = {
+    policyId,
+    key: policyKey(manifest, policyId),
+    load: engineLoader(state, manifest, registry, policyId),
+  };
+  return {
+    id: policyId,
+    version: manifest.version,
+    generate(requests, sampling, call = {}) {
+      return state.settings.batching
+        ? generateBatched(state, policy, requests, sampling, call)
+        : state.pool(() => generateUnbatched(state, policy, requests, sampling, call));
+    },
+  };
+}
+
+/** The manifest's policies, each loaded (and validated) now: a broken team fails here, not mid-episode. */
+async function servingPolicies(
+  state: ServingState,
+  manifest: TeamManifest,
+  registry: TeamRegistry,
+): Promise<ServingPolicySet> {
+  const set: Record<string, ServingPolicy> = {};
+  for (const policyId of Object.keys(manifest.policies)) {
+    set[policyId] = servingPolicy(state, manifest, registry, policyId);
+  }
+  for (const policyId of Object.keys(manifest.policies)) {
+    const load = engineLoader(state, manifest, registry, policyId);
+    const entry = state.engines.acquire(policyKey(manifest, policyId), load);
+    try {
+      await entry.engine;
+    } finally {
+      state.engines.release(entry);
+    }
+  }
+  return set;
+}
+
+function backendStats(state: ServingState): OnnxBackendStats {
+  return {
+    active: state.calls.active,
+    pending: state.pool.pendingCount,
+    maxActive: state.calls.maxActive,
+    cached: state.engines.keys(),
+    loads: state.engines.loads,
+    ortRuns: ortCpuUsage().runs,
+    ortCpuMs: ortCpuUsage().cpuMs,
+  };
+}
+
+export function createOnnxBackend(options: OnnxBackendOptions = {}): OnnxBackend {
+  const settings = backendSettings(options);
+  if (options.meterCpu) meterOrtCpu();
+  const state: ServingState = {
+    settings,
+    engines: new EngineCache(settings.maxCachedPolicies),
+    calls: new CallCounter(),
+    pool: pLimit(settings.maxConcurrent),
+  };
   return {
     name: "onnx",
-    async policies(manifest: TeamManifest, registry: TeamRegistry): Promise<ServingPolicySet> {
-      const set: Record<string, ServingPolicy> = {};
-      for (const policyId of Object.keys(manifest.policies)) {
-        set[policyId] = servingPolicy(manifest, registry, policyId);
-      }
-      // Load (and validate) every policy now, so a broken team fails at load time, not mid-episode.
-      for (const policyId of Object.keys(manifest.policies)) {
-        const entry = acquire(keyOf(manifest, policyId), loader(manifest, registry, policyId));
-        try {
-          await entry.engine;
-        } finally {
-          release(entry);
-        }
-      }
-      return set;
-    },
-    stats: () => ({
-      active,
-      pending: pool.pendingCount,
-      maxActive,
-      cached: [...cache.keys()],
-      loads,
-      ortRuns: ortCpuUsage().runs,
-      ortCpuMs: ortCpuUsage().cpuMs,
-    }),
+    policies: (manifest, registry) => servingPolicies(state, manifest, registry),
+    stats: () => backendStats(state),
     async close(): Promise<void> {
-      pool.clearQueue();
-      const entries = [...cache.values()];
-      cache.clear();
-      for (const entry of entries) {
-        entry.evicted = true;
-        if (entry.users === 0) await closeEntry(entry);
-      }
+      state.pool.clearQueue();
+      await state.engines.close();
     },
   };
 }
