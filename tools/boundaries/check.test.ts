@@ -4,7 +4,7 @@ import { tmpdir } from "node:os";
 import { dirname, join, resolve } from "node:path";
 import { fileURLToPath } from "node:url";
 import { afterAll, describe, expect, it } from "vitest";
-import { checkBoundaries, specifiers } from "./check.ts";
+import { checkBoundaries, mirroredTest, specifiers, UNTESTED, untestedModules } from "./check.ts";
 
 const here = dirname(fileURLToPath(import.meta.url));
 const workspace = resolve(here, "../..");
@@ -17,9 +17,12 @@ describe("layer rules", () => {
   it("an upward import fails the check, by package or by path", () => {
     const violations = checkBoundaries(workspace, {
       "libs/core/src/planted.ts": 'import { main } from "@troupe/trainer";\nexport const m = main;\n',
+      "libs/core/test/planted.test.ts": "",
       "libs/engine-torch/src/planted.ts":
         'export const dir = new URL("../../../apps/engine-torch", import.meta.url);\n',
+      "libs/engine-torch/test/planted.test.ts": "",
       "libs/rl/src/planted.ts": 'export { table } from "../../../apps/trainer/src/reports/reporter.ts";\n',
+      "libs/rl/test/planted.test.ts": "",
       "libs/storage/src/planted.test.ts":
         'import { it } from "vitest";\nit("sits beside its module", () => {});\n',
     });
@@ -47,6 +50,44 @@ describe("layer rules", () => {
         message: "a test under src/: tests live in libs/storage/test/ (test/planted.test.ts)",
       },
     ]);
+  });
+
+  it("every src module has its test at the mirrored path, or is listed with why; a stale entry fails too", () => {
+    expect(mirroredTest("src/run/learner.ts")).toBe("test/run/learner.test.ts");
+    expect(mirroredTest("src/view.tsx")).toBe("test/view.test.tsx");
+    expect(mirroredTest("src/a.test.ts")).toBeUndefined();
+    expect(mirroredTest("bench/solve.ts")).toBeUndefined();
+    const planted = {
+      "libs/storage/src/untested-module.ts": "export const one = 1;\n",
+      "libs/storage/src/listed-module.ts": "export const two = 2;\n",
+      "libs/storage/src/tested-module.ts": "export const three = 3;\n",
+      "libs/storage/test/tested-module.test.ts": "",
+    };
+    const listed = {
+      ...UNTESTED,
+      "libs/storage/src/listed-module.ts": "planted: allowed",
+      "libs/storage/src/tested-module.ts": "planted: has its test",
+      "libs/storage/src/gone.ts": "planted: no such module",
+    };
+    expect(checkBoundaries(workspace, planted, listed)).toEqual([
+      {
+        file: "libs/storage/src/untested-module.ts",
+        message: expect.stringMatching(
+          /^no test at libs\/storage\/test\/untested-module\.test\.ts: tests mirror src\//,
+        ),
+      },
+      {
+        file: "libs/storage/src/tested-module.ts",
+        message:
+          "has its test now (libs/storage/test/tested-module.test.ts): delete its entry in tools/boundaries/untested.ts",
+      },
+      {
+        file: "libs/storage/src/gone.ts",
+        message: "listed in tools/boundaries/untested.ts but not there: delete the entry",
+      },
+    ]);
+    // The list holds only modules without their test: each one is reported when it is not listed.
+    expect(untestedModules(workspace).sort()).toEqual(Object.keys(UNTESTED).sort());
   });
 
   it("finds every kind of specifier", () => {
@@ -81,6 +122,10 @@ describe("layer rules", () => {
     project("libs/low", "low", "type:lib");
     project("apps/top", "top", "type:app", { "@troupe/low": "*" });
     writeFileSync(join(root, "apps/top/src/main.ts"), 'import { x } from "@troupe/low";\n');
+    mkdirSync(join(root, "apps/top/test"));
+    writeFileSync(join(root, "apps/top/test/main.test.ts"), "");
+    mkdirSync(join(root, "libs/low/test"));
+    writeFileSync(join(root, "libs/low/test/index.test.ts"), "");
     const run = () =>
       spawnSync(process.execPath, ["--import", "tsx", join(here, "check.ts"), root], { encoding: "utf8" });
 

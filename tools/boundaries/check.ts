@@ -11,13 +11,18 @@
  *    package, and a library is told where an app is (configuration), never finds it by where it
  *    lies. Tests may wire in another project's fixtures or a real app (an integration test);
  *  - tests live in the project's test/ folder, mirroring src/ (`src/a/b.ts` → `test/a/b.test.ts`):
- *    src/ holds only what the project ships, and every test is found in one place.
+ *    src/ holds only what the project ships, and every test is found in one place;
+ *  - every src module has its test file at the mirrored path, one obvious test file per module,
+ *    unless untested.ts lists it with why (re-exports and type declarations; modules not yet
+ *    mirrored). An entry there that no longer applies is a violation too, so the list only shrinks.
  *
  *   node --import tsx tools/boundaries/check.ts [workspace root]   exits 1 and lists violations
+ *   node --import tsx tools/boundaries/check.ts --untested         lists every module without its test
  */
 import { existsSync, readdirSync, readFileSync } from "node:fs";
 import { dirname, join, relative, resolve, sep } from "node:path";
 import { fileURLToPath } from "node:url";
+import { NEEDS_NO_TEST, NOT_YET_MIRRORED } from "./untested.ts";
 
 export interface Project {
   readonly name: string;
@@ -97,6 +102,16 @@ export function specifiers(text: string): { spec: string; kind: "import" | "url"
   return out;
 }
 
+/** The modules allowed to have no mirrored test (workspace-relative path → why). */
+export const UNTESTED: Readonly<Record<string, string>> = { ...NEEDS_NO_TEST, ...NOT_YET_MIRRORED };
+
+/** The test file mirroring a module (`src/a/b.ts` → `test/a/b.test.ts`); undefined outside src/ or for a test. */
+export function mirroredTest(inProject: string): string | undefined {
+  const match = /^src\/(.+)\.([cm]?[jt]sx?)$/.exec(inProject);
+  if (match === null || /\.test$/.test(match[1]!)) return undefined;
+  return `test/${match[1]}.test.${match[2]}`;
+}
+
 const typeOf = (p: Project) => p.tags.find((t) => t === "type:lib" || t === "type:app");
 
 /**
@@ -106,11 +121,13 @@ const typeOf = (p: Project) => p.tags.find((t) => t === "type:lib" || t === "typ
 export function checkBoundaries(
   workspace: string,
   plant: Readonly<Record<string, string>> = {},
+  untested: Readonly<Record<string, string>> = UNTESTED,
 ): Violation[] {
   const projects = readProjects(workspace);
   const planted = new Map(Object.entries(plant).map(([file, text]) => [resolve(workspace, file), text]));
   const byPackage = new Map(projects.map((p) => [p.packageName, p]));
   const violations: Violation[] = [];
+  const exists = (file: string) => planted.has(resolve(workspace, file)) || existsSync(join(workspace, file));
   const dependsOn = (from: Project, to: Project, file: string, how: string) => {
     if (typeOf(from) === "type:lib" && typeOf(to) !== "type:lib") {
       violations.push({
@@ -153,6 +170,13 @@ export function checkBoundaries(
           message: `a test under src/: tests live in ${project.root}/test/ (${inProject.replace(/^src\//, "test/")})`,
         });
       }
+      const test = mirroredTest(inProject);
+      if (test !== undefined && !exists(`${project.root}/${test}`) && untested[file] === undefined) {
+        violations.push({
+          file,
+          message: `no test at ${project.root}/${test}: tests mirror src/, one file per module (a module without logic is listed in tools/boundaries/untested.ts)`,
+        });
+      }
       for (const { spec, kind } of specifiers(planted.get(path) ?? readFileSync(path, "utf8"))) {
         if (spec.startsWith("@troupe/")) {
           const name = spec.split("/").slice(0, 2).join("/");
@@ -175,11 +199,41 @@ export function checkBoundaries(
       }
     }
   }
+  for (const file of Object.keys(untested)) {
+    const project = projects.find((p) => file.startsWith(`${p.root}/`));
+    if (project === undefined) continue; // another workspace's entry
+    const test = mirroredTest(file.slice(project.root.length + 1));
+    if (!exists(file)) {
+      violations.push({
+        file,
+        message: "listed in tools/boundaries/untested.ts but not there: delete the entry",
+      });
+    } else if (test !== undefined && exists(`${project.root}/${test}`)) {
+      violations.push({
+        file,
+        message: `has its test now (${project.root}/${test}): delete its entry in tools/boundaries/untested.ts`,
+      });
+    }
+  }
   return violations;
 }
 
+/** Every src module of the workspace without a test at its mirrored path, listed or not. */
+export function untestedModules(workspace: string): string[] {
+  return checkBoundaries(workspace, {}, {})
+    .filter((v) => v.message.startsWith("no test at "))
+    .map((v) => v.file);
+}
+
 if (process.argv[1] && resolve(process.argv[1]) === fileURLToPath(import.meta.url)) {
-  const workspace = resolve(process.argv[2] ?? join(dirname(fileURLToPath(import.meta.url)), "../.."));
+  const args = process.argv.slice(2);
+  const listUntested = args.includes("--untested");
+  const root = args.find((a) => !a.startsWith("--"));
+  const workspace = resolve(root ?? join(dirname(fileURLToPath(import.meta.url)), "../.."));
+  if (listUntested) {
+    for (const file of untestedModules(workspace)) process.stdout.write(`${file}\n`);
+    process.exit(0);
+  }
   const violations = checkBoundaries(workspace);
   for (const v of violations) process.stderr.write(`${v.file}: ${v.message}\n`);
   process.stdout.write(`${violations.length} boundary violation(s) in ${workspace}\n`);
