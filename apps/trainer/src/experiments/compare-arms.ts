@@ -2,7 +2,8 @@
  * The arms of `trainer:compare`: the same budget (steps, and as near as the tree shapes allow,
  * samples) for
  *
- *   grpo             a single agent (the planner alone, re-planning from its own reports; one
+ *   grpo             a single agent (the planner alone, re-planning from its own reports; on
+ *                    `coding`, one agent writing the whole function: `roles: single`; one
  *                    policy) trained with GRPO on whole episodes — the single-agent baseline
  *   warm-start       the warm-started team without RL
  *   magrpo           MAGRPO (aligned joint actions, every joint action branches), a policy per role;
@@ -58,7 +59,10 @@ export const ARM_DESCRIPTIONS: Readonly<Record<Arm, string>> = {
   discussion: "baseline: one round of discussion, then revise (no RL)",
 };
 
-/** The recipe of one arm, derived from the base recipe (which must be an AT-GRPO team recipe). */
+/**
+ * The recipe of one arm, derived from the base recipe (an AT-GRPO or a MAGRPO team recipe; K is
+ * its candidates or its group size).
+ */
 export function armRecipe(base: Recipe, arm: Arm, seed: number): Recipe {
   if (arm === "trained")
     return parseRecipe({ ...structuredClone(base), name: `${base.name}-${arm}`, seed }, `compare arm ${arm}`);
@@ -77,16 +81,18 @@ export function armRecipe(base: Recipe, arm: Arm, seed: number): Recipe {
       `compare arm ${arm}`,
     );
   }
-  // Every other arm is a variation of an AT-GRPO recipe's strategy and team.
-  if (base.strategy.name !== "atgrpo") {
+  // Every other arm is a variation of an AT-GRPO or MAGRPO recipe's strategy and team.
+  if (base.strategy.name !== "atgrpo" && base.strategy.name !== "magrpo") {
     throw new RecipeError(
-      `compare arm ${arm}: the base recipe must use strategy atgrpo (got ${base.strategy.name}); arms for any recipe: trained, ${BASELINES.join(", ")}`,
+      `compare arm ${arm}: the base recipe must use strategy atgrpo or magrpo (got ${base.strategy.name}); arms for any recipe: trained, ${BASELINES.join(", ")}`,
     );
   }
   const { team } = recipeEnvironment(base);
   const agents = team.roles.length;
   const turns = team.maxTurns;
-  const k = base.strategy.candidates;
+  const k = base.strategy.name === "atgrpo" ? base.strategy.candidates : base.strategy.groupSize;
+  const magrpoPerTask = agents * k * geometricSum(k, turns);
+  const atgrpoPerTask = agents * turns * k;
   const out: Record<string, unknown> = { ...structuredClone(base), name: `${base.name}-${arm}`, seed };
   switch (arm) {
     case "grpo": {
@@ -113,8 +119,8 @@ export function armRecipe(base: Recipe, arm: Arm, seed: number): Recipe {
       out.train = { ...base.train, steps: 0 };
       break;
     case "magrpo": {
-      const perTask = agents * k * geometricSum(k, turns);
-      const atgrpoPerTask = agents * turns * k;
+      // A MAGRPO base is this arm already (its own tasks per step, turn order and advantages).
+      if (base.strategy.name === "magrpo") break;
       // MAGRPO samples joint actions on one state: the roles act simultaneously each turn (the
       // fixer plans from the turn's starting board, its plan executes after the planner's).
       out.team = { ...base.team, specialisation: "per-role", turnOrder: "parallel" };
@@ -123,17 +129,29 @@ export function armRecipe(base: Recipe, arm: Arm, seed: number): Recipe {
       out.advantage = EstimationConfigSchema.parse({ normalizeStd: false });
       out.train = {
         ...base.train,
-        tasksPerStep: Math.max(1, Math.round((base.train.tasksPerStep * atgrpoPerTask) / perTask)),
+        tasksPerStep: Math.max(1, Math.round((base.train.tasksPerStep * atgrpoPerTask) / magrpoPerTask)),
       };
       break;
     }
     case "atgrpo-shared":
-      out.team = { ...base.team, specialisation: "shared" };
-      if (base.sft) out.sft = oneStopThreshold(base.sft);
+    case "atgrpo-per-role": {
+      out.team = {
+        ...base.team,
+        specialisation: arm === "atgrpo-shared" ? "shared" : "per-role",
+        ...(base.strategy.name === "magrpo" ? { turnOrder: undefined } : {}),
+      };
+      if (arm === "atgrpo-shared" && base.sft) out.sft = oneStopThreshold(base.sft);
+      if (base.strategy.name === "magrpo") {
+        // From a MAGRPO base: K candidates per agent turn, and as many samples per step.
+        out.strategy = { name: "atgrpo", candidates: k };
+        out.advantage = undefined;
+        out.train = {
+          ...base.train,
+          tasksPerStep: Math.max(1, Math.round((base.train.tasksPerStep * magrpoPerTask) / atgrpoPerTask)),
+        };
+      }
       break;
-    case "atgrpo-per-role":
-      out.team = { ...base.team, specialisation: "per-role" };
-      break;
+    }
   }
   return parseRecipe(out, `compare arm ${arm}`);
 }
