@@ -6,9 +6,9 @@
 import { objectStoreContract } from "@troupe/storage/testing";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { getPlatformProxy } from "wrangler";
-import { type R2BucketBinding, R2Store } from "../src/worker/r2-store.ts";
+import { type R2BucketBinding, R2Store } from "../../src/worker/r2-store.ts";
 
-const CONFIG = new URL("../../../infra/workers/wrangler.toml", import.meta.url).pathname;
+const CONFIG = new URL("../../../../infra/workers/wrangler.toml", import.meta.url).pathname;
 const bytes = (text: string) => new TextEncoder().encode(text);
 
 let proxy: Awaited<ReturnType<typeof getPlatformProxy<{ TEAMS: R2BucketBinding }>>>;

@@ -20,14 +20,14 @@ import { createOnnxBackend, exportDecodeGraph, type OnnxBackend } from "@troupe/
 import { chromium } from "playwright-core";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { getPlatformProxy } from "wrangler";
-import { tinyConfig } from "../../../libs/teams/test/fixtures.ts";
-import { createApp, type TroupeApp } from "../src/app.ts";
-import { sha256Hex } from "../src/auth.ts";
-import { type R2BucketBinding, R2Store } from "../src/worker/r2-store.ts";
-import { planPath, tempStore } from "./fixtures.ts";
-import { type LocalWorker, startLocalWorker } from "./local-worker.ts";
+import { tinyConfig } from "../../../../libs/teams/test/fixtures.ts";
+import { createApp, type TroupeApp } from "../../src/app.ts";
+import { sha256Hex } from "../../src/auth.ts";
+import { type R2BucketBinding, R2Store } from "../../src/worker/r2-store.ts";
+import { planPath, tempStore } from "../fixtures.ts";
+import { type LocalWorker, startLocalWorker } from "../local-worker.ts";
 
-const CONFIG = new URL("../../../infra/workers/wrangler.embedded.toml", import.meta.url).pathname;
+const CONFIG = new URL("../../../../infra/workers/wrangler.embedded.toml", import.meta.url).pathname;
 process.env.WRANGLER_BUILD_CONDITIONS = "@troupe/source,workerd,worker,browser";
 process.env.WRANGLER_SEND_METRICS = "false";
 
