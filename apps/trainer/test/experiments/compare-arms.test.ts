@@ -64,8 +64,33 @@ sft: ${sft}
     });
   });
 
-  it("refuses a base recipe that is not AT-GRPO", () => {
-    const magrpo = loadRecipeText("name: m\nenvironment: { name: plan-path }\nstrategy: { name: magrpo }\n");
-    expect(() => armRecipe(magrpo, "grpo", 1)).toThrow(/must use strategy atgrpo \(got magrpo\)/);
+  it("from a MAGRPO base (helper + main coding): the recipe itself, one agent writing the whole function, AT-GRPO at the same samples", () => {
+    const magrpo = loadRecipeText(`
+name: m
+environment:
+  name: coding
+  options: { roles: helper-main, maxTurns: 1, train: [toy], test: toy, prompt: brief }
+strategy: { name: magrpo, groupSize: 4 }
+advantage: { normalizeStd: false }
+sft: { steps: 10, mistakeRate: 0, cut: { rate: 0.6, length: 24, roles: [main] } }
+train: { steps: 30, tasksPerStep: 8 }
+`);
+    const own = armRecipe(magrpo, "magrpo", 2);
+    expect(own).toMatchObject({ seed: 2, strategy: { name: "magrpo", groupSize: 4 }, train: { tasksPerStep: 8 } });
+    const single = armRecipe(magrpo, "grpo", 1);
+    expect(single.environment.options).toMatchObject({ roles: "single", maxTurns: 2, train: ["toy"] });
+    expect(single.strategy).toMatchObject({ groupSize: 4 });
+    expect(["parallel", "grpo"]).toContain(single.strategy.name); // the GRPO strategy's name, old or new
+    expect(single.sft?.cut).toEqual({ rate: 0.6, length: 24 });
+    // MAGRPO: N·K = 8 samples per task and turn; AT-GRPO: N·T·K = 8 as well.
+    expect(armRecipe(magrpo, "atgrpo-per-role", 1)).toMatchObject({
+      strategy: { name: "atgrpo", candidates: 4 },
+      train: { tasksPerStep: 8 },
+    });
+  });
+
+  it("refuses a base recipe that is neither AT-GRPO nor MAGRPO", () => {
+    const grpo = loadRecipeText("name: m\nenvironment: { name: plan-path }\nstrategy: { name: parallel }\n");
+    expect(() => armRecipe(grpo, "grpo", 1)).toThrow(/must use strategy atgrpo or magrpo \(got (parallel|grpo)\)/);
   });
 });

@@ -62,9 +62,10 @@ export const CodingOptionsSchema = z
     prompt: z.enum(CODING_PROMPTS).default("full"),
     /**
      * Run nothing: a step records the code, pays nothing and judges nothing, and the episode ends
-     * after `maxTurns` turns with no feedback between. Only for collecting a warm start's
-     * demonstrations (`sft.environmentOptions: {unscored: true}`), whose observations with
-     * `maxTurns: 1` are the scored environment's, without a sandbox run per demonstration.
+     * after the first attempt, as a scored episode ends when the demonstration passes. Only for
+     * collecting a warm start's demonstrations (`sft.environmentOptions: {unscored: true}`): their
+     * observations are the scored environment's first turn, without a sandbox run per
+     * demonstration (a cut demonstration's retry after feedback is not demonstrated).
      */
     unscored: z.boolean().default(false),
   })
@@ -206,13 +207,13 @@ function unscoredEnvironment(
           tests: NOT_RUN,
           feedback: {},
         };
-        const done = turn >= state.maxTurns;
+        const done = true;
         const next: AuxMainState = { ...state, turn, attempts: [...state.attempts, attempt], done };
         return { state: next, teamReward: 0, localRewards: zero, done };
       }
       const state = raw as CoderTesterState;
       const turn = state.turn + (actions.coder !== undefined ? 1 : 0);
-      const done = turn >= state.maxTurns;
+      const done = actions.coder !== undefined;
       const next: CoderTesterState = {
         ...state,
         turn,
