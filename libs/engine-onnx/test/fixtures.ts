@@ -1,6 +1,8 @@
 /** Tiny model configs and weights shared by the model tests. */
 import { initQwenWeights, type QwenConfig, tinyQwenConfig, type Weights } from "@troupe/engine";
 import { MICRO_QWEN_SHAPE } from "@troupe/engine/testing";
+import type { Graph } from "../src/graph/builder.ts";
+import { GraphSession, type TypedArray, tensor } from "../src/runtime/session.ts";
 import type { HostWeights } from "../src/runtime/weight-feeds.ts";
 import { uniformStream } from "./gradcheck.ts";
 
@@ -50,4 +52,18 @@ export function toFloat64(weights: Weights): HostWeights {
 
 export function randomTokens(n: number, vocab: number, rand: () => number): number[] {
   return Array.from({ length: n }, () => Math.floor(rand() * vocab));
+}
+
+/** Runs a graph once on float64 (or other) host arrays and returns every output's data. */
+export async function runGraph(
+  graph: Graph,
+  feeds: Readonly<Record<string, { readonly data: TypedArray; readonly dims: readonly number[] }>>,
+): Promise<Record<string, TypedArray>> {
+  const session = await GraphSession.create(graph);
+  const inputs = Object.fromEntries(
+    graph.inputs.map((v) => [v.name, tensor(v.dtype, feeds[v.name]!.data, feeds[v.name]!.dims)]),
+  );
+  const out = await session.run(inputs);
+  await session.release();
+  return Object.fromEntries(Object.entries(out).map(([name, t]) => [name, t.data as TypedArray]));
 }

@@ -1,5 +1,5 @@
 /**
- * The pre-allocated KV cache of generation: its attention bias, capacity errors, the baked-weights
+ * The decode runner over the pre-allocated KV caches of generation: capacity errors, the baked-weights
  * decode session (rebuilt exactly when the weights version changes), and engine sampling that
  * follows the weights across a training step.
  */
@@ -13,29 +13,12 @@ import {
 import { SMALL_QWEN_SHAPE } from "@troupe/engine/testing";
 import { describe, expect, it } from "vitest";
 import { createOnnxEngine } from "../../src/engine.ts";
-import { MASKED_BIAS } from "../../src/model/host-inputs.ts";
 import { generateBatch, PREFILL_ROWS } from "../../src/runtime/generate.ts";
-import { cachedAttentionBias } from "../../src/runtime/kv-cache.ts";
 import { ModelRunner } from "../../src/runtime/runner.ts";
 import { randomTokens, TINY_CONFIGS, tinyWeights } from "../fixtures.ts";
 import { uniformStream } from "../gradcheck.ts";
 
 describe("pre-allocated KV cache", () => {
-  it("bias: written real cache columns and causal real new tokens are visible, the rest masked", () => {
-    // Row 0: cache columns [pad, a, b] of capacity 4 (P = 3); two new tokens, both real.
-    // Row 1: cache [a, b, c]; new tokens [pad, d] (a padded new column stays masked).
-    const cache = { batch: 2, capacity: 4, length: 3, valid: Uint8Array.of(0, 1, 1, 0, 1, 1, 1, 0) };
-    const bias = cachedAttentionBias(cache, Uint8Array.of(1, 1, 0, 1), 2, "float64");
-    const M = MASKED_BIAS;
-    // [B, T, C + T] = [2, 2, 6]: 4 cache columns then 2 new ones.
-    expect(Array.from(bias)).toEqual([
-      ...[M, 0, 0, M, 0, M],
-      ...[M, 0, 0, M, 0, 0],
-      ...[0, 0, 0, M, M, M],
-      ...[0, 0, 0, M, M, 0],
-    ]);
-  });
-
   it("a step past the capacity or with mis-sized inputs throws", async () => {
     const config = TINY_CONFIGS["qwen2 tied, one KV head"]!;
     const runner = new ModelRunner(config);
