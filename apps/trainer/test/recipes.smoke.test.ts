@@ -47,6 +47,7 @@ describe("recipes", () => {
   test("the recipes of the papers are all there", () => {
     expect(names).toEqual([
       "atgrpo-coder-tester",
+      "atgrpo-coder-tester-toy",
       "atgrpo-math-tool",
       "atgrpo-planpath-tool",
       "atgrpo-planpath-toolcall",
@@ -55,6 +56,7 @@ describe("recipes", () => {
       "atgrpo-sudoku",
       "default",
       "magrpo-arxiv",
+      "magrpo-coding-toy",
       "magrpo-humaneval",
       "magrpo-tldr",
       "qwen-gpu",

@@ -76,7 +76,11 @@ sft: { steps: 10, mistakeRate: 0, cut: { rate: 0.6, length: 24, roles: [main] } 
 train: { steps: 30, tasksPerStep: 8 }
 `);
     const own = armRecipe(magrpo, "magrpo", 2);
-    expect(own).toMatchObject({ seed: 2, strategy: { name: "magrpo", groupSize: 4 }, train: { tasksPerStep: 8 } });
+    expect(own).toMatchObject({
+      seed: 2,
+      strategy: { name: "magrpo", groupSize: 4 },
+      train: { tasksPerStep: 8 },
+    });
     const single = armRecipe(magrpo, "grpo", 1);
     expect(single.environment.options).toMatchObject({ roles: "single", maxTurns: 2, train: ["toy"] });
     expect(single.strategy).toMatchObject({ groupSize: 4 });
@@ -91,6 +95,8 @@ train: { steps: 30, tasksPerStep: 8 }
 
   it("refuses a base recipe that is neither AT-GRPO nor MAGRPO", () => {
     const grpo = loadRecipeText("name: m\nenvironment: { name: plan-path }\nstrategy: { name: parallel }\n");
-    expect(() => armRecipe(grpo, "grpo", 1)).toThrow(/must use strategy atgrpo or magrpo \(got (parallel|grpo)\)/);
+    expect(() => armRecipe(grpo, "grpo", 1)).toThrow(
+      /must use strategy atgrpo or magrpo \(got (parallel|grpo)\)/,
+    );
   });
 });

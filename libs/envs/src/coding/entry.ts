@@ -31,8 +31,14 @@ import {
   codingTasks,
   humanEvalProblems,
 } from "./dataset.ts";
-import { CODING_PROMPTS, CODING_REWARDS, diagnosticsFeedback, passFailFeedback, selfRevisionFeedback } from "./feedback.ts";
 import { extractCode } from "./extract.ts";
+import {
+  CODING_PROMPTS,
+  CODING_REWARDS,
+  diagnosticsFeedback,
+  passFailFeedback,
+  selfRevisionFeedback,
+} from "./feedback.ts";
 import type { TestSummary } from "./harness.ts";
 import { coopHumanEvalProblems, mbppProblems } from "./mbpp.ts";
 import { isToyProblem, toyProblems } from "./toy-tasks.ts";
@@ -227,9 +233,15 @@ function unscoredEnvironment(
 }
 
 /** The toy reference in `agent`'s form: helper `aux`, main `f` calling it, the coder's (or a single agent's) whole `f`, the tester's asserts. */
-function toyDemo(task: Task<unknown>, agent: AgentId, roles: z.output<typeof CodingOptionsSchema>["roles"]): string {
+function toyDemo(
+  task: Task<unknown>,
+  agent: AgentId,
+  roles: z.output<typeof CodingOptionsSchema>["roles"],
+): string {
   if (!isToyProblem(task.payload))
-    throw new Error(`coding: task ${task.id} has no toy reference to demonstrate (only train: [toy] has demonstrations)`);
+    throw new Error(
+      `coding: task ${task.id} has no toy reference to demonstrate (only train: [toy] has demonstrations)`,
+    );
   const { toy } = task.payload;
   if (agent === "helper") return toy.aux;
   if (agent === "tester") return toy.asserts;
@@ -275,7 +287,10 @@ export const codingEntry = defineEnvironment({
       generateTasks,
       // The toy problems carry their reference in each role's form: the warm start's demonstrations.
       ...(options.train.every((set) => set === "toy")
-        ? { demo: (task: Task<unknown>, _state: unknown, agent: AgentId) => toyDemo(task, agent, options.roles) }
+        ? {
+            demo: (task: Task<unknown>, _state: unknown, agent: AgentId) =>
+              toyDemo(task, agent, options.roles),
+          }
         : {}),
       // helper-main acts in parallel (neither sees the other's first code); coder-tester in turn,
       // the tester first so the coder's first run already meets generated tests.
@@ -283,14 +298,14 @@ export const codingEntry = defineEnvironment({
         options.roles === "single"
           ? textTeam("coding-single", env.agents, specialisation, "sequential", options.maxTurns)
           : helperMain
-          ? textTeam("coding-helper-main", env.agents, specialisation, "parallel", options.maxTurns)
-          : textTeam(
-              "coding-coder-tester",
-              ["tester", "coder"],
-              specialisation,
-              "sequential",
-              options.maxTurns,
-            ),
+            ? textTeam("coding-helper-main", env.agents, specialisation, "parallel", options.maxTurns)
+            : textTeam(
+                "coding-coder-tester",
+                ["tester", "coder"],
+                specialisation,
+                "sequential",
+                options.maxTurns,
+              ),
     };
   },
   render: (state) => renderCoding(state),

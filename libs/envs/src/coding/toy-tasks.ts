@@ -187,11 +187,31 @@ function stringSteps(): Step[] {
   const steps: Step[] = [];
   const str = (id: string, doc: string, code: Step["code"], run: (s: string) => string) =>
     steps.push({ id, doc, from: "str", to: "str", code, run: (v) => run(asStr(v)) });
-  str("upper", "upper", (e) => atom(`${wrap(e, 3)}.upper()`), (s) => s.toUpperCase());
-  str("rev", "reverse", (e) => atom(`${wrap(e, 3)}[::-1]`), (s) => [...s].reverse().join(""));
+  str(
+    "upper",
+    "upper",
+    (e) => atom(`${wrap(e, 3)}.upper()`),
+    (s) => s.toUpperCase(),
+  );
+  str(
+    "rev",
+    "reverse",
+    (e) => atom(`${wrap(e, 3)}[::-1]`),
+    (s) => [...s].reverse().join(""),
+  );
   for (let n = 1; n <= 3; n++) {
-    str(`first${n}`, `first ${n}`, (e) => atom(`${wrap(e, 3)}[:${n}]`), (s) => s.slice(0, n));
-    str(`drop${n}`, `drop ${n}`, (e) => atom(`${wrap(e, 3)}[${n}:]`), (s) => s.slice(n));
+    str(
+      `first${n}`,
+      `first ${n}`,
+      (e) => atom(`${wrap(e, 3)}[:${n}]`),
+      (s) => s.slice(0, n),
+    );
+    str(
+      `drop${n}`,
+      `drop ${n}`,
+      (e) => atom(`${wrap(e, 3)}[${n}:]`),
+      (s) => s.slice(n),
+    );
   }
   for (const a of LETTERS.slice(0, 4))
     for (const b of LETTERS.slice(0, 4))
@@ -202,8 +222,19 @@ function stringSteps(): Step[] {
           (e) => atom(`${wrap(e, 3)}.replace('${a}','${b}')`),
           (s) => s.replaceAll(a, b),
         );
-  for (const c of LETTERS) str(`app${c}`, `append ${c}`, (e) => ({ code: `${e.code}+'${c}'`, prec: 1 }), (s) => s + c);
-  str("dbl", "double", (e) => ({ code: `${wrap(e, 2)}*2`, prec: 2 }), (s) => s + s);
+  for (const c of LETTERS)
+    str(
+      `app${c}`,
+      `append ${c}`,
+      (e) => ({ code: `${e.code}+'${c}'`, prec: 1 }),
+      (s) => s + c,
+    );
+  str(
+    "dbl",
+    "double",
+    (e) => ({ code: `${wrap(e, 2)}*2`, prec: 2 }),
+    (s) => s + s,
+  );
   for (const c of LETTERS)
     steps.push({
       id: `count${c}`,
@@ -228,12 +259,33 @@ function intSteps(): Step[] {
   const steps: Step[] = [];
   const int = (id: string, doc: string, code: Step["code"], run: (n: number) => number) =>
     steps.push({ id, doc, from: "int", to: "int", code, run: (v) => run(asInt(v)) });
-  for (let k = 1; k <= 9; k++) int(`add${k}`, `add ${k}`, (e) => ({ code: `${e.code}+${k}`, prec: 1 }), (n) => n + k);
+  for (let k = 1; k <= 9; k++)
+    int(
+      `add${k}`,
+      `add ${k}`,
+      (e) => ({ code: `${e.code}+${k}`, prec: 1 }),
+      (n) => n + k,
+    );
   for (let k = 2; k <= 9; k++) {
-    int(`mul${k}`, `times ${k}`, (e) => ({ code: `${wrap(e, 2)}*${k}`, prec: 2 }), (n) => n * k);
+    int(
+      `mul${k}`,
+      `times ${k}`,
+      (e) => ({ code: `${wrap(e, 2)}*${k}`, prec: 2 }),
+      (n) => n * k,
+    );
     // Python's % and // on the non-negative ints drawn here: JavaScript's % and Math.floor agree.
-    int(`mod${k}`, `mod ${k}`, (e) => ({ code: `${wrap(e, 2)}%${k}`, prec: 2 }), (n) => n % k);
-    int(`div${k}`, `div ${k}`, (e) => ({ code: `${wrap(e, 2)}//${k}`, prec: 2 }), (n) => Math.floor(n / k));
+    int(
+      `mod${k}`,
+      `mod ${k}`,
+      (e) => ({ code: `${wrap(e, 2)}%${k}`, prec: 2 }),
+      (n) => n % k,
+    );
+    int(
+      `div${k}`,
+      `div ${k}`,
+      (e) => ({ code: `${wrap(e, 2)}//${k}`, prec: 2 }),
+      (n) => Math.floor(n / k),
+    );
   }
   return steps;
 }
@@ -342,7 +394,10 @@ export function toySplitOf(problem: Pick<ToyProblem, "taskId">): "train" | "test
 let cache: { train: ToyProblem[]; test: ToyProblem[] } | undefined;
 
 /** The toy problems of each split (computed once per process), each in a fixed shuffle. */
-export function toyProblems(): { readonly train: readonly ToyProblem[]; readonly test: readonly ToyProblem[] } {
+export function toyProblems(): {
+  readonly train: readonly ToyProblem[];
+  readonly test: readonly ToyProblem[];
+} {
   if (!cache) {
     const all = allToyProblems();
     cache = {

@@ -58,8 +58,15 @@ describe("toy problems", () => {
       true,
     );
     // The environment serves them: the held-out set at seed 0 is the split's first tasks, train windows move with the seed.
-    const env = createEnvironment("coding", { runner: sandbox, train: ["toy"], test: "toy", prompt: "brief" });
-    expect(env.generateTasks("test", 500, 0).map((t) => t.id)).toEqual(test.slice(0, 500).map((p) => p.taskId));
+    const env = createEnvironment("coding", {
+      runner: sandbox,
+      train: ["toy"],
+      test: "toy",
+      prompt: "brief",
+    });
+    expect(env.generateTasks("test", 500, 0).map((t) => t.id)).toEqual(
+      test.slice(0, 500).map((p) => p.taskId),
+    );
     const a = env.generateTasks("train", 16, 3).map((t) => t.id);
     expect(env.generateTasks("train", 16, 3).map((t) => t.id)).toEqual(a);
     expect(env.generateTasks("train", 16, 4).map((t) => t.id)).not.toEqual(a);
@@ -132,7 +139,8 @@ async function playDemos(roles: "helper-main" | "coder-tester" | "single", n: nu
       const rewards: { team: number; local: Record<string, number> }[] = [];
       let success: boolean | undefined;
       // The team's stages in order (coder + tester: the tester first, then the coder reading its asserts).
-      const stages = team.turnOrder === "parallel" ? [team.roles.map((r) => r.id)] : team.roles.map((r) => [r.id]);
+      const stages =
+        team.turnOrder === "parallel" ? [team.roles.map((r) => r.id)] : team.roles.map((r) => [r.id]);
       for (const stage of stages) {
         const actions = Object.fromEntries(
           stage.map((agent) => [agent, built.demo!(task as Task<unknown>, state, agent)]),
@@ -142,7 +150,12 @@ async function playDemos(roles: "helper-main" | "coder-tester" | "single", n: nu
         rewards.push({ team: r.teamReward, local: { ...r.localRewards } });
         success = r.success;
       }
-      return { task: task.payload as ToyProblem, rewards, success, observation: built.env.observe(state, stages[0]![0]!) };
+      return {
+        task: task.payload as ToyProblem,
+        rewards,
+        success,
+        observation: built.env.observe(state, stages[0]![0]!),
+      };
     }),
   );
 }
@@ -176,11 +189,18 @@ describe("the demonstrations through the strict rewards", () => {
   }, 120_000);
 
   test("brief prompts: a role line and the problem, nothing else", async () => {
-    const built = createEnvironment("coding", { runner: sandbox, train: ["toy"], test: "toy", prompt: "brief" });
+    const built = createEnvironment("coding", {
+      runner: sandbox,
+      train: ["toy"],
+      test: "toy",
+      prompt: "brief",
+    });
     const task = built.generateTasks("test", 1, 0)[0]!;
     const state = await built.env.reset(task, 0);
     const p = task.payload as ToyProblem;
-    expect(built.env.observe(state, "helper").messages.at(-1)!.content).toBe(`# helper: write aux\n${p.prompt}`);
+    expect(built.env.observe(state, "helper").messages.at(-1)!.content).toBe(
+      `# helper: write aux\n${p.prompt}`,
+    );
     expect(built.env.observe(state, "main").messages.at(-1)!.content).toBe(
       `# main: write f, may call aux\n${p.prompt}`,
     );
