@@ -1,12 +1,10 @@
 import { readdirSync, readFileSync } from "node:fs";
 import { join } from "node:path";
 import { fileURLToPath } from "node:url";
-import { deriveSeed, samplingParams } from "@troupe/core";
+import { deriveSeed } from "@troupe/core";
 import { describe, expect, it } from "vitest";
 import { torchProcessOptions, torchTeamLayout, torchWorkerArgs } from "../src/engines.ts";
-import { recipeEnvironment } from "../src/envs.ts";
 import { applyOverrides, loadRecipeText, parseOverrideValue, type TorchEngineRecipe } from "../src/recipe.ts";
-import { checkRoleSampling, evalSampling, longestAnswer, rolloutSampling } from "../src/sampling.ts";
 
 const minimal = `
 name: demo
@@ -21,6 +19,34 @@ describe("recipes", () => {
     expect(r.loss).toMatchObject({ clipLow: 0.2, clipHigh: 0.2, aggregation: "token-mean" });
     expect(r.store).toBe("file://./.troupe");
     expect(r.engine.kind).toBe("onnx");
+  });
+
+  it("declares every default in the schema: sections left out or given empty parse alike", () => {
+    const recipe = loadRecipeText(minimal);
+    expect(recipe.train).toEqual({
+      steps: 50,
+      tasksPerStep: 8,
+      microBatchSize: 16,
+      epochs: 1,
+      evalEvery: 10,
+      evalTasks: 64,
+      evalTemperature: 0,
+      checkpointEvery: 10,
+    });
+    expect(loadRecipeText(`${minimal}train: {}\n`).train).toEqual(recipe.train);
+    expect(loadRecipeText(`${minimal}train: { steps: 3 }\n`).train).toEqual({ ...recipe.train, steps: 3 });
+    expect(loadRecipeText(`${minimal}sft: { steps: 5 }\n`).sft).toEqual({
+      steps: 5,
+      batchSize: 32,
+      lr: 3e-3,
+      mistakeRate: 0.3,
+      schedule: "constant",
+      warmupSteps: 0,
+      minLrRatio: 0.1,
+      decayFraction: 0.2,
+    });
+    for (const section of ["model", "loss", "optimizer", "advantage"] as const)
+      expect(loadRecipeText(`${minimal}${section}: {}\n`)[section]).toEqual(recipe[section]);
   });
 
   it("--set overrides nested keys with typed values", () => {
@@ -257,37 +283,6 @@ describe("recipe advantage", () => {
       loadRecipeText(base, ["strategy.advantage.normalizeStd=false", "advantage.eps=0.1"]),
     ).toThrow(
       "recipe: strategy.advantage and advantage both given: the advantage stage's settings go in `advantage` only",
-    );
-  });
-});
-
-describe("recipe sampling per role", () => {
-  const base =
-    "name: s\nenvironment: { name: plan-path, options: { roles: compact } }\nstrategy: { name: atgrpo }\nsampling: { temperature: 1, maxTokens: 16 }\n";
-  it("lays a role's own fields over the team's, for rollouts and for evaluation", () => {
-    const recipe = loadRecipeText(base, [
-      "sampling.roles.fixer.maxTokens=24",
-      "sampling.roles.fixer.temperature=0.7",
-      "sampling.roles.fixer.evalTemperature=0.2",
-      "train.evalTemperature=0",
-    ]);
-    const rollout = rolloutSampling(recipe);
-    expect(rollout.sampling).toEqual(samplingParams({ temperature: 1, maxTokens: 16 }));
-    expect(rollout.roleSampling).toEqual({ fixer: samplingParams({ temperature: 0.7, maxTokens: 24 }) });
-    const held = evalSampling(recipe);
-    expect(held.sampling.temperature).toBe(0);
-    expect(held.roleSampling).toEqual({ fixer: samplingParams({ temperature: 0.2, maxTokens: 24 }) });
-    expect(evalSampling(recipe, 1).roleSampling?.fixer?.temperature).toBe(1);
-    expect(longestAnswer(recipe)).toBe(24);
-    expect(rolloutSampling(loadRecipeText(base)).roleSampling).toBeUndefined();
-  });
-  it("refuses an unknown field and a role the team does not have, each in one line", () => {
-    expect(() => loadRecipeText(base, ["sampling.roles.fixer.temprature=0.5"])).toThrow(
-      /unknown key "sampling\.roles\.fixer\.temprature"/,
-    );
-    const recipe = loadRecipeText(base, ["sampling.roles.tool.maxTokens=4"]);
-    expect(() => checkRoleSampling(recipe, recipeEnvironment(recipe).team)).toThrow(
-      'recipe: sampling.roles.tool: the team has no role "tool" (roles: planner, fixer)',
     );
   });
 });

@@ -78,14 +78,14 @@ export function prepareContext<S, P>(ctx: RolloutContext<S, P>, tasks: readonly 
   }
 }
 
-/** Returns the state, frozen unless the context opted out. */
-export function settle<S>(ctx: RolloutContext<S, unknown>, state: S): S {
+/** The state, deep-frozen unless the context opted out (`freezeStates: false`): environments must not mutate it. */
+export function freezeState<S>(ctx: RolloutContext<S, unknown>, state: S): S {
   return ctx.freezeStates === false ? state : deepFreeze(state);
 }
 
 export async function resetState<S, P>(ctx: RolloutContext<S, P>, task: Task<P>): Promise<S> {
   // Every episode of a task starts from the same state: group members must be comparable.
-  return settle(ctx, await ctx.env.reset(task, deriveSeed(ctx.seed, "reset", task.id)));
+  return freezeState(ctx, await ctx.env.reset(task, deriveSeed(ctx.seed, "reset", task.id)));
 }
 
 export async function stepState<S>(
@@ -101,7 +101,7 @@ export async function stepState<S>(
     if (!Number.isFinite(value))
       throw new Error(`environment "${ctx.env.name}" returned a non-finite ${name}: ${value}`);
   }
-  return { ...result, state: settle(ctx, result.state) };
+  return { ...result, state: freezeState(ctx, result.state) };
 }
 
 export interface AgentRequest {
@@ -174,8 +174,10 @@ export function requestSeed(ctx: RolloutContext, stream: string, ...path: SeedPa
 }
 
 /**
- * The seed stream of episode requests. It carries the name of the strategy that first ran this
- * loop ("parallel"), so rollouts, evaluations and served episodes keep their seeds.
+ * The seed stream of episode requests: the text hashed into every request seed of this loop (GRPO
+ * rollouts, evaluation, served teams). It is a hash input, not a name: the text is the one the
+ * loop's strategy was called when the first runs were recorded, and it stays, because another
+ * text would re-seed every sampled episode and no run, evaluation or transcript would reproduce.
  */
 export const EPISODE_SEED_STREAM = "parallel";
 

@@ -6,5 +6,6 @@ export * from "./messages.ts";
 export * from "./policy.ts";
 export * from "./rng.ts";
 export * from "./sample.ts";
+export * from "./statistics.ts";
 export * from "./task.ts";
 export * from "./team.ts";

@@ -26,6 +26,7 @@
  * (`advantage.baseline`) and a new one is a function here, not a new code path in a strategy.
  * Which samples form a group, and when advantages are computed, is estimators.ts.
  */
+import { mean } from "@troupe/core";
 import { z } from "zod";
 
 /** The centred advantages A_i = R_i − b of one group's returns R (n ≥ 1, all finite), in order. */
@@ -60,9 +61,6 @@ registerBaseline("max", (returns) => {
 // REINFORCE: no baseline, A_i = R_i.
 registerBaseline("raw", (returns) => returns.slice());
 
-export type Baseline = string;
-export type StdKind = "population" | "sample";
-
 /** How a group's returns become advantages, with GRPO's defaults (mean baseline, std-normalised). */
 export const AdvantageSchema = z.strictObject({
   /** A registered baseline: mean (GRPO), rloo, max, raw (REINFORCE). */
@@ -81,28 +79,15 @@ export const AdvantageSchema = z.strictObject({
       message: "eps must be > 0: it is the ε in (R − baseline) / (std + ε), and ε = 0 divides by zero",
     })
     .default(1e-6),
-  /** Which std divides when normalizeStd: population (÷G, default) or sample (÷(G−1), as verl). */
+  /**
+   * Which std divides when normalizeStd: population (÷G) when absent, or sample (÷(G−1), verl's
+   * torch.std). Absent rather than defaulted: every recorded run config and sweep point hashes its
+   * `advantage` section, and "population" is what they all used.
+   */
   std: z.enum(["population", "sample"]).optional(),
 });
-
-export interface AdvantageConfig {
-  readonly baseline: Baseline;
-  /** Divide by the group's standard deviation (+ε). GRPO: true; Dr. GRPO: false. */
-  readonly normalizeStd: boolean;
-  /** ε in the std normalisation, > 0 when `normalizeStd` (unused otherwise). */
-  readonly eps: number;
-  /** Which std divides (default "population", ÷G; "sample" is ÷(G−1), verl's torch.std). */
-  readonly std?: StdKind | undefined;
-}
-
-export const defaultAdvantageConfig: AdvantageConfig = { baseline: "mean", normalizeStd: true, eps: 1e-6 };
-
-export function mean(xs: readonly number[]): number {
-  if (xs.length === 0) throw new Error("mean of an empty list");
-  let s = 0;
-  for (const x of xs) s += x;
-  return s / xs.length;
-}
+export type AdvantageConfig = z.output<typeof AdvantageSchema>;
+export const defaultAdvantageConfig: AdvantageConfig = AdvantageSchema.parse({});
 
 /** Population standard deviation √(Σ(x − x̄)² / n). */
 export function std(xs: readonly number[]): number {

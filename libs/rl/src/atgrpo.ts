@@ -50,7 +50,8 @@ export const AtgrpoConfigSchema = z.strictObject({
 export type AtgrpoConfig = z.output<typeof AtgrpoConfigSchema>;
 export const defaultAtgrpoConfig: AtgrpoConfig = AtgrpoConfigSchema.parse({});
 
-interface Episode<S> {
+/** One task's AT-GRPO episode as it is built: the chosen path so far, and where it stands. */
+interface ChosenPath<S> {
   readonly task: Task<unknown>;
   state: S;
   done: boolean;
@@ -88,7 +89,7 @@ export async function rolloutAtgrpo<S, P>(
     throw new Error(`atgrpo: candidates must be a positive integer, got ${config.candidates}`);
   }
   const order = ctx.team.roles.map((r) => r.id);
-  const episodes: Episode<S>[] = [];
+  const episodes: ChosenPath<S>[] = [];
   for (const task of tasks) {
     const root = rootNode();
     episodes.push({

@@ -8,7 +8,7 @@
  *   → learner
  *
  * Strategies compute returns because only they see the episode or tree the return is defined
- * on (parallel: the discounted sum over the episode's later steps; MAGRPO: R = r + γ·mean of the
+ * on (GRPO: the discounted sum over the episode's later steps; MAGRPO: R = r + γ·mean of the
  * children's returns, credited per completion; AT-GRPO: the step's own reward). Everything after
  * needs only the samples, so it also works on samples that come back from rollout workers
  * through the store, after the learner's staleness check, and a filter sees every group of the

@@ -24,12 +24,13 @@
  *
  * MAGRPO samples joint actions: all agents of a turn act on the same state. A team whose turn
  * order is sequential (later roles see earlier roles' actions within the turn) cannot be rolled
- * out this way: use AT-GRPO or parallel rollouts for it.
+ * out this way: use AT-GRPO or GRPO rollouts for it.
  */
 import {
   type AgentId,
   type Completion,
   type EpisodeSummary,
+  mean,
   type Observation,
   type RolloutContext,
   type RolloutSample,
@@ -38,7 +39,6 @@ import {
   turnStages,
 } from "@troupe/core";
 import { z } from "zod";
-import { mean } from "./advantages.ts";
 import { groupKey } from "./grouping.ts";
 import { type RolloutNode, type RolloutResult, rewardParts } from "./rollout.ts";
 import { edgeNode, rootNode, TreeRollout } from "./tree.ts";
@@ -110,7 +110,7 @@ export async function rolloutMagrpo<S, P>(
   const stages = turnStages(ctx.team);
   if (stages.length > 1) {
     throw new Error(
-      `magrpo: team "${ctx.team.name}" takes turns sequentially; MAGRPO samples joint actions on one state, so set turnOrder "parallel" or use atgrpo/parallel`,
+      `magrpo: team "${ctx.team.name}" takes turns sequentially; MAGRPO samples joint actions on one state, so set turnOrder "parallel" or use atgrpo or grpo`,
     );
   }
   const agents = stages[0]!;

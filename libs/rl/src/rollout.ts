@@ -40,7 +40,7 @@ export interface RolloutResult {
   /** Without advantages: the controller's advantage stage (estimators.ts) estimates them for the batch. */
   readonly samples: RolloutSample[];
   readonly episodes: EpisodeSummary[];
-  /** One tree per task (and episode, for parallel rollouts). */
+  /** One tree per task (and episode, for GRPO rollouts). */
   readonly trees: RolloutNode[];
   readonly stats: { readonly completions: number; readonly envSteps: number; readonly leaves: number };
 }

@@ -8,8 +8,8 @@
 import type { RolloutContext, Task } from "@troupe/core";
 import { z } from "zod";
 import { AtgrpoConfigSchema, rolloutAtgrpo } from "./atgrpo.ts";
+import { GrpoConfigSchema, rolloutGrpo } from "./grpo.ts";
 import { MagrpoConfigSchema, rolloutMagrpo } from "./magrpo.ts";
-import { ParallelConfigSchema, rolloutParallel } from "./parallel.ts";
 import type { RolloutResult } from "./rollout.ts";
 
 /** An entry of the registry. */
@@ -19,6 +19,8 @@ export interface Strategy<Name extends string, Config> {
   readonly config: z.ZodType<Config>;
   /** Older spellings of config keys still accepted in recipes and stored run configs: old → new. */
   readonly renamed?: Readonly<Record<string, string>>;
+  /** Names the strategy had before, still accepted as `name` in recipes and stored run configs. */
+  readonly formerNames?: readonly string[];
   readonly rollout: (
     ctx: RolloutContext,
     tasks: readonly Task<unknown>[],
@@ -26,11 +28,13 @@ export interface Strategy<Name extends string, Config> {
   ) => Promise<RolloutResult>;
 }
 
-export const parallelStrategy = {
-  name: "parallel",
-  config: ParallelConfigSchema,
-  rollout: rolloutParallel,
-} as const satisfies Strategy<"parallel", z.output<typeof ParallelConfigSchema>>;
+export const grpoStrategy = {
+  name: "grpo",
+  // Recipes and run configs written before the strategy had its algorithm's name.
+  formerNames: ["parallel"],
+  config: GrpoConfigSchema,
+  rollout: rolloutGrpo,
+} as const satisfies Strategy<"grpo", z.output<typeof GrpoConfigSchema>>;
 
 export const magrpoStrategy = {
   name: "magrpo",
@@ -46,13 +50,13 @@ export const atgrpoStrategy = {
   rollout: rolloutAtgrpo,
 } as const satisfies Strategy<"atgrpo", z.output<typeof AtgrpoConfigSchema>>;
 
-export const STRATEGIES = [parallelStrategy, magrpoStrategy, atgrpoStrategy] as const;
+export const STRATEGIES = [grpoStrategy, magrpoStrategy, atgrpoStrategy] as const;
 
 /** A recipe's `strategy` section: `name` picks the strategy, the other keys are its config. */
 export const StrategyConfigSchema = z.preprocess(
-  renameKeys,
+  (value) => renameKeys(currentName(value)),
   z.discriminatedUnion("name", [
-    parallelStrategy.config.extend({ name: z.literal(parallelStrategy.name) }),
+    grpoStrategy.config.extend({ name: z.literal(grpoStrategy.name) }),
     magrpoStrategy.config.extend({ name: z.literal(magrpoStrategy.name) }),
     atgrpoStrategy.config.extend({ name: z.literal(atgrpoStrategy.name) }),
   ]),
@@ -61,7 +65,9 @@ export type StrategyConfig = z.output<typeof StrategyConfigSchema>;
 
 /** The registry entry of a strategy name. */
 export function strategyNamed(name: string): (typeof STRATEGIES)[number] {
-  const found = STRATEGIES.find((s) => s.name === name);
+  const found = STRATEGIES.find(
+    (s) => s.name === name || ("formerNames" in s && (s.formerNames as readonly string[]).includes(name)),
+  );
   if (!found) {
     throw new Error(`unknown strategy "${name}" (known: ${STRATEGIES.map((s) => s.name).join(", ")})`);
   }
@@ -77,6 +83,16 @@ export function runStrategy(
   const { name, ...rest } = config;
   const strategy = strategyNamed(name);
   return (strategy.rollout as Strategy<string, typeof rest>["rollout"])(ctx, tasks, rest);
+}
+
+/** `name: parallel` → `name: grpo`: a strategy's former name as its name. */
+function currentName(value: unknown): unknown {
+  if (typeof value !== "object" || value === null || Array.isArray(value)) return value;
+  const section = value as Record<string, unknown>;
+  const renamed = STRATEGIES.find(
+    (s) => "formerNames" in s && (s.formerNames as readonly unknown[]).includes(section.name),
+  );
+  return renamed ? { ...section, name: renamed.name } : value;
 }
 
 /** `alpha: 1` → `teamWeight: 1` for a strategy that renamed the key (unless both are given). */

@@ -1,7 +1,7 @@
 /**
  * Rollout trees: the `RolloutNode` shape every strategy reports its rollouts in (for reports,
  * demos and tests), and the helpers that build them. A tree strategy (MAGRPO, AT-GRPO) grows one
- * tree per task; parallel rollouts report each episode as a chain (one child per node).
+ * tree per task; GRPO rollouts report each episode as a chain (one child per node).
  */
 import {
   type AgentId,

@@ -2,7 +2,7 @@ import { enginePolicy, readSafetensorsWeights } from "@troupe/engine";
 import { qwenReferenceLogits } from "@troupe/engine/reference";
 import { attentionBias, createOnnxEngine, padBatch, ropeTables } from "@troupe/engine-onnx";
 import type { PlanPathPuzzle } from "@troupe/envs";
-import { rolloutParallel } from "@troupe/rl";
+import { rolloutGrpo } from "@troupe/rl";
 import * as ort from "onnxruntime-node";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import {
@@ -132,7 +132,7 @@ describe("solve with the ONNX backend (a real tiny team on Plan-Path)", () => {
       ),
     });
     const policies = { planner: enginePolicy(engine, "planner"), fixer: enginePolicy(engine, "fixer") };
-    const rollout = await rolloutParallel(
+    const rollout = await rolloutGrpo(
       {
         runId: "eval",
         step: 0,

@@ -5,12 +5,13 @@
  * k/n with its Wilson interval — the best arm against each other paired by seed, and the files:
  * runs/<compare id>/compare.{json,md} with the plots curves.svg and final.svg.
  */
+import { mean } from "@troupe/core";
 import type { ObjectStore } from "@troupe/storage";
 import { z } from "zod";
 import type { Recipe } from "../recipe.ts";
 import { finalSuccessSvg, learningCurvesSvg } from "../reports/plots.ts";
 import { interval, markdownTable, pct, signedPoints, table } from "../reports/reporter.ts";
-import { mean, meanRecord, seedInterval, seedSummary } from "../reports/statistics.ts";
+import { meanRecord, seedInterval, seedSummary } from "../reports/statistics.ts";
 import { ARM_DESCRIPTIONS, ARMS, type Arm } from "./compare-arms.ts";
 import { RunResultFields } from "./run-results.ts";
 

@@ -4,14 +4,13 @@
  * runs/<compare id>/arms/<arm>-s<seed>.json. A compare is resumable: finished arms are read back,
  * an interrupted run resumes from its newest committed step. compare-results.ts makes the table.
  */
-import { runEpisodes, type Team } from "@troupe/core";
+import { mean, runEpisodes, type Team } from "@troupe/core";
 import type { Engine } from "@troupe/engine";
 import { meanPassAtK } from "@troupe/envs";
 import type { ObjectStore } from "@troupe/storage";
 import { policySet } from "../engines.ts";
 import type { TrainerEnvironment } from "../envs.ts";
 import type { Recipe } from "../recipe.ts";
-import { mean } from "../reports/statistics.ts";
 import type { TrainReporter } from "../run/context.ts";
 import { evalSampling } from "../sampling.ts";
 import { type Arm, armRecipe } from "./compare-arms.ts";

@@ -4,11 +4,12 @@
  * of the learning curves and final results, written to runs/<sweep id>/{sweep.json, sweep.md,
  * curves.svg, final.svg}.
  */
+import { mean } from "@troupe/core";
 import type { ObjectStore } from "@troupe/storage";
 import { z } from "zod";
 import { type CurvePoint, finalSuccessSvg, learningCurvesSvg, meanCurve } from "../reports/plots.ts";
 import { interval, markdownTable, pct, signedPoints, table } from "../reports/reporter.ts";
-import { mean, seedSummary } from "../reports/statistics.ts";
+import { seedSummary } from "../reports/statistics.ts";
 import { RunResultFields } from "./run-results.ts";
 import { GridFileSchema, type SweepPlan } from "./sweep-grid.ts";
 

@@ -1,7 +1,8 @@
 /**
- * The trainer's statistics, in one place: means, the t-interval over seeds that compare, sweep
- * and their plots report, and the Wilson interval of a held-out evaluation.
+ * The trainer's statistics, in one place: the t-interval over seeds that compare, sweep and their
+ * plots report, and the Wilson interval of a held-out evaluation (the mean is @troupe/core's).
  */
+import { mean } from "@troupe/core";
 
 /** Wilson score interval for k successes in n trials (z = 1.96: 95%). */
 export function wilson(k: number, n: number, z = 1.96): [number, number] {
@@ -19,11 +20,6 @@ const T975 = [
   2.12, 2.11, 2.101, 2.093, 2.086, 2.08, 2.074, 2.069, 2.064, 2.06, 2.056, 2.052, 2.048, 2.045, 2.042,
 ];
 
-/** The arithmetic mean; 0 for no values. */
-export function mean(values: readonly number[]): number {
-  return values.reduce((a, b) => a + b, 0) / Math.max(1, values.length);
-}
-
 /**
  * Mean and 95% t-interval of per-seed values (a single value: the interval is undefined), clipped
  * to `bounds`: [0, 1] for rates, [−1, 1] for differences of rates.
@@ -33,6 +29,7 @@ export function seedInterval(
   bounds: readonly [number, number] = [0, 1],
 ): { mean: number; ci95?: [number, number] } {
   const n = values.length;
+  if (n === 0) return { mean: 0 };
   const average = mean(values);
   if (n < 2) return { mean: average };
   const variance = values.reduce((s, v) => s + (v - average) ** 2, 0) / (n - 1);
@@ -71,7 +68,7 @@ export function seedSummary(
       runs.map((r) => r.successRate - r.startSuccessRate),
       [-1, 1],
     ),
-    startMean: mean(runs.map((r) => r.startSuccessRate)),
+    startMean: runs.length ? mean(runs.map((r) => r.startSuccessRate)) : 0,
     pooled: { successes, tasks, ci95: wilson(successes, tasks) },
   };
 }

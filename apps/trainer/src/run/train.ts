@@ -12,14 +12,13 @@
  * because every seed derives from (run seed, step, task, branch), the redone step produces the
  * same samples: nothing lost, nothing duplicated.
  */
-import { type RolloutSample, type Sample, teamPolicies } from "@troupe/core";
+import { mean, type RolloutSample, type Sample, teamPolicies } from "@troupe/core";
 import type { OptimizerConfig, TrainStepConfig } from "@troupe/engine";
 import { estimateAdvantages, type FilterReport, runStrategy } from "@troupe/rl";
 import type { MetricValue, RunStore } from "@troupe/storage";
 import { policySet } from "../engines.ts";
 import { type EvalResult, evaluate } from "../evaluate.ts";
 import type { Recipe } from "../recipe.ts";
-import { mean } from "../reports/statistics.ts";
 import { EventFileWriter } from "../reports/tensorboard.ts";
 import { evalSampling, rolloutSampling } from "../sampling.ts";
 import { restoreStep } from "./checkpoints.ts";
@@ -274,7 +273,8 @@ async function trainStep(
     samples: samples.length,
     ...batch.metrics,
     ...(recipe.advantage.filters ? filterMetrics(estimated.filters) : {}),
-    meanReward: mean(samples.map((s) => s.reward.total)),
+    // Group filters may drop every sample of a step: its mean reward is then reported as 0.
+    meanReward: samples.length ? mean(samples.map((s) => s.reward.total)) : 0,
     tokens,
   };
   for (const [policyId, m] of learner) {

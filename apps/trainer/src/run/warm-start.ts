@@ -4,12 +4,11 @@
  * determines its result. A second run with the same model, environment, team and SFT settings
  * loads the finished warm start instead of recomputing it; an interrupted one resumes.
  */
-import { deriveSeed, type PolicyId, type Team, teamPolicies } from "@troupe/core";
+import { deriveSeed, mean, type PolicyId, type Team, teamPolicies } from "@troupe/core";
 import { defaultOptimizerConfig, type Engine, learningRate } from "@troupe/engine";
 import type { ObjectStore, RunStore } from "@troupe/storage";
 import { recipeEnvironment, type TrainerEnvironment } from "../envs.ts";
 import { type Recipe, RecipeError, type SftRecipe } from "../recipe.ts";
-import { mean } from "../reports/statistics.ts";
 import { restoreStep } from "./checkpoints.ts";
 import type { RunContext } from "./context.ts";
 import { faultPoint } from "./faults.ts";

@@ -13,15 +13,15 @@ import { canonicalJson, samplingParams, teamPolicies } from "@troupe/core";
 import { runStrategy } from "@troupe/rl";
 import { FileStore, RolloutQueue, RunStore } from "@troupe/storage/node";
 import { describe, expect, it } from "vitest";
-import { createEngine, policySet } from "../src/engines.ts";
-import { createEnvironment, recipeTeam } from "../src/envs.ts";
-import { loadRecipeText, type Recipe } from "../src/recipe.ts";
-import { LEARNER_CONSUMER, queueRollouts, rolloutWorker, stepStream } from "../src/run/async-rl.ts";
-import { restoreStep } from "../src/run/checkpoints.ts";
-import { trainTasks } from "../src/run/tasks.ts";
-import { train } from "../src/run/train.ts";
-import { warmStart } from "../src/run/warm-start.ts";
-import { quiet, TINY_ATGRPO, TINY_PLAN_PATH, tempRoot, trainerProcess } from "./tiny.ts";
+import { createEngine, policySet } from "../../src/engines.ts";
+import { createEnvironment, recipeTeam } from "../../src/envs.ts";
+import { loadRecipeText, type Recipe } from "../../src/recipe.ts";
+import { LEARNER_CONSUMER, queueRollouts, rolloutWorker, stepStream } from "../../src/run/async-rl.ts";
+import { restoreStep } from "../../src/run/checkpoints.ts";
+import { trainTasks } from "../../src/run/tasks.ts";
+import { train } from "../../src/run/train.ts";
+import { warmStart } from "../../src/run/warm-start.ts";
+import { quiet, TINY_ATGRPO, TINY_PLAN_PATH, tempRoot, trainerProcess } from "../tiny.ts";
 
 const root = tempRoot("async");
 

@@ -1,20 +1,17 @@
 /**
- * Sampling per role: an agent whose role samples differently gets its own `generate` call with its
- * own parameters, even when it shares the policy, and its samples record what they were drawn with.
+ * What a rollout records and how the episode runner serves it: each agent's own sampling (a role
+ * with its own gets its own `generate` call, even on a shared policy, and its samples record what
+ * they were drawn with), and the runner's hooks (every step reported as it happens, every request
+ * seen first, the work wrapped).
  */
 import {
   type Completion,
   type GenerationRequest,
   type Policy,
-  runEpisodes,
   type SamplingParams,
   samplingParams,
   type Team,
 } from "@troupe/core";
-import { sumToTargetEnv } from "@troupe/core/testing";
-import { describe, expect, it } from "vitest";
-import { runStrategy, StrategyConfigSchema } from "../src/strategies.ts";
-import { context } from "./helpers.ts";
 
 /** Says "1" to every request and records each call: how many prompts, at which temperature and length. */
 class RecordingPolicy implements Policy {
@@ -54,6 +51,16 @@ const tasks = [
 ];
 const bSampling = samplingParams({ temperature: 0.3, maxTokens: 4 });
 
+import { runEpisodes } from "@troupe/core";
+import { sumToTargetEnv } from "@troupe/core/testing";
+import { describe, expect, it } from "vitest";
+import { runStrategy, StrategyConfigSchema } from "../src/strategies.ts";
+import { context, listPolicies, twoAgentTeam } from "./helpers.ts";
+
+const env = sumToTargetEnv(["a", "b"]);
+const task = (target: number) => ({ id: `t${target}`, split: "train" as const, payload: { target } });
+const policies = () => listPolicies(["1", "2"], ["1", "3"]);
+
 describe("sampling per role", () => {
   it("gives a role with its own sampling its own call, and the others one call together", async () => {
     const policy = new RecordingPolicy("shared");
@@ -77,7 +84,7 @@ describe("sampling per role", () => {
     const out = await runStrategy(
       context(sumToTargetEnv(), { shared: policy }, sharedTeam, { roleSampling: { b: bSampling } }),
       tasks,
-      StrategyConfigSchema.parse({ name: "parallel", groupSize: 2 }),
+      StrategyConfigSchema.parse({ name: "grpo", groupSize: 2 }),
     );
     const byAgent = (agent: string) => out.samples.filter((s) => s.provenance.agent === agent);
     expect(byAgent("a").length).toBe(4);
@@ -93,5 +100,42 @@ describe("sampling per role", () => {
     await expect(runEpisodes(ctx, tasks)).rejects.toThrow(
       'roleSampling names "c", which is no role of team "pair" (roles: a, b)',
     );
+  });
+});
+
+describe("episode runner", () => {
+  it("reports every step as it happens, sees every request first and wraps the work", async () => {
+    const seen: string[] = [];
+    let guarded = 0;
+    const [episode] = await runEpisodes(
+      context(env, policies(), twoAgentTeam("sequential", 3)),
+      [task(5)],
+      1,
+      {
+        onStart: ([ep]) => seen.push(`start ${ep!.task.id}`),
+        beforeGenerate: (requests) => seen.push(`ask ${requests.map((r) => r.agent).join(",")}`),
+        guard: (work) => {
+          guarded++;
+          return work;
+        },
+        onStep: (_, step) => seen.push(`step ${step.turn} ${Object.entries(step.actions).join(",")}`),
+      },
+    );
+    // a says "1" (total 1), b says "1" (2), a "1" (3), b "1" (4), a "1" (5 = target, done).
+    expect(seen).toEqual([
+      "start t5",
+      "ask a",
+      "step 0 a,1",
+      "ask b",
+      "step 0 b,1",
+      "ask a",
+      "step 1 a,1",
+      "ask b",
+      "step 1 b,1",
+      "ask a",
+      "step 2 a,1",
+    ]);
+    expect(guarded).toBe(10); // a generation and an environment step per stage
+    expect(episode).toMatchObject({ done: true, success: true, judged: true, turns: 3 });
   });
 });

@@ -1,5 +1,5 @@
 /**
- * Parallel rollouts: G independent episodes per task, every agent sampling one completion per
+ * GRPO rollouts: G independent episodes per task, every agent sampling one completion per
  * turn. With a one-role, one-turn team this is single-agent GRPO (Shao et al. 2024); with more
  * roles it is "MAS without tree": each agent is compared with itself across the G episodes.
  *
@@ -26,7 +26,7 @@ import { groupKey } from "./grouping.ts";
 import { buildSample, type RolloutResult, rewardParts } from "./rollout.ts";
 import { chainTree, countLeaves } from "./tree.ts";
 
-export const ParallelConfigSchema = z.strictObject({
+export const GrpoConfigSchema = z.strictObject({
   /** G: episodes per task. DeepSeekMath GRPO uses 64; small runs 4–16. */
   groupSize: z.number().int().min(1).default(8),
   /** γ: discount across turns. 1 = undiscounted episode return. */
@@ -36,16 +36,16 @@ export const ParallelConfigSchema = z.strictObject({
   /** w_local: weight of the agent's own reward in r. */
   localWeight: z.number().default(0),
 });
-export type ParallelConfig = z.output<typeof ParallelConfigSchema>;
-export const defaultParallelConfig: ParallelConfig = ParallelConfigSchema.parse({});
+export type GrpoConfig = z.output<typeof GrpoConfigSchema>;
+export const defaultGrpoConfig: GrpoConfig = GrpoConfigSchema.parse({});
 
-export async function rolloutParallel<S, P>(
+export async function rolloutGrpo<S, P>(
   ctx: RolloutContext<S, P>,
   tasks: readonly Task<P>[],
-  config: ParallelConfig = defaultParallelConfig,
+  config: GrpoConfig = defaultGrpoConfig,
 ): Promise<RolloutResult> {
   if (!Number.isInteger(config.groupSize) || config.groupSize < 1) {
-    throw new Error(`parallel: groupSize must be a positive integer, got ${config.groupSize}`);
+    throw new Error(`grpo: groupSize must be a positive integer, got ${config.groupSize}`);
   }
   const episodes = await runEpisodes(ctx, tasks, config.groupSize);
 
@@ -75,7 +75,7 @@ export async function rolloutParallel<S, P>(
   const samples = [...groups.entries()].flatMap(([key, members]) =>
     members.map(({ ep, stepIndex, action, ret }) =>
       buildSample(ctx, {
-        strategy: "parallel",
+        strategy: "grpo",
         task: ep.task,
         episode: ep.index,
         turn: ep.steps[stepIndex]!.turn,

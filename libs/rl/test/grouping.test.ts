@@ -9,13 +9,13 @@ import fc from "fast-check";
 import { describe, expect, it } from "vitest";
 import { defaultAtgrpoConfig, rolloutAtgrpo } from "../src/atgrpo.ts";
 import { groupSamples } from "../src/grouping.ts";
+import { defaultGrpoConfig, rolloutGrpo } from "../src/grpo.ts";
 import { defaultMagrpoConfig, rolloutMagrpo } from "../src/magrpo.ts";
-import { defaultParallelConfig, rolloutParallel } from "../src/parallel.ts";
 import type { RolloutResult } from "../src/rollout.ts";
 import { context, estimated } from "./helpers.ts";
 
 const shape = fc.record({
-  strategy: fc.constantFrom("parallel" as const, "magrpo" as const, "atgrpo" as const),
+  strategy: fc.constantFrom("grpo" as const, "magrpo" as const, "atgrpo" as const),
   agents: fc.integer({ min: 1, max: 3 }),
   shared: fc.boolean(),
   turnOrder: fc.constantFrom("sequential" as const, "parallel" as const),
@@ -55,9 +55,9 @@ describe("grouping invariants over random team shapes", () => {
         }));
         const mean = { baseline: "mean" as const, normalizeStd: false, eps: 0 };
         let out: RolloutResult;
-        if (s.strategy === "parallel") {
-          out = await rolloutParallel(ctx, tasks, {
-            ...defaultParallelConfig,
+        if (s.strategy === "grpo") {
+          out = await rolloutGrpo(ctx, tasks, {
+            ...defaultGrpoConfig,
             groupSize: s.groupSize,
           });
         } else if (s.strategy === "magrpo") {
@@ -81,9 +81,9 @@ describe("grouping invariants over random team shapes", () => {
             expect(m.provenance.turn).toBe(first.turn);
             expect(m.provenance.agent).toBe(first.agent);
             expect(key).toContain(`/${first.taskId}/turn=${first.turn}/agent=${first.agent}`);
-            if (s.strategy !== "parallel") expect(m.provenance.branch).toEqual(first.branch);
+            if (s.strategy !== "grpo") expect(m.provenance.branch).toEqual(first.branch);
           }
-          if (s.strategy === "parallel") expect(members.length).toBeLessThanOrEqual(s.groupSize);
+          if (s.strategy === "grpo") expect(members.length).toBeLessThanOrEqual(s.groupSize);
           else expect(members.length).toBe(s.groupSize);
           const sum = members.reduce((a, m) => a + m.advantage, 0);
           expect(Math.abs(sum)).toBeLessThan(1e-9);

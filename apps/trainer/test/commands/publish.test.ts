@@ -10,14 +10,14 @@ import { FileStore, RunStore } from "@troupe/storage/node";
 import { createTeamRegistry, loadTeam, solve, type TeamManifest, type TeamRegistry } from "@troupe/teams";
 import { createOnnxBackend } from "@troupe/teams/onnx";
 import { describe, expect, it } from "vitest";
-import { publishRun } from "../src/commands/publish.ts";
-import { createEngine } from "../src/engines.ts";
-import { createEnvironment, recipeTeam } from "../src/envs.ts";
-import { loadRecipeText, type Recipe } from "../src/recipe.ts";
-import { evalTasks } from "../src/run/tasks.ts";
-import { train } from "../src/run/train.ts";
-import { warmStartId } from "../src/run/warm-start-cache.ts";
-import { quiet, TINY_PLAN_PATH, tempRoot, trainerInProcess, trainRun } from "./tiny.ts";
+import { publishRun } from "../../src/commands/publish.ts";
+import { createEngine } from "../../src/engines.ts";
+import { createEnvironment, recipeTeam } from "../../src/envs.ts";
+import { loadRecipeText, type Recipe } from "../../src/recipe.ts";
+import { evalTasks } from "../../src/run/tasks.ts";
+import { train } from "../../src/run/train.ts";
+import { warmStartId } from "../../src/run/warm-start-cache.ts";
+import { quiet, TINY_PLAN_PATH, tempRoot, trainerInProcess, trainRun } from "../tiny.ts";
 
 const root = tempRoot("publish");
 

@@ -42,13 +42,13 @@ import {
 } from "@troupe/engine-openai";
 import { FileStore, RunStore } from "@troupe/storage/node";
 import { afterEach, describe, expect, it } from "vitest";
-import { checkEngineRecipe, createEngine } from "../src/engines.ts";
-import { createEnvironment, recipeTeam } from "../src/envs.ts";
-import { loadRecipeText } from "../src/recipe.ts";
-import { folderWeights } from "../src/run/server-rollouts.ts";
-import { train } from "../src/run/train.ts";
-import { OnnxOpenAIServer } from "./onnx-openai-server.ts";
-import { quiet, tempRoot, tinyPlanPath } from "./tiny.ts";
+import { checkEngineRecipe, createEngine } from "../../src/engines.ts";
+import { createEnvironment, recipeTeam } from "../../src/envs.ts";
+import { loadRecipeText } from "../../src/recipe.ts";
+import { folderWeights } from "../../src/run/server-rollouts.ts";
+import { train } from "../../src/run/train.ts";
+import { OnnxOpenAIServer } from "../onnx-openai-server.ts";
+import { quiet, tempRoot, tinyPlanPath } from "../tiny.ts";
 
 const root = tempRoot("server-rollouts");
 

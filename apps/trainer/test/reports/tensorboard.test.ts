@@ -10,10 +10,10 @@ import { join } from "node:path";
 import { FileStore } from "@troupe/storage/node";
 import protobuf from "protobufjs";
 import { describe, expect, it } from "vitest";
-import { runRecipe } from "../src/experiments/run-recipe.ts";
-import { loadRecipeText } from "../src/recipe.ts";
-import { crc32c, EventFileWriter, maskedCrc32c } from "../src/reports/tensorboard.ts";
-import { TINY_PLAN_PATH, tempRoot } from "./tiny.ts";
+import { runRecipe } from "../../src/experiments/run-recipe.ts";
+import { loadRecipeText } from "../../src/recipe.ts";
+import { crc32c, EventFileWriter, maskedCrc32c } from "../../src/reports/tensorboard.ts";
+import { TINY_PLAN_PATH, tempRoot } from "../tiny.ts";
 
 // The fields TensorBoard reads, as tensorboard/compat/proto/event.proto and summary.proto define them.
 const TENSORBOARD_PROTO = `

@@ -8,9 +8,9 @@ import { canonicalJson, teamPolicies } from "@troupe/core";
 import { decodeCheckpoint } from "@troupe/engine";
 import { FileStore, type RunStore } from "@troupe/storage/node";
 import { describe, expect, it } from "vitest";
-import { createEnvironment } from "../src/envs.ts";
-import { loadRecipeText } from "../src/recipe.ts";
-import { TINY_ATGRPO, TINY_PLAN_PATH, tempRoot, trainRun } from "./tiny.ts";
+import { createEnvironment } from "../../src/envs.ts";
+import { loadRecipeText } from "../../src/recipe.ts";
+import { TINY_ATGRPO, TINY_PLAN_PATH, tempRoot, trainRun } from "../tiny.ts";
 
 const root = tempRoot("e2e");
 

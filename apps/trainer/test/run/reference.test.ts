@@ -8,10 +8,10 @@ import { join } from "node:path";
 import { sha256Hex, teamPolicies } from "@troupe/core";
 import { FileStore, type RunStore } from "@troupe/storage/node";
 import { describe, expect, it } from "vitest";
-import { createEnvironment, recipeTeam } from "../src/envs.ts";
-import { loadRecipeText, type Recipe } from "../src/recipe.ts";
-import { createReferenceEngine } from "../src/run/reference.ts";
-import { TINY_PLAN_PATH, tempRoot, trainRun } from "./tiny.ts";
+import { createEnvironment, recipeTeam } from "../../src/envs.ts";
+import { loadRecipeText, type Recipe } from "../../src/recipe.ts";
+import { createReferenceEngine } from "../../src/run/reference.ts";
+import { TINY_PLAN_PATH, tempRoot, trainRun } from "../tiny.ts";
 
 const root = tempRoot("kl");
 
