@@ -128,7 +128,6 @@ export const NOT_YET_MIRRORED: Readonly<Record<string, string>> = {
   "libs/teams/src/backend.ts": "not yet mirrored",
   "libs/teams/src/layout.ts": "not yet mirrored",
   "libs/teams/src/manifest.ts": "not yet mirrored",
-  "libs/teams/src/onnx-backend.ts": "not yet mirrored",
   "libs/teams/src/onnx-export.ts": "not yet mirrored",
   // apps/api
   "apps/api/src/context.ts": "not yet mirrored",
