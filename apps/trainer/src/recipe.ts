@@ -269,6 +269,29 @@ export const SftSchema = z.strictObject({
 });
 export type SftRecipe = z.output<typeof SftSchema>;
 
+/** The sft fields that were optional before they had these defaults (when absent, these values applied). */
+const SFT_LATER_DEFAULTS = {
+  schedule: "constant",
+  warmupSteps: 0,
+  minLrRatio: 0.1,
+  decayFraction: 0.2,
+} as const;
+
+/**
+ * An sft section as parsed before SFT_LATER_DEFAULTS were defaults: those fields left out where
+ * they hold their default. What was hashed before (a sweep point's recipe, the warm start's
+ * version-1 cache key) is found again through it.
+ */
+export function sftBeforeLaterDefaults(sft: SftRecipe): Partial<SftRecipe> {
+  const out: Partial<SftRecipe> = { ...sft };
+  for (const [field, value] of Object.entries(SFT_LATER_DEFAULTS) as [
+    keyof typeof SFT_LATER_DEFAULTS,
+    unknown,
+  ][])
+    if (out[field] === value) delete out[field];
+  return out;
+}
+
 export const RecipeSchema = z.strictObject({
   name: z.string().min(1),
   seed: z.number().int().min(0).default(0),

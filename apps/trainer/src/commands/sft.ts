@@ -1,16 +1,16 @@
 import { parseArgs } from "node:util";
 import { teamPolicies } from "@troupe/core";
-import { checkEngineRecipe, createEngine, policySet } from "../engines.ts";
-import { checkDemonstrations, recipeEnvironment } from "../envs.ts";
+import { createEngine, policySet } from "../engines.ts";
 import { evaluate } from "../evaluate.ts";
 import { RecipeError } from "../recipe.ts";
 import { loadRecipeFile } from "../recipe-files.ts";
 import { consoleReporter } from "../reports/reporter.ts";
+import { checkRun } from "../run/launch.ts";
 import { evalTasks } from "../run/tasks.ts";
 import { warmStart } from "../run/warm-start.ts";
 import { evalSampling } from "../sampling.ts";
 import { storeLocation } from "./cli.ts";
-import { checkedStoreFor, invokedFrom, resolveRecipePath } from "./workspace.ts";
+import { invokedFrom, resolveRecipePath, storeFor } from "./workspace.ts";
 
 /** `sft`: only the supervised warm start of a recipe (cached in the store, resumable). */
 export async function commandSft(argv: string[]): Promise<number> {
@@ -25,10 +25,9 @@ export async function commandSft(argv: string[]): Promise<number> {
   const recipe = await loadRecipeFile(resolveRecipePath(values.recipe), values.set);
   if (!recipe.sft || recipe.sft.steps === 0)
     throw new RecipeError("recipe has no sft section (or sft.steps is 0)");
-  const { trainerEnv, team } = recipeEnvironment(recipe);
-  checkDemonstrations(recipe, trainerEnv);
-  checkEngineRecipe(recipe, teamPolicies(team));
-  const store = await checkedStoreFor(recipe, { write: true });
+  const store = storeFor(recipe);
+  // The checks of every run (launch.ts): the warm start is a run of its own.
+  const { trainerEnv, team } = await checkRun(recipe, store);
   const engine = await createEngine(recipe, teamPolicies(team));
   const reporter = consoleReporter();
   const result = await warmStart({ recipe, trainerEnv, team, engine, store, reporter });

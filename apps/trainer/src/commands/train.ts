@@ -3,7 +3,7 @@ import { join } from "node:path";
 import { parseArgs } from "node:util";
 import { TorchWorkerError, TorchWorkerExited } from "@troupe/engine-torch";
 import { FileStore, RunStore } from "@troupe/storage/node";
-import { applyOverrides, RecipeError } from "../recipe.ts";
+import { applyOverrides, type Recipe, RecipeError } from "../recipe.ts";
 import { loadRecipeFile, parseRunConfig } from "../recipe-files.ts";
 import { writeRunReport } from "../reports/report.ts";
 import { consoleReporter, evalStepLabel, interval, stopOnSignal, table } from "../reports/reporter.ts";
@@ -36,10 +36,33 @@ async function removeRun(runStore: RunStore): Promise<void> {
   if (store instanceof FileStore) await rm(join(store.root, "runs", runId), { recursive: true, force: true });
 }
 
-/** `--resume` takes one recipe change: train.steps, to extend a run (finished or not). */
 // What --resume takes besides the run's own recipe: train.steps extends a finished run, and store
 // says where the run is (the same run may be reached through another URI), not how it trains.
 const RESUME_SETTABLE = ["train.steps", "store"];
+
+/**
+ * The recipe a resumed run continues with: its stored config, with the `--set`s --resume takes.
+ * One RecipeError line when there is no run to resume or another field is set.
+ */
+async function resumedRecipe(
+  runStore: RunStore | undefined,
+  recipe: Recipe,
+  overrides: readonly string[],
+): Promise<Recipe> {
+  if (!runStore) {
+    throw new RecipeError(
+      `--resume: no run of recipe "${recipe.name}" with a committed step in ${recipe.store}`,
+    );
+  }
+  const other = overrides.find((s) => !RESUME_SETTABLE.includes(s.slice(0, s.indexOf("="))));
+  if (other !== undefined) {
+    throw new RecipeError(
+      `--set ${other}: --resume continues a run with its own recipe; it takes only --set train.steps=<n> (to extend it) and --set store=<uri> (where the run is)`,
+    );
+  }
+  const stored = (await runStore.readConfig()) as Record<string, unknown>;
+  return parseRunConfig(applyOverrides(stored, overrides), `run ${runStore.runId} config`);
+}
 
 export async function commandTrain(argv: string[]): Promise<number> {
   const { values } = parseArgs({
@@ -63,19 +86,7 @@ export async function commandTrain(argv: string[]): Promise<number> {
   let runStore: RunStore | undefined = values.run ? await runIn(store, values.run) : undefined;
   if (values.resume) {
     runStore ??= await findNewestRun(store, recipe);
-    if (!runStore) {
-      throw new RecipeError(
-        `--resume: no run of recipe "${recipe.name}" with a committed step in ${recipe.store}`,
-      );
-    }
-    const other = values.set.find((s) => !RESUME_SETTABLE.includes(s.slice(0, s.indexOf("="))));
-    if (other !== undefined) {
-      throw new RecipeError(
-        `--set ${other}: --resume continues a run with its own recipe; it takes only --set train.steps=<n> (to extend it) and --set store=<uri> (where the run is)`,
-      );
-    }
-    const stored = (await runStore.readConfig()) as Record<string, unknown>;
-    recipe = await parseRunConfig(applyOverrides(stored, values.set), `run ${runStore.runId} config`);
+    recipe = await resumedRecipe(runStore, recipe, values.set);
   }
   // The process's role; the run's config keeps the recipe's own `mode`, so every role writes the same one.
   const mode = values.mode ?? recipe.mode;
@@ -142,6 +153,13 @@ export async function commandTrain(argv: string[]): Promise<number> {
   } finally {
     signals.dispose();
   }
+  await printRunSummary(summary, runStore, resume);
+  return 0;
+}
+
+/** The held-out table, where the run ended and how to go on, its artifacts and its report page. */
+async function printRunSummary(summary: TrainSummary, runStore: RunStore, resume: string): Promise<void> {
+  const { runId } = runStore;
   const rows = summary.evals.map(({ step, result }) => ({
     step: evalStepLabel(step),
     "held-out success": `${(100 * result.successRate).toFixed(1)}%`,
@@ -167,7 +185,6 @@ export async function commandTrain(argv: string[]): Promise<number> {
       `note: the run's report was not written: ${(error as Error).message.split("\n")[0]}\n`,
     );
   }
-  return 0;
 }
 
 /** A failure the run survives (its last committed step stands): the message and how to go on. */

@@ -7,7 +7,7 @@
  */
 import { stableHash } from "@troupe/core";
 import type { ObjectStore } from "@troupe/storage";
-import { RecipeError } from "../recipe.ts";
+import { RecipeError, sftBeforeLaterDefaults } from "../recipe.ts";
 import type { TrainReporter } from "../run/context.ts";
 import { runRecipe } from "./run-recipe.ts";
 import { type SweepPlan, seedRecipe } from "./sweep-grid.ts";
@@ -44,11 +44,15 @@ export async function sweep(options: SweepOptions): Promise<SweepOutcome> {
       index++;
       const recipe = seedRecipe(point, seed);
       const recipeHash = stableHash(recipe);
+      // A point recorded before the sft section had its later defaults hashed it without them.
+      const earlierHash = recipe.sft
+        ? stableHash({ ...recipe, sft: sftBeforeLaterDefaults(recipe.sft) })
+        : recipeHash;
       const key = resultKey(plan.sweepId, point.id, seed);
       const runId = sweepRunId(plan.sweepId, point.id, seed);
       if (await store.head(key)) {
         const stored = PointResultSchema.parse(JSON.parse(new TextDecoder().decode(await store.get(key))));
-        if (stored.recipeHash !== recipeHash) {
+        if (stored.recipeHash !== recipeHash && stored.recipeHash !== earlierHash) {
           throw new RecipeError(
             `sweep ${plan.sweepId}: point "${point.name}" seed ${seed} was run with another recipe ` +
               "(the grid, the base recipe or --set changed): pass a new --id",

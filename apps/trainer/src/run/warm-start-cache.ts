@@ -17,7 +17,7 @@
 import { stableHash, type Team } from "@troupe/core";
 import type { ObjectStore } from "@troupe/storage";
 import { RunStore } from "@troupe/storage";
-import { type Recipe, type SftRecipe, SftSchema } from "../recipe.ts";
+import { type Recipe, type SftRecipe, SftSchema, sftBeforeLaterDefaults } from "../recipe.ts";
 
 /** The version of warmStartKey's fields; version 1 hashed whole recipe sections (legacyWarmStartKey). */
 export const WARM_START_KEY_VERSION = 2;
@@ -127,7 +127,7 @@ export function legacyWarmStartKey(recipe: Recipe, team: Team) {
     roles: team.roles,
     maxTurns: team.maxTurns,
     ...(team.turnOrder === "sequential" ? {} : { turnOrder: team.turnOrder }),
-    sft: recipe.sft === undefined ? undefined : withoutKeyV2Defaults(recipe.sft),
+    sft: recipe.sft === undefined ? undefined : sftBeforeLaterDefaults(recipe.sft),
     optimizer: {
       beta1: recipe.optimizer.beta1,
       beta2: recipe.optimizer.beta2,
@@ -137,17 +137,6 @@ export function legacyWarmStartKey(recipe: Recipe, team: Team) {
     },
     seed: recipe.seed,
   };
-}
-
-/** The sft fields that were optional before version 2 and have defaults since. */
-const KEY_V2_DEFAULTS = ["schedule", "warmupSteps", "minLrRatio", "decayFraction"] as const;
-
-/** An sft section as version 1 hashed it: the fields of KEY_V2_DEFAULTS left out at their default. */
-function withoutKeyV2Defaults(sft: SftRecipe): Partial<SftRecipe> {
-  const defaults = SftSchema.parse({});
-  const out: Partial<SftRecipe> = { ...sft };
-  for (const field of KEY_V2_DEFAULTS) if (out[field] === defaults[field]) delete out[field];
-  return out;
 }
 
 export function legacyWarmStartId(recipe: Recipe, team: Team): string {
