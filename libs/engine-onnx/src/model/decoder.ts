@@ -97,15 +97,16 @@ export function embed(
   return { x, context: { ...inputs, dims, d, eps: config.rms_norm_eps, scale } };
 }
 
-/** Rows [N, n·D] → heads [B, T, n, D] by `shape`, qwen3's RMSNorm over D, RoPE at cos/sin. */
+/** Rows [N, n·D] → heads [B, T, n, D] (`shape` at run time), qwen3's RMSNorm over D, then RoPE. */
 function rotatedHeads(
   x: Value,
-  shape: readonly [Value, readonly (string | number)[]],
+  shape: Value,
+  staticShape: readonly (string | number)[],
   norm: Value | undefined,
   rope: { readonly cos: Value; readonly sin: Value },
   c: DecoderContext,
 ): Value {
-  const heads = op.reshape(x, shape[0], shape[1]);
+  const heads = op.reshape(x, shape, staticShape);
   const normed = norm === undefined ? heads : rmsNorm(heads, norm, c.eps);
   return applyRope(normed, rope.cos, rope.sin, c.dims.D);
 }
@@ -123,25 +124,21 @@ export function attentionInputs(
 ): { q: Value; k: Value; v: Value } {
   const { H, KV, D } = c.dims;
   const { batch: B, time: T } = DIM;
-  const graph = x.graph;
-  const headsShape = (n: number) => shapeVector(graph, [[c.inputIds, 0], [c.inputIds, 1], n, D]);
+  const headsShape = (n: number) => shapeVector(x.graph, [[c.inputIds, 0], [c.inputIds, 1], n, D]);
   const h = rmsNorm(x, layer.inputNorm, c.eps);
   const [q, k, v] = layer.qkv(h, window?.rows);
-  const qRotated =
+  // The queries' columns: every column, or the window's, with their RoPE rows.
+  const columns =
     window === undefined
-      ? rotatedHeads(q, [headsShape(H), [B, T, H, D]], layer.qNorm, c, c)
-      : rotatedHeads(q, [window.heads(H, D), [B, "W", H, D]], layer.qNorm, ropeOf(window, c), c);
-  const kRotated = rotatedHeads(k, [headsShape(KV), [B, T, KV, D]], layer.kNorm, c, c);
+      ? { time: T, shape: headsShape(H), cos: c.cos, sin: c.sin }
+      : { time: "W", shape: window.heads(H, D), cos: window.columns(c.cos), sin: window.columns(c.sin) };
+  const qRotated = rotatedHeads(q, columns.shape, [B, columns.time, H, D], layer.qNorm, columns, c);
+  const kRotated = rotatedHeads(k, headsShape(KV), [B, T, KV, D], layer.kNorm, c, c);
   return {
-    q: stackQueryHeads(op.mul(qRotated, c.scale), c.dims, window === undefined ? T : "W"),
+    q: stackQueryHeads(op.mul(qRotated, c.scale), c.dims, columns.time),
     k: op.transpose(kRotated, [0, 2, 1, 3]),
     v: op.transpose(op.reshape(v, headsShape(KV), [B, T, KV, D]), [0, 2, 1, 3]),
   };
-}
-
-/** The window's columns of the RoPE tables. */
-function ropeOf(window: QueryWindow, c: DecoderContext) {
-  return { cos: window.columns(c.cos), sin: window.columns(c.sin) };
 }
 
 /** The second half of a layer: x + context W_oᵀ (+b), then x + MLP(RMSNorm(x)). */
