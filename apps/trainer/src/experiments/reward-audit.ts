@@ -12,8 +12,13 @@
  * and the last step's completions, a few per agent, with their rewards: what the policies wrote
  * at the end. A reward that rises while success does not is the finding to look for.
  *
+ * A sample whose strategy did not record its episode's success (MAGRPO's) counts as a success
+ * when its team reward is at least `--success-at` (helper + main under `strict`: 2.5, the tiers
+ * of a solution whose every test passes — with 4 asserts a failing one earns at most 2.25;
+ * coder + tester: 1); without `--success-at` such a sample counts as not solved.
+ *
  *   npx tsx --conditions=@troupe/source apps/trainer/src/experiments/reward-audit.ts \
- *     --store /work/stores/coding-x --run <runId> [--team-bar 2.5] [--window 5] [--show 4]
+ *     --store /work/stores/coding-x --run <runId> [--team-bar 2.5] [--success-at 2.5] [--window 5] [--show 4]
  */
 import { parseArgs } from "node:util";
 import type { Sample } from "@troupe/core";
@@ -31,13 +36,19 @@ export interface StepAudit {
 const mean = (xs: readonly number[]) => (xs.length === 0 ? 0 : xs.reduce((a, b) => a + b, 0) / xs.length);
 
 /** One step's shares (`teamBar`: the team reward above which a failed episode was paid a collaboration tier). */
-export function auditSamples(step: number, samples: readonly Sample[], teamBar: number): StepAudit {
-  const failed = samples.filter((s) => s.success !== true);
+export function auditSamples(
+  step: number,
+  samples: readonly Sample[],
+  teamBar: number,
+  successAt = Number.POSITIVE_INFINITY,
+): StepAudit {
+  const solved = (s: Sample) => s.success ?? s.reward.team >= successAt;
+  const failed = samples.filter((s) => !solved(s));
   const n = Math.max(1, samples.length);
   return {
     step,
     samples: samples.length,
-    success: samples.filter((s) => s.success === true).length / n,
+    success: samples.filter(solved).length / n,
     reward: mean(samples.map((s) => s.reward.total)),
     paidWithoutSuccess: failed.filter((s) => s.reward.total > 0).length / n,
     teamWithoutSuccess: failed.filter((s) => s.reward.team > teamBar).length / n,
@@ -50,6 +61,7 @@ async function main(): Promise<void> {
       store: { type: "string" },
       run: { type: "string" },
       "team-bar": { type: "string", default: "2.5" },
+      "success-at": { type: "string" },
       window: { type: "string", default: "5" },
       show: { type: "string", default: "4" },
     },
@@ -65,13 +77,15 @@ async function main(): Promise<void> {
     process.exit(1);
   }
   const teamBar = Number(values["team-bar"]);
+  const successAt =
+    values["success-at"] === undefined ? Number.POSITIVE_INFINITY : Number(values["success-at"]);
   const window = Number(values.window);
   const rows: StepAudit[] = [];
   const all: Sample[][] = [];
   for (let step = 0; step <= latest; step++) {
     const samples = [...(await run.readStep(step)).shards.values()].flat();
     all.push(samples);
-    rows.push(auditSamples(step, samples, teamBar));
+    rows.push(auditSamples(step, samples, teamBar, successAt));
   }
   const pct = (x: number) => `${(100 * x).toFixed(1)}%`;
   console.log("step  samples  success  reward  paid-w/o-success  team>bar-w/o-success");
@@ -79,7 +93,13 @@ async function main(): Promise<void> {
     console.log(
       `${String(r.step).padStart(4)}  ${String(r.samples).padStart(7)}  ${pct(r.success).padStart(7)}  ${r.reward.toFixed(3).padStart(6)}  ${pct(r.paidWithoutSuccess).padStart(16)}  ${pct(r.teamWithoutSuccess).padStart(20)}`,
     );
-  const pooled = (from: number, to: number) => auditSamples(from, all.slice(from, to).flat(), teamBar);
+  const pooled = (from: number, to: number) =>
+    auditSamples(from, all.slice(from, to).flat(), teamBar, successAt);
+  const unrecorded = all.flat().filter((s) => s.success === undefined).length;
+  if (unrecorded > 0)
+    console.log(
+      `${unrecorded} samples without their episode's success: ${Number.isFinite(successAt) ? `solved when the team reward is at least ${successAt}` : "counted as not solved (give --success-at)"}`,
+    );
   const first = pooled(0, Math.min(window, all.length));
   const last = pooled(Math.max(0, all.length - window), all.length);
   const whole = pooled(0, all.length);
@@ -97,7 +117,7 @@ async function main(): Promise<void> {
   for (const agent of [...new Set(lastSamples.map((s) => s.provenance.agent))].sort()) {
     for (const s of lastSamples.filter((x) => x.provenance.agent === agent).slice(0, show)) {
       console.log(
-        `--- ${agent} · ${s.provenance.taskId} · reward ${s.reward.total.toFixed(2)} (team ${s.reward.team.toFixed(2)}) · ${s.success ? "solved" : "not solved"}\n${s.completionText}`,
+        `--- ${agent} · ${s.provenance.taskId} · reward ${s.reward.total.toFixed(2)} (team ${s.reward.team.toFixed(2)}) · ${(s.success ?? s.reward.team >= successAt) ? "solved" : "not solved"}\n${s.completionText}`,
       );
     }
   }
