@@ -49,22 +49,27 @@ export interface ServerStats extends ApiStats {
   ortCpuMs: number;
 }
 
+/** The counters that add up across a server's processes (`byStatus` adds per status). */
+const SUMMED = [
+  "requests",
+  "rateLimited",
+  "solves",
+  "inFlightSolves",
+  "clientAborts",
+  "processes",
+  "cpuMs",
+  "ortRuns",
+  "ortCpuMs",
+] as const satisfies readonly (keyof ServerStats)[];
+
 /** The sum of several processes' stats (one server's). */
 export function sumStats(parts: readonly ServerStats[]): ServerStats {
   const total: ServerStats = { ...newStats(), processes: 0, cpuMs: 0, ortRuns: 0, ortCpuMs: 0 };
   for (const part of parts) {
-    total.requests += part.requests;
+    for (const key of SUMMED) total[key] += part[key];
     for (const [status, n] of Object.entries(part.byStatus)) {
       total.byStatus[Number(status)] = (total.byStatus[Number(status)] ?? 0) + n;
     }
-    total.rateLimited += part.rateLimited;
-    total.solves += part.solves;
-    total.inFlightSolves += part.inFlightSolves;
-    total.clientAborts += part.clientAborts;
-    total.processes += part.processes;
-    total.cpuMs += part.cpuMs;
-    total.ortRuns += part.ortRuns;
-    total.ortCpuMs += part.ortCpuMs;
   }
   return total;
 }

@@ -33,7 +33,14 @@ import {
   type Sandbox,
   SandboxUnavailableError,
 } from "../src/index.ts";
-import { forkUntilRefused, markedPython, marker, processesAfter, processesWith } from "./helpers.ts";
+import {
+  forkUntilRefused,
+  markedPython,
+  marker,
+  processesAfter,
+  processesWith,
+  runPython,
+} from "./helpers.ts";
 
 const MiB = 2 ** 20;
 
@@ -236,6 +243,17 @@ describe.each([
 
 const found = findRunCgroupParent();
 
+/** Five children that leave the run's session and sleep: only the run's cgroup can end them. */
+const SETSID_SLEEPERS =
+  "import os, time\nfor _ in range(5):\n    if os.fork() == 0:\n        os.setsid()\n        break\ntime.sleep(60)";
+
+/** A run's processes and threads together stop at its limit (10: the program and 9 forks at most). */
+async function expectProcessLimit(sandbox: Sandbox): Promise<void> {
+  const result = await sandbox.run(forkUntilRefused(10));
+  expect(result.status).toBe("ok");
+  expect(Number(result.stdout.split(" ")[1])).toBeLessThanOrEqual(9);
+}
+
 describe.runIf(typeof found !== "string")("runs in their own cgroup, found", () => {
   let sandbox: Sandbox;
   beforeAll(async () => {
@@ -271,20 +289,14 @@ describe.runIf(typeof found !== "string")("runs in their own cgroup, found", () 
     expect(sandbox.memoryBound).toMatch(/^cgroup v[12] \(/);
   });
 
-  test("processes and threads of the whole run stop at the limit", async () => {
-    const result = await sandbox.run(forkUntilRefused(10));
-    expect(result.status).toBe("ok");
-    expect(Number(result.stdout.split(" ")[1])).toBeLessThanOrEqual(9);
-  });
+  test("processes and threads of the whole run stop at the limit", () => expectProcessLimit(sandbox));
 
   test("nothing is left, in the cgroup or outside it, and the run's cgroups are removed", async () => {
     const mark = marker();
-    const code =
-      "import os, time\nfor _ in range(5):\n    if os.fork() == 0:\n        os.setsid()\n        break\ntime.sleep(60)";
     let status = "";
     const cgroups = await cgroupsOf(
       mark,
-      sandbox.run(markedPython(mark, code, { wallMs: 1500 })).then((r) => {
+      sandbox.run(markedPython(mark, SETSID_SLEEPERS, { wallMs: 1500 })).then((r) => {
         status = r.status;
       }),
     );
@@ -305,31 +317,28 @@ describe.runIf(parent !== undefined && parent !== "")("runs in their own cgroup 
   const runCgroups = () => readdirSync(parent!).filter((name) => name.startsWith("troupe-"));
 
   test("memory is one budget for all processes: four 200 MiB children under 256 MiB is memory-limit", async () => {
-    const code = [
-      "import os, time",
-      "for _ in range(4):",
-      "    if os.fork() == 0:",
-      "        hoard = bytearray(200 << 20)",
-      "        time.sleep(30)",
-      "        os._exit(0)",
-      "for _ in range(4):",
-      "    os.wait()",
-    ].join("\n");
-    const result = await sandbox.run({ language: "python", code, limits: { memoryBytes: 256 * 2 ** 20 } });
+    const result = await runPython(
+      sandbox,
+      [
+        "import os, time",
+        "for _ in range(4):",
+        "    if os.fork() == 0:",
+        "        hoard = bytearray(200 << 20)",
+        "        time.sleep(30)",
+        "        os._exit(0)",
+        "for _ in range(4):",
+        "    os.wait()",
+      ],
+      { memoryBytes: 256 * 2 ** 20 },
+    );
     expect(result.status).toBe("memory-limit");
   });
 
-  test("processes and threads of the whole run stop at the limit", async () => {
-    const result = await sandbox.run(forkUntilRefused(10));
-    expect(result.status).toBe("ok");
-    expect(Number(result.stdout.split(" ")[1])).toBeLessThanOrEqual(9);
-  });
+  test("processes and threads of the whole run stop at the limit", () => expectProcessLimit(sandbox));
 
   test("nothing is left, in the cgroup or outside it, and the run's cgroup is removed", async () => {
     const mark = marker();
-    const code =
-      "import os, time\nfor _ in range(5):\n    if os.fork() == 0:\n        os.setsid()\n        break\ntime.sleep(60)";
-    const result = await sandbox.run(markedPython(mark, code, { wallMs: 1500 }));
+    const result = await sandbox.run(markedPython(mark, SETSID_SLEEPERS, { wallMs: 1500 }));
     expect(result.status).toBe("timeout");
     expect(await processesAfter(mark, 1000)).toEqual([]);
     expect(runCgroups()).toEqual([]);

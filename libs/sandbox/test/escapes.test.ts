@@ -10,7 +10,7 @@ import { arch } from "node:os";
 import { beforeAll, describe, expect, test } from "vitest";
 import { MASKED_PROC_FILES } from "../src/bubblewrap.ts";
 import { createSandbox, type Sandbox } from "../src/index.ts";
-import { markedPython, marker, processesAfter, processesWith } from "./helpers.ts";
+import { markedPython, marker, processesAfter, processesWith, runPython } from "./helpers.ts";
 
 let sandbox: Sandbox;
 /** The same sandbox without the seccomp filter: the PID-namespace teardown alone. */
@@ -179,19 +179,22 @@ os.kill(pid, 9)
 
 describe("memory that RLIMIT_AS does not count", () => {
   test("memfd_create is refused: 640 MiB cannot be held under a 512 MiB limit", async () => {
-    const code = [
-      "import errno, os",
-      "try:",
-      "    fd = os.memfd_create('hoard')",
-      "except OSError as e:",
-      "    print('memfd refused', errno.errorcode[e.errno])",
-      "else:",
-      "    chunk = b'x' * (16 << 20)",
-      "    for _ in range(40):",
-      "        os.write(fd, chunk)",
-      "    print('held', os.fstat(fd).st_size >> 20, 'MiB')",
-    ].join("\n");
-    const result = await sandbox.run({ language: "python", code, limits: { memoryBytes: 512 * 2 ** 20 } });
+    const result = await runPython(
+      sandbox,
+      [
+        "import errno, os",
+        "try:",
+        "    fd = os.memfd_create('hoard')",
+        "except OSError as e:",
+        "    print('memfd refused', errno.errorcode[e.errno])",
+        "else:",
+        "    chunk = b'x' * (16 << 20)",
+        "    for _ in range(40):",
+        "        os.write(fd, chunk)",
+        "    print('held', os.fstat(fd).st_size >> 20, 'MiB')",
+      ],
+      { memoryBytes: 512 * 2 ** 20 },
+    );
     expect(result.status).toBe("ok");
     expect(result.stdout).toBe("memfd refused EPERM\n");
   });
@@ -230,24 +233,27 @@ print("/proc/self/status", os.path.getsize("/proc/self/status") >= 0)
 
   test("/dev/shm is a tmpfs of `fileBytes`: POSIX shared memory works, and stops there", async () => {
     const fileBytes = 4 * 2 ** 20;
-    const code = [
-      "import errno",
-      "from multiprocessing import shared_memory",
-      "small = shared_memory.SharedMemory(create=True, size=1 << 20)",
-      "small.buf[:5] = b'hello'",
-      "other = shared_memory.SharedMemory(small.name)",
-      "print('shared', bytes(other.buf[:5]))",
-      "total = 0",
-      "try:",
-      "    with open('/dev/shm/fill', 'wb') as f:",
-      "        for _ in range(640):",
-      "            f.write(b'x' * (1 << 20))",
-      "            f.flush()",
-      "            total += 1 << 20",
-      "except OSError as e:",
-      "    print('stopped', errno.errorcode[e.errno], total >> 20)",
-    ].join("\n");
-    const result = await sandbox.run({ language: "python", code, limits: { fileBytes } });
+    const result = await runPython(
+      sandbox,
+      [
+        "import errno",
+        "from multiprocessing import shared_memory",
+        "small = shared_memory.SharedMemory(create=True, size=1 << 20)",
+        "small.buf[:5] = b'hello'",
+        "other = shared_memory.SharedMemory(small.name)",
+        "print('shared', bytes(other.buf[:5]))",
+        "total = 0",
+        "try:",
+        "    with open('/dev/shm/fill', 'wb') as f:",
+        "        for _ in range(640):",
+        "            f.write(b'x' * (1 << 20))",
+        "            f.flush()",
+        "            total += 1 << 20",
+        "except OSError as e:",
+        "    print('stopped', errno.errorcode[e.errno], total >> 20)",
+      ],
+      { fileBytes },
+    );
     expect(result.stdout).toBe("shared b'hello'\nstopped ENOSPC 3\n"); // 4 MiB, of which 1 MiB is `small`
   });
 });
@@ -349,7 +355,7 @@ print("linux", call("personality", 0))
 
 describe("ordinary programs under the filter", () => {
   test("threads, subprocesses, fork and multiprocessing work", async () => {
-    const code = [
+    const result = await runPython(sandbox, [
       "import concurrent.futures, multiprocessing, os, subprocess, sys",
       "with concurrent.futures.ThreadPoolExecutor(8) as pool:",
       "    print('threads', sum(pool.map(lambda x: x * x, range(100))))",
@@ -360,8 +366,7 @@ describe("ordinary programs under the filter", () => {
       "print('fork', os.waitstatus_to_exitcode(os.waitpid(pid, 0)[1]))",
       "with multiprocessing.Pool(2) as pool:",
       "    print('pool', pool.map(abs, [-1, -2, -3]))",
-    ].join("\n");
-    const result = await sandbox.run({ language: "python", code });
+    ]);
     expect(result).toMatchObject({
       status: "ok",
       stdout: "threads 328350\nsubprocess 42\nfork 7\npool [1, 2, 3]\n",
@@ -373,7 +378,7 @@ describe("ordinary programs under the filter", () => {
   // start-up no longer fits in the 512 MiB address space and spins until the CPU limit (RLIMIT_AS
   // alone does that, sandbox or not).
   test("numpy works (when installed)", async () => {
-    const code = [
+    const result = await runPython(sandbox, [
       "try:",
       "    import numpy",
       "except ImportError:",
@@ -381,8 +386,7 @@ describe("ordinary programs under the filter", () => {
       "else:",
       "    a = numpy.arange(10_000, dtype=float).reshape(100, 100)",
       "    print('numpy', int(numpy.trace(a @ numpy.eye(100))))",
-    ].join("\n");
-    const result = await sandbox.run({ language: "python", code });
+    ]);
     expect(result.status).toBe("ok");
     expect(["numpy absent\n", "numpy 499950\n"]).toContain(result.stdout);
   });

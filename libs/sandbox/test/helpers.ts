@@ -4,7 +4,7 @@
  */
 import { randomBytes } from "node:crypto";
 import { readdirSync, readFileSync } from "node:fs";
-import type { RunRequest } from "../src/types.ts";
+import type { RunRequest, RunResult } from "../src/types.ts";
 
 /** A random token to put in a process's command line, so the test can look for it in /proc. */
 export function marker(): string {
@@ -73,4 +73,13 @@ export function forkUntilRefused(processes: number): RunRequest {
     "    print('stopped', children, e.errno)",
   ].join("\n");
   return { language: "python", code, limits: { processes, wallMs: 3000 } };
+}
+
+/** Runs a Python program given as its lines (`python3 file.py` in the sandbox), with optional limits. */
+export function runPython(
+  sandbox: { run(request: RunRequest): Promise<RunResult> },
+  lines: readonly string[],
+  limits?: RunRequest["limits"],
+): Promise<RunResult> {
+  return sandbox.run({ language: "python", code: lines.join("\n"), ...(limits ? { limits } : {}) });
 }

@@ -9,7 +9,7 @@ import { tmpdir } from "node:os";
 import { join, resolve } from "node:path";
 import { afterAll, beforeAll, describe, expect, test } from "vitest";
 import { createSandbox, type Sandbox } from "../src/index.ts";
-import { forkUntilRefused, markedPython, marker, survivorsAfter } from "./helpers.ts";
+import { forkUntilRefused, markedPython, marker, runPython, survivorsAfter } from "./helpers.ts";
 
 let sandbox: Sandbox;
 beforeAll(async () => {
@@ -131,7 +131,7 @@ describe("hostile programs under bubblewrap", () => {
     const secret = `secret-${randomBytes(8).toString("hex")}`;
     process.env.TROUPE_TEST_SECRET = secret;
     try {
-      const code = [
+      const result = await runPython(sandbox, [
         "import os",
         "print(dict(os.environ))",
         "for pid in os.listdir('/proc'):",
@@ -139,8 +139,7 @@ describe("hostile programs under bubblewrap", () => {
         "        print(open('/proc/%s/environ' % pid, 'rb').read())",
         "    except OSError:",
         "        pass",
-      ].join("\n");
-      const result = await sandbox.run({ language: "python", code });
+      ]);
       expect(result.status).toBe("ok");
       expect(result.stdout).toContain("'HOME': '/work'");
       expect(result.stdout).not.toContain(secret);
@@ -277,7 +276,7 @@ describe("hostile programs under bubblewrap", () => {
 
   test("filling the temp disk stops at the tmpfs size", async () => {
     const fileBytes = 1024 * 1024;
-    const code = [
+    const program = [
       "import errno",
       "total = 0",
       "try:",
@@ -289,24 +288,27 @@ describe("hostile programs under bubblewrap", () => {
       "                total += 65536",
       "except OSError as e:",
       "    print(total, errno.errorcode[e.errno])",
-    ].join("\n");
-    const result = await sandbox.run({ language: "python", code, limits: { fileBytes } });
+    ];
+    const result = await runPython(sandbox, program, { fileBytes });
     expect(result.status).toBe("ok");
     const [written, error] = result.stdout.trim().split(" ");
     expect(error).toBe("ENOSPC");
     // The tmpfs holds fileBytes plus room for the program itself (one page per input file).
     expect(Number(written)).toBeGreaterThanOrEqual(fileBytes - 65536);
-    expect(Number(written)).toBeLessThanOrEqual(fileBytes + 4096 + code.length);
+    expect(Number(written)).toBeLessThanOrEqual(fileBytes + 4096 + program.join("\n").length);
   });
 
   test("one file past RLIMIT_FSIZE fails with EFBIG", async () => {
-    const code = [
-      "try:",
-      "    open('big', 'wb').write(b'x' * 200_000)",
-      "except OSError as e:",
-      "    print('refused', e.errno)",
-    ].join("\n");
-    const result = await sandbox.run({ language: "python", code, limits: { fileBytes: 100_000 } });
+    const result = await runPython(
+      sandbox,
+      [
+        "try:",
+        "    open('big', 'wb').write(b'x' * 200_000)",
+        "except OSError as e:",
+        "    print('refused', e.errno)",
+      ],
+      { fileBytes: 100_000 },
+    );
     expect(result.status).toBe("ok");
     expect(result.stdout).toBe("refused 27\n");
   });

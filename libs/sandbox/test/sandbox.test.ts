@@ -1,6 +1,7 @@
 /** Ordinary programs under bubblewrap: output, stdin, exit codes, files, commands, the pool. */
 import { beforeAll, describe, expect, test } from "vitest";
 import { createSandbox, type Sandbox } from "../src/index.ts";
+import { runPython } from "./helpers.ts";
 
 let sandbox: Sandbox;
 beforeAll(async () => {
@@ -83,12 +84,11 @@ describe("ordinary programs", () => {
   });
 
   test("the program sees an unprivileged user with no capabilities and no network interfaces but lo", async () => {
-    const code = [
+    const result = await runPython(sandbox, [
       "import os, socket",
       "caps = [l.split()[1] for l in open('/proc/self/status') if l.startswith('CapEff')]",
       "print(os.getuid(), os.getgid(), caps[0], [n for _, n in socket.if_nameindex()], socket.gethostname())",
-    ].join("\n");
-    const result = await sandbox.run({ language: "python", code });
+    ]);
     expect(result.stdout).toBe("1000 1000 0000000000000000 ['lo'] sandbox\n");
   });
 

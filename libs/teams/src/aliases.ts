@@ -7,7 +7,7 @@
 import { decodeJson, getIfPresent, type ObjectInfo, type ObjectStore } from "@troupe/storage";
 import { z } from "zod";
 import { aliasesPrefix, aliasKey } from "./layout.ts";
-import { checkName, readManifest, TeamNotFoundError, versionsOf } from "./versions.ts";
+import { checkName, checkNamed, readManifest, TeamNotFoundError, versionsOf } from "./versions.ts";
 
 export interface AliasHistoryEntry {
   readonly version: number;
@@ -36,11 +36,7 @@ const utf8 = new TextEncoder();
 export const jsonBytes = (value: unknown) => utf8.encode(`${JSON.stringify(value, null, 2)}\n`);
 
 /** The alias if it is a valid alias name; else an error naming what is wrong. */
-export function checkAlias(alias: string): string {
-  const parsed = AliasNameSchema.safeParse(alias);
-  if (!parsed.success) throw new Error(`alias "${alias}": ${parsed.error.issues[0]!.message}`);
-  return alias;
-}
+export const checkAlias = (alias: string): string => checkNamed(AliasNameSchema, "alias", alias);
 
 export async function readAlias(
   store: ObjectStore,

@@ -3,6 +3,7 @@
  * (claimed, published or not), and one version's manifest, checked against its key.
  */
 import { getIfPresent, IntegrityError, type ObjectStore } from "@troupe/storage";
+import type { z } from "zod";
 import { MANIFEST_FILE, manifestKey, parseVersionKey, versionsPrefix } from "./layout.ts";
 import { decodeTeamManifest, type TeamManifest, TeamNameSchema } from "./manifest.ts";
 
@@ -13,12 +14,21 @@ export class TeamNotFoundError extends Error {
   }
 }
 
-/** The name if it is a valid team name; else TeamNotFoundError naming what is wrong. */
-export function checkName(name: string): string {
-  const parsed = TeamNameSchema.safeParse(name);
-  if (!parsed.success) throw new TeamNotFoundError(`team "${name}": ${parsed.error.issues[0]!.message}`);
-  return name;
+/** `value` when the schema accepts it; else an error `<kind> "<value>": <what is wrong>`. */
+export function checkNamed(
+  schema: z.ZodType<string>,
+  kind: string,
+  value: string,
+  error: new (message: string) => Error = Error,
+): string {
+  const parsed = schema.safeParse(value);
+  if (!parsed.success) throw new error(`${kind} "${value}": ${parsed.error.issues[0]!.message}`);
+  return value;
 }
+
+/** The name if it is a valid team name; else TeamNotFoundError naming what is wrong. */
+export const checkName = (name: string): string =>
+  checkNamed(TeamNameSchema, "team", name, TeamNotFoundError);
 
 /** Versions with a manifest (ascending), and the highest taken (claimed or published) version number. */
 export async function versionsOf(

@@ -1,18 +1,13 @@
-import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { createTeamRegistry, type PublishInput, TeamNotFoundError } from "../src/index.ts";
-import { tempStore, tinyTeamInput } from "./fixtures.ts";
+import { describe, expect, it } from "vitest";
+import { TeamNotFoundError } from "../src/index.ts";
+import { registryFixture } from "./registry-fixture.ts";
 
-const tmp = tempStore();
-afterAll(() => tmp.cleanup());
-let input: PublishInput;
-beforeAll(async () => {
-  input = await tinyTeamInput("pathfinders");
-});
+const fx = registryFixture();
 
 describe("aliases", () => {
   it("moves aliases with history and rolls them back", async () => {
-    const registry = createTeamRegistry(tmp.store);
-    for (let i = 0; i < 3; i++) await registry.publish({ ...input, name: "aliased" });
+    const { registry } = fx;
+    for (let i = 0; i < 3; i++) await registry.publish({ ...fx.input, name: "aliased" });
     await registry.setAlias("aliased", "stable", 1);
     await registry.setAlias("aliased", "stable", 3);
     await registry.setAlias("aliased", "stable", 2);
@@ -24,7 +19,7 @@ describe("aliases", () => {
     await expect(registry.rollbackAlias("aliased", "stable")).rejects.toThrow(/no earlier version/);
     expect((await registry.list()).find((t) => t.name === "aliased")!.aliases).toEqual({ stable: 1 });
     // publish --alias moves it too.
-    const v4 = await registry.publish({ ...input, name: "aliased", alias: "stable" });
+    const v4 = await registry.publish({ ...fx.input, name: "aliased", alias: "stable" });
     expect((await registry.resolve("aliased", "stable")).version).toBe(v4.version);
     await expect(registry.setAlias("aliased", "stable", 9)).rejects.toThrow(TeamNotFoundError);
     await expect(registry.setAlias("aliased", "latest", 1)).rejects.toThrow(/implicit/);

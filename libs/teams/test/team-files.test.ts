@@ -1,23 +1,18 @@
 import { readFileSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { IntegrityError } from "@troupe/storage";
-import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { artifactKey, createTeamRegistry, type PublishInput } from "../src/index.ts";
-import { tempStore, tinyTeamInput } from "./fixtures.ts";
+import { describe, expect, it } from "vitest";
+import { artifactKey } from "../src/index.ts";
+import { registryFixture } from "./registry-fixture.ts";
 
-const tmp = tempStore();
-afterAll(() => tmp.cleanup());
-let input: PublishInput;
-beforeAll(async () => {
-  input = await tinyTeamInput("pathfinders");
-});
+const fx = registryFixture();
 
 describe("artifacts read back", () => {
   it("reports a corrupted or missing artifact by its key", async () => {
-    const registry = createTeamRegistry(tmp.store);
-    const manifest = await registry.publish({ ...input, name: "corrupt" });
+    const { registry } = fx;
+    const manifest = await registry.publish({ ...fx.input, name: "corrupt" });
     const key = artifactKey("corrupt", 1, "fixer", "model.safetensors");
-    const path = join(tmp.root, key);
+    const path = join(fx.root, key);
     const bytes = readFileSync(path);
     bytes[bytes.length - 1] ^= 0xff; // same size, one flipped byte
     writeFileSync(path, bytes);
@@ -32,7 +27,7 @@ describe("artifacts read back", () => {
     await expect(registry.readFile(manifest, "fixer", "model.safetensors")).rejects.toThrow(
       "teams/corrupt/versions/00000001/fixer/model.safetensors: size 10 bytes, manifest says",
     );
-    await tmp.store.delete(artifactKey("corrupt", 1, "planner", "config.json"));
+    await fx.store.delete(artifactKey("corrupt", 1, "planner", "config.json"));
     await expect(registry.readFile(manifest, "planner", "config.json")).rejects.toThrow(
       "teams/corrupt/versions/00000001/planner/config.json: missing (the manifest lists it)",
     );

@@ -1,42 +1,30 @@
 import { IntegrityError } from "@troupe/storage";
-import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import {
-  checkName,
-  claimKey,
-  manifestKey,
-  type PublishInput,
-  publishTeam,
-  readManifest,
-  TeamNotFoundError,
-  versionsOf,
-} from "../src/index.ts";
-import { tempStore, tinyTeamInput } from "./fixtures.ts";
+import { describe, expect, it } from "vitest";
+import { claimKey, manifestKey } from "../src/layout.ts";
+import { publishTeam } from "../src/publish.ts";
+import { checkName, readManifest, TeamNotFoundError, versionsOf } from "../src/versions.ts";
+import { registryFixture } from "./registry-fixture.ts";
 
-const tmp = tempStore();
-afterAll(() => tmp.cleanup());
-let input: PublishInput;
-beforeAll(async () => {
-  input = await tinyTeamInput("pathfinders");
-});
+const fx = registryFixture();
 
 describe("a team's versions in the store", () => {
   it("a claimed version without a manifest is taken but not published", async () => {
-    await publishTeam(tmp.store, { ...input, name: "claims" });
+    await publishTeam(fx.store, { ...fx.input, name: "claims" });
     // A publisher that died after claiming v2.
-    await tmp.store.put(claimKey("claims", 2), new TextEncoder().encode("{}"));
-    expect(await versionsOf(tmp.store, "claims")).toEqual({ published: [1], highestTaken: 2 });
-    expect((await publishTeam(tmp.store, { ...input, name: "claims" })).version).toBe(3);
-    expect(await versionsOf(tmp.store, "claims")).toEqual({ published: [1, 3], highestTaken: 3 });
-    expect(await versionsOf(tmp.store, "nobody")).toEqual({ published: [], highestTaken: 0 });
+    await fx.store.put(claimKey("claims", 2), new TextEncoder().encode("{}"));
+    expect(await versionsOf(fx.store, "claims")).toEqual({ published: [1], highestTaken: 2 });
+    expect((await publishTeam(fx.store, { ...fx.input, name: "claims" })).version).toBe(3);
+    expect(await versionsOf(fx.store, "claims")).toEqual({ published: [1, 3], highestTaken: 3 });
+    expect(await versionsOf(fx.store, "nobody")).toEqual({ published: [], highestTaken: 0 });
   });
 
   it("readManifest: a missing version names the team; a manifest under another version's key is an integrity error", async () => {
-    await publishTeam(tmp.store, { ...input, name: "moved" });
-    await expect(readManifest(tmp.store, "moved", 2)).rejects.toThrow(
+    await publishTeam(fx.store, { ...fx.input, name: "moved" });
+    await expect(readManifest(fx.store, "moved", 2)).rejects.toThrow(
       new TeamNotFoundError('team "moved" has no version 2'),
     );
-    await tmp.store.put(manifestKey("moved", 5), await tmp.store.get(manifestKey("moved", 1)));
-    const error = await readManifest(tmp.store, "moved", 5).catch((e: unknown) => e);
+    await fx.store.put(manifestKey("moved", 5), await fx.store.get(manifestKey("moved", 1)));
+    const error = await readManifest(fx.store, "moved", 5).catch((e: unknown) => e);
     expect(error).toBeInstanceOf(IntegrityError);
     expect((error as Error).message).toContain("the manifest says moved v1, its key says moved v5");
   });

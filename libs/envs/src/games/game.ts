@@ -112,6 +112,29 @@ export function parseCellCommand(verb: string, text: string): CellCommand {
   return { target: [Number(match[1]), Number(match[2])] };
 }
 
+/**
+ * Runs the tool agent's text as `<verb> R C` on a `rows × cols` board: a bad command, a target off
+ * the board or one `refuse` names (`R C is a wall`) is a bad call; else `plan` gives the moves to
+ * the target, written as letters, or `no path` when there are none.
+ */
+export function runCellCommand<Move extends string>(
+  verb: string,
+  text: string,
+  board: { readonly rows: number; readonly cols: number },
+  refuse: (row: number, col: number) => string | undefined,
+  plan: (target: readonly [number, number]) => Move[] | null,
+): ToolCallResult<Move> {
+  const command = parseCellCommand(verb, text);
+  if ("error" in command) return badToolCall(command.error);
+  const [r, c] = command.target;
+  if (r >= board.rows || c >= board.cols) return badToolCall(`${r} ${c} is off the board`);
+  const refused = refuse(r, c);
+  if (refused !== undefined) return badToolCall(`${r} ${c} ${refused}`);
+  const moves = plan(command.target);
+  if (moves === null) return { output: "no path", moves: null, bad: false };
+  return { output: moves.join(""), moves, bad: false };
+}
+
 /** A short command language a tiny model can use instead of writing a program. */
 export interface GameToolCall<Puzzle, Board, Move> {
   /** Runs the tool agent's text as one command on the board. */

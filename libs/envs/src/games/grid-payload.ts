@@ -12,7 +12,7 @@ import { z } from "zod";
 import type { Pos } from "./grid.ts";
 
 /** A cell as [row, col] (grid.ts `Pos`). */
-export const PosSchema = z.tuple([z.number().int(), z.number().int()]);
+export const PosSchema = z.tuple([z.number().int(), z.number().int()]).readonly();
 
 export interface CellEncoding<Field extends string = string> {
   /** The payload field holding the rows (`grid`, `walls`). */
@@ -89,7 +89,8 @@ export function gridPayloadSchema<Field extends string, Positions extends z.ZodR
           .max(max, `a ${cells.noun} row has at most ${max} cells`)
           .regex(rowAlphabet, `${cells.noun} rows use only '${cells.open}' and '${cells.blocked}'`),
       )
-      .max(max, `a ${cells.noun} has at most ${max} rows`),
+      .max(max, `a ${cells.noun} has at most ${max} rows`)
+      .readonly(),
     optimal: spec.maxOptimal === undefined ? optimal : optimal.max(spec.maxOptimal),
   } as GridShape<Field>;
   return z.object({ ...shape, ...spec.positions }).superRefine((payload, ctx) => {

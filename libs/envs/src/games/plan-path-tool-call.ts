@@ -18,10 +18,10 @@
  * the coordinates it is given.
  */
 import {
-  badToolCall,
   type CellCommand,
   type GameToolCall,
   parseCellCommand,
+  runCellCommand,
   type ToolCallResult,
 } from "./game.ts";
 import { bfsDistances, type Direction, descendPath, samePos } from "./grid.ts";
@@ -38,16 +38,15 @@ export function runPathCommand(
   board: PlanPathBoard,
   text: string,
 ): ToolCallResult<Direction> {
-  const command = parsePathCommand(text);
-  if ("error" in command) return badToolCall(command.error);
-  const [r, c] = command.target;
-  if (r >= puzzle.rows || c >= puzzle.cols) return badToolCall(`${r} ${c} is off the board`);
-  if (puzzle.grid[r]![c] !== ".") return badToolCall(`${r} ${c} is a wall`);
-  if (samePos(board.pos, command.target)) return badToolCall(`${r} ${c} is the agent's cell`);
-  const dist = bfsDistances(puzzle.rows, puzzle.cols, (rr, cc) => puzzle.grid[rr]![cc] === ".", [r, c]);
-  const moves = descendPath(puzzle.rows, puzzle.cols, dist, board.pos);
-  if (moves === null) return { output: "no path", moves: null, bad: false };
-  return { output: moves.join(""), moves, bad: false };
+  const open = (r: number, c: number) => puzzle.grid[r]![c] === ".";
+  return runCellCommand(
+    "path",
+    text,
+    puzzle,
+    (r, c) => (!open(r, c) ? "is a wall" : samePos(board.pos, [r, c]) ? "is the agent's cell" : undefined),
+    (target) =>
+      descendPath(puzzle.rows, puzzle.cols, bfsDistances(puzzle.rows, puzzle.cols, open, target), board.pos),
+  );
 }
 
 /** The tool of the `tool-call` roles; its demonstration is a call on the goal. */

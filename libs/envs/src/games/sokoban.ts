@@ -22,12 +22,12 @@ import type { Rng, Task } from "@troupe/core";
 import { z } from "zod";
 import { type GameEnvironment, type GameState, RolesVariantSchema } from "./episode.ts";
 import {
-  badToolCall,
   type CellCommand,
   type CompactHint,
   type Game,
   type GameToolCall,
   parseCellCommand,
+  runCellCommand,
   type ToolCallResult,
 } from "./game.ts";
 import { gameModule, gameOptionsSchema } from "./game-module.ts";
@@ -37,18 +37,12 @@ import { SplitFractionsSchema, splitTaskGenerator } from "./splits.ts";
 
 export const SOKOBAN = "sokoban";
 
-export interface SokobanPuzzle {
-  readonly rows: number;
-  readonly cols: number;
-  /** One string per row: `#` wall, `_` floor. */
-  readonly walls: readonly string[];
-  readonly targets: readonly Pos[];
-  /** Initial boxes, sorted in row-major order. */
-  readonly boxes: readonly Pos[];
-  readonly player: Pos;
-  /** Optimal number of moves (BFS). */
-  readonly optimal: number;
-}
+/**
+ * A Sokoban task's payload, as its schema declares it: rows and columns, `walls` one string per row
+ * (`#` wall, `_` floor), targets, the initial boxes (sorted in row-major order), the player, and the
+ * optimal number of moves (BFS).
+ */
+export type SokobanPuzzle = Readonly<z.output<typeof SokobanPuzzleSchema>>;
 
 export interface SokobanBoard {
   readonly player: Pos;
@@ -316,8 +310,12 @@ const SokobanPuzzleSchema = gridPayloadSchema({
   minSize: 3,
   maxSize: SOKOBAN_MAX_SIZE,
   positions: {
-    targets: z.array(PosSchema).min(1).max(SOKOBAN_MAX_BOXES, `at most ${SOKOBAN_MAX_BOXES} targets`),
-    boxes: z.array(PosSchema).min(1).max(SOKOBAN_MAX_BOXES, `at most ${SOKOBAN_MAX_BOXES} boxes`),
+    targets: z
+      .array(PosSchema)
+      .min(1)
+      .max(SOKOBAN_MAX_BOXES, `at most ${SOKOBAN_MAX_BOXES} targets`)
+      .readonly(),
+    boxes: z.array(PosSchema).min(1).max(SOKOBAN_MAX_BOXES, `at most ${SOKOBAN_MAX_BOXES} boxes`).readonly(),
     player: PosSchema,
   },
 }).refine((p) => p.targets.length === p.boxes.length, {
@@ -368,15 +366,18 @@ export function runPushCommand(
   board: SokobanBoard,
   text: string,
 ): ToolCallResult<Direction> {
-  const command = parsePushCommand(text);
-  if ("error" in command) return badToolCall(command.error);
-  const [r, c] = command.target;
-  if (r >= puzzle.rows || c >= puzzle.cols) return badToolCall(`${r} ${c} is off the board`);
-  if (puzzle.walls[r]![c] === "#") return badToolCall(`${r} ${c} is a wall`);
-  if (board.boxes.some((b) => b[0] === r && b[1] === c)) return badToolCall(`${r} ${c} already holds a box`);
-  const moves = planBoxTo(puzzle, board, command.target);
-  if (moves === null) return { output: "no path", moves: null, bad: false };
-  return { output: moves.join(""), moves, bad: false };
+  return runCellCommand(
+    "push",
+    text,
+    puzzle,
+    (r, c) =>
+      puzzle.walls[r]![c] === "#"
+        ? "is a wall"
+        : board.boxes.some((b) => b[0] === r && b[1] === c)
+          ? "already holds a box"
+          : undefined,
+    (target) => planBoxTo(puzzle, board, target),
+  );
 }
 
 /**

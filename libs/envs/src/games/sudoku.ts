@@ -29,15 +29,8 @@ import { SplitFractionsSchema, splitTaskGenerator } from "./splits.ts";
 
 export const SUDOKU = "sudoku";
 
-export interface SudokuPuzzle {
-  readonly size: number;
-  readonly boxRows: number;
-  readonly boxCols: number;
-  /** Row-major cells, 0 = empty. */
-  readonly givens: readonly number[];
-  /** The unique solution, row-major. */
-  readonly solution: readonly number[];
-}
+/** A Sudoku task's payload, as its schema declares it. */
+export type SudokuPuzzle = Readonly<z.output<typeof SudokuPuzzleSchema>>;
 
 export interface SudokuBoard {
   /** Row-major cells, 0 = empty; givens never change. */
@@ -236,7 +229,7 @@ export function generateSudokuPuzzle(
     if (countSudokuSolutions(shape, givens, 2) === 1) left--;
     else givens[i] = keep;
   }
-  return { ...shape, givens, solution };
+  return { ...shape, size: config.size, givens, solution };
 }
 
 export function sudokuSplitKey(size: number, solution: readonly number[]): unknown {
@@ -263,12 +256,16 @@ const SudokuPuzzleSchema = z
     size: z.union([z.literal(4), z.literal(6), z.literal(9)]),
     boxRows: z.number().int(),
     boxCols: z.number().int(),
+    /** Row-major cells, 0 = empty. */
     givens: z
       .array(z.number().int().min(0).max(9))
-      .max(SUDOKU_MAX_CELLS, `at most ${SUDOKU_MAX_CELLS} cells`),
+      .max(SUDOKU_MAX_CELLS, `at most ${SUDOKU_MAX_CELLS} cells`)
+      .readonly(),
+    /** The unique solution, row-major. */
     solution: z
       .array(z.number().int().min(1).max(9))
-      .max(SUDOKU_MAX_CELLS, `at most ${SUDOKU_MAX_CELLS} cells`),
+      .max(SUDOKU_MAX_CELLS, `at most ${SUDOKU_MAX_CELLS} cells`)
+      .readonly(),
   })
   .superRefine((p, ctx) => {
     const [br, bc] = SUDOKU_BOXES[p.size]!;

@@ -1,6 +1,5 @@
 /** The games in the registry: options without the runner, the sandbox only for `tool`, the answers. */
 import { describe, expect, it } from "vitest";
-import type { ExecutedAction } from "../../src/answer.ts";
 import { planPathEnv, sokobanEnv } from "../../src/games/index.ts";
 import { needsSandbox, renderAnswer } from "../../src/registry.ts";
 import { task } from "./hand-4x4.ts";
@@ -14,32 +13,20 @@ describe("the game entries", () => {
     expect(needsSandbox({ name: "sudoku", options: {} })).toBe(false);
   });
 
-  it("Plan-Path's answer replays each plan's executed moves cell by cell", () => {
+  it("Plan-Path's answer replays each plan's executed moves cell by cell, skipping an unreadable one", () => {
     const env = planPathEnv();
-    const first = stepSync(env, env.reset(task, 0), { planner: "DDRRRR" });
-    const second = stepSync(env, first.state, { fixer: "DR" });
-    const actions: ExecutedAction[] = [
-      { agent: "planner", text: "DDRRRR", info: first.info?.planner },
-      { agent: "fixer", text: "DR", info: second.info?.fixer },
-    ];
-    expect(renderAnswer("plan-path", second.state, actions)).toEqual({
-      kind: "plan-path",
+    const unreadable = stepSync(env, env.reset(task, 0), { planner: "east" });
+    const solved = stepSync(env, unreadable.state, { fixer: "DDRDRR" });
+    const answer = renderAnswer("plan-path", solved.state, [
+      { agent: "planner", text: "east", info: unreadable.info?.planner },
+      { agent: "fixer", text: "DDRDRR", info: solved.info?.fixer },
+    ]);
+    const cells = "00 10 20 21 31 32 33".split(" ").map((rc) => [Number(rc[0]), Number(rc[1])]);
+    expect(answer).toMatchObject({ kind: "plan-path", moves: "DDRDRR", path: cells, position: [3, 3] });
+    expect(answer).toMatchObject({
       grid: ["..#.", ".#..", "...#", "#..A"],
-      start: [0, 0],
-      goal: [3, 3],
-      position: [3, 3],
-      path: [
-        [0, 0],
-        [1, 0],
-        [2, 0],
-        [2, 1],
-        [2, 2],
-        [3, 2],
-        [3, 3],
-      ],
-      moves: "DDRRDR",
       optimal: 6,
-      report: "DR: solved",
+      report: "DDRDRR: solved",
     });
   });
 

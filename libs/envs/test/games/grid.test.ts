@@ -10,12 +10,14 @@ import {
 import { puzzle } from "./hand-4x4.ts";
 
 describe("grid vocabulary", () => {
-  it("steps, positions and the answer part of a text", () => {
-    expect(step([2, 2], "U")).toEqual([1, 2]);
-    expect(step([2, 2], "L")).toEqual([2, 1]);
-    expect(formatPos([3, 1])).toBe("(3,1)");
-    expect(answerText("think\n#### RRD\nmore")).toBe(" RRD");
-    expect(answerText("\n\nUU\nDD")).toBe("UU");
+  it.each([
+    ["a step up", step([2, 2], "U"), [1, 2]],
+    ["a step left", step([2, 2], "L"), [2, 1]],
+    ["a cell as reports name it", formatPos([3, 1]), "(3,1)"],
+    ["the answer after ####", answerText("think\n#### RRD\nmore"), " RRD"],
+    ["else the first non-empty line", answerText("\n\nUU\nDD"), "UU"],
+  ])("%s", (_, got, expected) => {
+    expect(got).toEqual(expected);
   });
 
   it("parses letters, words and lists; anything else is unreadable", () => {
