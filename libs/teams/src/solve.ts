@@ -8,19 +8,20 @@
  * rollouts and of its evaluation (one episode per task), so the prompts are the training prompts
  * (the environment renders them; the engine applies the policy's chat template), and with the
  * run's seed and the evaluation sampling a solve reproduces the evaluation's episode on that task.
- * On top of it: a TurnEvent per agent turn as it happens, a turn limit, per-request sampling, a
- * prompt-length check before every generation, and an AbortSignal deadline.
+ * On top of it: a TurnEvent per agent turn as it happens, a turn limit, per-request sampling
+ * (sampling.ts), a prompt-length check before every generation, and an AbortSignal deadline.
  */
 import {
   type AgentId,
   type ChatMessage,
+  type EpisodeHooks,
   type Observation,
   type Policy,
   type RolloutContext,
   roleOf,
   runEpisodes,
-  type SamplingParams,
   type Task,
+  type Team,
 } from "@troupe/core";
 import { type ExecutedAction, renderAnswer, type SolveAnswer } from "./answer.ts";
 import {
@@ -31,6 +32,7 @@ import {
   type SolveOptions,
 } from "./input.ts";
 import type { LoadedTeam } from "./load-team.ts";
+import { requestSampling } from "./sampling.ts";
 
 export interface TurnEvent {
   /** Turn index (0-based); a turn is every role acting once. */
@@ -113,23 +115,8 @@ function promptText(messages: readonly ChatMessage[]): string {
     : messages.map((m) => `${m.role}: ${m.content}`).join("\n\n");
 }
 
-export async function solve(
-  loaded: LoadedTeam,
-  input: SolveInput,
-  options: SolveOptions = {},
-  onTurn?: (event: TurnEvent) => void,
-): Promise<SolveResult> {
-  const started = performance.now();
-  const { signal } = options;
-  const { maxTurns, sampling: overrides } = parseSolveOptions(options, loaded.team.maxTurns);
-  const env = loaded.environment.env;
-  const task: Task<unknown> = await resolveTask(loaded.environment, env, input);
-  if (signal?.aborted) throw new SolveAbortedError(signal.reason);
-
-  // Per agent: its role's sampling, else its policy's (the manifest's), with the request's overrides
-  // on top; the signal reaches the backend.
-  const { seed: givenSeed, ...samplingOverrides } = overrides;
-  const seed = givenSeed ?? Math.floor(Math.random() * 2 ** 31);
+/** The team's policies, each generation given the request's signal (the backend stops at its next token). */
+function signalledPolicies(loaded: LoadedTeam, signal: AbortSignal | undefined): Record<string, Policy> {
   const policies: Record<string, Policy> = {};
   for (const [policyId, policy] of Object.entries(loaded.policies)) {
     policies[policyId] = {
@@ -138,36 +125,15 @@ export async function solve(
       generate: (requests, sampling) => policy.generate(requests, sampling, { signal }),
     };
   }
-  const team = { ...loaded.team, maxTurns };
-  // one params object per policy, so the roles of a policy still share its batch
-  const policySampling = new Map<string, SamplingParams>();
-  for (const role of team.roles) {
-    if (!policySampling.has(role.policy)) {
-      policySampling.set(role.policy, { ...loaded.sampling[role.policy]!, ...samplingOverrides });
-    }
-  }
-  const roleSampling: Record<AgentId, SamplingParams> = {};
-  for (const role of team.roles) {
-    const own = loaded.roleSampling?.[role.id];
-    roleSampling[role.id] =
-      own !== undefined ? { ...own, ...samplingOverrides } : policySampling.get(role.policy)!;
-  }
-  const ctx: RolloutContext = {
-    runId: `serve-${loaded.manifest.name}-v${loaded.manifest.version}`,
-    step: 0,
-    seed,
-    env,
-    team,
-    policies,
-    // every role has its entry above; this is the context's shape
-    sampling: policySampling.get(team.roles[0]!.policy)!,
-    roleSampling,
-  };
+  return policies;
+}
 
-  // Every prompt must fit its model's context: all agents' first prompts before any generation
-  // (onStart), then each stage's before it is generated.
-  const taskPath = typeof input === "object" && input !== null && "generate" in input ? "generate" : "task";
-  const checkPrompts = (requests: readonly { agent: AgentId; observation: Observation }[]) => {
+/**
+ * Every prompt must fit its model's context: a prompt of `tokens ≥ max_position_embeddings` is the
+ * caller's task being too large, named at `taskPath` (`task` or `generate`).
+ */
+function promptCheck(loaded: LoadedTeam, team: Team, taskPath: string) {
+  return (requests: readonly { agent: AgentId; observation: Observation }[]) => {
     for (const { agent, observation } of requests) {
       const policyId = roleOf(team, agent).policy;
       const context = loaded.contexts?.[policyId];
@@ -182,10 +148,87 @@ export async function solve(
       }
     }
   };
+}
+
+/** The episode's turns as they happen: the events, the executed actions (for the answer) and each role's usage. */
+function turnLog(team: Team, onTurn: ((event: TurnEvent) => void) | undefined) {
   const turns: TurnEvent[] = [];
   const executed: ExecutedAction[] = [];
   const usage: Record<string, RoleUsage> = {};
+  const onStep: NonNullable<EpisodeHooks<unknown>["onStep"]> = (_, { turn, acted, result, generationMs }) => {
+    for (const { agent, observation, completion } of acted) {
+      const role = roleOf(team, agent);
+      const messages = observation.messages.map((m) => ({ ...m }));
+      const event: TurnEvent = {
+        turn,
+        agent,
+        role: role.id,
+        policy: role.policy,
+        prompt: promptText(messages),
+        messages,
+        completion: completion.text,
+        promptTokens: completion.promptTokenIds.length,
+        completionTokens: completion.tokenIds.length,
+        ms: generationMs,
+        teamReward: result.teamReward,
+        done: result.done,
+      };
+      turns.push(event);
+      executed.push({ agent, text: completion.text, info: result.info?.[agent] });
+      const u = (usage[role.id] ??= { calls: 0, promptTokens: 0, completionTokens: 0 });
+      u.calls++;
+      u.promptTokens += event.promptTokens;
+      u.completionTokens += event.completionTokens;
+      onTurn?.(event);
+    }
+  };
+  return { turns, executed, usage, onStep };
+}
+
+/**
+ * One episode of a loaded team on one task. The request's signal is the one abort path: the solve
+ * rejects with SolveAbortedError as soon as it fires (the work underneath stops at its next step:
+ * the backend at its next token, the episode before its next generation).
+ */
+export function solve(
+  loaded: LoadedTeam,
+  input: SolveInput,
+  options: SolveOptions = {},
+  onTurn?: (event: TurnEvent) => void,
+): Promise<SolveResult> {
+  const { signal } = options;
+  const work = solveEpisode(loaded, input, options, onTurn);
+  return signal === undefined ? work : abortable(work, signal, (reason) => new SolveAbortedError(reason));
+}
+
+async function solveEpisode(
+  loaded: LoadedTeam,
+  input: SolveInput,
+  options: SolveOptions,
+  onTurn: ((event: TurnEvent) => void) | undefined,
+): Promise<SolveResult> {
+  const started = performance.now();
+  const { signal } = options;
+  const { maxTurns, sampling: overrides } = parseSolveOptions(options, loaded.team.maxTurns);
+  const env = loaded.environment.env;
+  const task: Task<unknown> = await resolveTask(loaded.environment, env, input);
+  const { seed: givenSeed, ...samplingOverrides } = overrides;
+  const seed = givenSeed ?? Math.floor(Math.random() * 2 ** 31);
+  const team = { ...loaded.team, maxTurns };
+  const ctx: RolloutContext = {
+    runId: `serve-${loaded.manifest.name}-v${loaded.manifest.version}`,
+    step: 0,
+    seed,
+    env,
+    team,
+    policies: signalledPolicies(loaded, signal),
+    ...requestSampling(loaded, team, samplingOverrides),
+  };
+  const taskPath = typeof input === "object" && input !== null && "generate" in input ? "generate" : "task";
+  const checkPrompts = promptCheck(loaded, team, taskPath);
+  const log = turnLog(team, onTurn);
   const [episode] = await runEpisodes(ctx, [task], 1, {
+    // All agents' first prompts before any generation, then each stage's before it is generated.
     onStart: ([initial]) => {
       checkPrompts(team.roles.map((r) => ({ agent: r.id, observation: env.observe(initial!.state, r.id) })));
     },
@@ -193,45 +236,16 @@ export async function solve(
       if (signal?.aborted) throw new SolveAbortedError(signal.reason);
       checkPrompts(requests);
     },
-    // The work itself is not stopped: the backend got the signal and stops at its next token.
-    guard: (work) =>
-      signal === undefined ? work : abortable(work, signal, (reason) => new SolveAbortedError(reason)),
-    onStep: (_, { turn, acted, result, generationMs }) => {
-      for (const { agent, observation, completion } of acted) {
-        const role = roleOf(team, agent);
-        const messages = observation.messages.map((m) => ({ ...m }));
-        const event: TurnEvent = {
-          turn,
-          agent,
-          role: role.id,
-          policy: role.policy,
-          prompt: promptText(messages),
-          messages,
-          completion: completion.text,
-          promptTokens: completion.promptTokenIds.length,
-          completionTokens: completion.tokenIds.length,
-          ms: generationMs,
-          teamReward: result.teamReward,
-          done: result.done,
-        };
-        turns.push(event);
-        executed.push({ agent, text: completion.text, info: result.info?.[agent] });
-        const u = (usage[role.id] ??= { calls: 0, promptTokens: 0, completionTokens: 0 });
-        u.calls++;
-        u.promptTokens += event.promptTokens;
-        u.completionTokens += event.completionTokens;
-        onTurn?.(event);
-      }
-    },
+    onStep: log.onStep,
   });
   const { state, steps, judged, success } = episode!;
   return {
     task: { id: task.id, payload: task.payload },
-    answer: renderAnswer(env.name, state, executed),
+    answer: renderAnswer(env.name, state, log.executed),
     solved: judged ? success : null,
     teamReturn: steps.reduce((sum, step) => sum + step.result.teamReward, 0),
-    turns,
-    usage,
+    turns: log.turns,
+    usage: log.usage,
     latencyMs: performance.now() - started,
     seed,
   };
