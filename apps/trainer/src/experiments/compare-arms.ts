@@ -102,7 +102,7 @@ export function armRecipe(base: Recipe, arm: Arm, seed: number): Recipe {
         options: { ...base.environment.options, roles: "single", maxTurns: agents * turns },
       };
       out.team = { specialisation: "shared" };
-      out.strategy = { name: "parallel", groupSize: k };
+      out.strategy = { name: "grpo", groupSize: k };
       // The single agent does the work of every role, so the team's slipping roles are its turns:
       // its demonstrations slip (and are cut) at the same rate (the team's role ids are not its roles).
       if (base.sft?.mistakeRoles || base.sft?.cut?.roles) {

@@ -18,7 +18,7 @@ describe("compare arms", () => {
     expect(r.seed).toBe(7);
     expect(r.environment.options).toMatchObject({ roles: "single", maxTurns: 4 });
     expect(r.team.specialisation).toBe("shared");
-    expect(r.strategy).toMatchObject({ name: "parallel", groupSize: 4 });
+    expect(r.strategy).toMatchObject({ name: "grpo", groupSize: 4 });
     expect(r.train.tasksPerStep).toBe(8);
     expect(r.train.steps).toBe(30);
   });
