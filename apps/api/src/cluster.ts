@@ -152,6 +152,62 @@ export interface PrimaryOptions {
 }
 
 /**
+ * The whole server's stats, gathered by the primary: every live worker's (asked when needed, over
+ * IPC), the last ones of the workers that stopped, and the primary's own.
+ */
+class ServerStatsQueries {
+  /** The last stats of each worker that stopped. */
+  readonly stopped: ServerStats[] = [];
+  /** The queries in flight: id → the reports so far, the workers still to answer. */
+  private readonly queries = new Map<
+    number,
+    { reports: ServerStats[]; waiting: Set<Worker>; done: () => void }
+  >();
+  private nextQuery = 0;
+
+  constructor(private readonly live: ReadonlySet<Worker>) {}
+
+  /** Asks every live worker; a worker that does not answer within STATS_TIMEOUT_MS is left out. */
+  ask(): Promise<ServerStats> {
+    const id = this.nextQuery++;
+    const waiting = new Set([...this.live].filter((w) => w.isConnected()));
+    return new Promise<ServerStats>((resolve) => {
+      const reports: ServerStats[] = [];
+      const done = () => {
+        clearTimeout(timer);
+        this.queries.delete(id);
+        resolve(sumStats([...reports, ...this.stopped, primaryOwnStats()]));
+      };
+      const timer = setTimeout(done, STATS_TIMEOUT_MS);
+      this.queries.set(id, { reports, waiting, done });
+      if (waiting.size === 0) done();
+      const query: StatsQueryMessage = { troupe: "stats-query", id };
+      for (const worker of waiting) worker.send(query);
+    });
+  }
+
+  /** A worker's answer to a query. */
+  report(worker: Worker, message: StatsReportMessage): void {
+    const query = this.queries.get(message.id);
+    if (query === undefined || !query.waiting.delete(worker)) return;
+    query.reports.push(message.stats);
+    if (query.waiting.size === 0) query.done();
+  }
+
+  /** A stopping worker's last stats: counted from now on in place of its answers. */
+  final(worker: Worker, message: StatsReportMessage): void {
+    this.stopped.push(message.stats);
+    this.forget(worker);
+  }
+
+  /** No query waits for this worker any more. */
+  forget(worker: Worker): void {
+    for (const query of this.queries.values())
+      if (query.waiting.delete(worker) && query.waiting.size === 0) query.done();
+  }
+}
+
+/**
  * Runs the primary until SIGTERM/SIGINT: resolves 0 once every worker has stopped, or 1 when a
  * worker exits before it ever listened (its error line is on stderr already; forking it again
  * would only repeat it).
@@ -170,46 +226,13 @@ export function runPrimary(options: PrimaryOptions): Promise<number> {
   let exitCode = 0;
   let killer: ReturnType<typeof setTimeout> | undefined;
 
-  // Stats: the last ones of workers that stopped, and the queries in flight (id → reports so far).
-  const stopped: ServerStats[] = [];
-  const queries = new Map<number, { reports: ServerStats[]; waiting: Set<Worker>; done: () => void }>();
-  let nextQuery = 0;
-  /** The whole server's stats: every live worker's (asked now), the stopped ones', the primary's. */
-  const serverStats = (): Promise<ServerStats> => {
-    const id = nextQuery++;
-    const waiting = new Set([...live].filter((w) => w.isConnected()));
-    return new Promise<ServerStats>((resolve) => {
-      const reports: ServerStats[] = [];
-      const done = () => {
-        clearTimeout(timer);
-        queries.delete(id);
-        resolve(sumStats([...reports, ...stopped, primaryOwnStats()]));
-      };
-      const timer = setTimeout(done, STATS_TIMEOUT_MS); // a worker that does not answer is left out
-      queries.set(id, { reports, waiting, done });
-      if (waiting.size === 0) done();
-      const query: StatsQueryMessage = { troupe: "stats-query", id };
-      for (const worker of waiting) worker.send(query);
-    });
-  };
-
+  const stats = new ServerStatsQueries(live);
   cluster.on("message", (worker, message: unknown) => {
-    if (isMessage<StatsReportMessage>(message, "stats-report")) {
-      const query = queries.get(message.id);
-      if (query === undefined || !query.waiting.delete(worker)) return;
-      query.reports.push(message.stats);
-      if (query.waiting.size === 0) query.done();
-      return;
-    }
-    if (isMessage<StatsReportMessage>(message, "stats-final")) {
-      stopped.push(message.stats);
-      for (const query of queries.values())
-        if (query.waiting.delete(worker) && query.waiting.size === 0) query.done();
-      return;
-    }
+    if (isMessage<StatsReportMessage>(message, "stats-report")) return stats.report(worker, message);
+    if (isMessage<StatsReportMessage>(message, "stats-final")) return stats.final(worker, message);
     if (isMessage<StatsAskMessage>(message, "stats-ask")) {
-      void serverStats().then((stats) => {
-        const answer: StatsAnswerMessage = { troupe: "stats-answer", id: message.id, stats };
+      void stats.ask().then((sum) => {
+        const answer: StatsAnswerMessage = { troupe: "stats-answer", id: message.id, stats: sum };
         if (worker.isConnected()) worker.send(answer);
       });
       return;
@@ -241,8 +264,7 @@ export function runPrimary(options: PrimaryOptions): Promise<number> {
     });
     worker.once("exit", (code, signal) => {
       live.delete(worker);
-      for (const query of queries.values())
-        if (query.waiting.delete(worker) && query.waiting.size === 0) query.done();
+      stats.forget(worker);
       if (stopping) {
         if (live.size === 0) allExited();
         return;
@@ -275,7 +297,7 @@ export function runPrimary(options: PrimaryOptions): Promise<number> {
   return exited.then(() => {
     clearTimeout(killer);
     // Every worker handed its last stats before it exited: the whole server's, in one line.
-    log("info", "stopped", { workers, stats: sumStats([...stopped, primaryOwnStats()]) });
+    log("info", "stopped", { workers, stats: sumStats([...stats.stopped, primaryOwnStats()]) });
     return exitCode;
   });
 }

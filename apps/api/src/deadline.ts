@@ -1,9 +1,9 @@
 /**
  * One AbortSignal per request that fires on whichever comes first: the request's deadline, or the
  * client going away (the runtime aborts `request.signal` when the connection closes early; an SSE
- * stream also reports it through `stream.onAbort`). The solve receives the signal and stops
- * generating; `abortable` (@troupe/teams) makes the handler stop waiting at once even when the
- * work underneath notices the abort only at its next step.
+ * stream also reports it through `stream.onAbort`). The solve receives the signal: it rejects at
+ * once (SolveAbortedError), and the work underneath stops at its next step; the handler's own
+ * waits (the body, the team's load) stop at once the same way, through `abortable` (@troupe/teams).
  */
 import type { MiddlewareHandler } from "hono";
 

@@ -2,15 +2,13 @@ import { samplingParams, type Team } from "@troupe/core";
 import { describe, expect, it } from "vitest";
 import { requestSampling } from "../src/sampling.ts";
 
+/** planner and fixer share the policy `shared`; critic has `judge`. */
 const team: Team = {
-  name: "t",
-  roles: [
-    { id: "planner", policy: "shared" },
-    { id: "fixer", policy: "shared" },
-    { id: "critic", policy: "judge" },
-  ],
-  turnOrder: "sequential",
-  maxTurns: 2,
+  ...{ name: "t", turnOrder: "sequential", maxTurns: 2 },
+  roles: Object.entries({ planner: "shared", fixer: "shared", critic: "judge" }).map(([id, policy]) => ({
+    id,
+    policy,
+  })),
 };
 const shared = samplingParams({ temperature: 1, topP: 1, maxTokens: 8 });
 const judge = samplingParams({ temperature: 0.5, topP: 0.9, maxTokens: 4 });

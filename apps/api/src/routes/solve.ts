@@ -119,7 +119,7 @@ export function solveResponse(
   };
 }
 
-/** solve() wraps the abort reason (deadline or client gone) in a SolveAbortedError. */
+/** solve() rejects on the request's signal with the abort reason (deadline or client gone) in a SolveAbortedError. */
 const unwrapAbort = (error: unknown) => (error instanceof SolveAbortedError ? error.reason : error);
 
 export interface SolveDeps {
@@ -159,7 +159,7 @@ export function solveRoutes(deps: SolveDeps) {
       stats.solves += 1;
       stats.inFlightSolves += 1;
       try {
-        const result = await abortable(solve(team, input, solveOptions), signal);
+        const result = await solve(team, input, solveOptions);
         return c.json(solveResponse(teamRef, result, transcript), 200);
       } catch (error) {
         if (unwrapAbort(error) instanceof ClientGoneError) stats.clientAborts += 1;
@@ -181,7 +181,7 @@ export function solveRoutes(deps: SolveDeps) {
         writes = writes.then(() => stream.writeSSE({ event: "turn", data: JSON.stringify(event) }));
       };
       try {
-        const result: SolveResult = await abortable(solve(team, input, solveOptions, onTurn), signal);
+        const result: SolveResult = await solve(team, input, solveOptions, onTurn);
         await writes;
         const { turns: _turns, ...withoutTurns }: SolveResponse = solveResponse(teamRef, result, false);
         await stream.writeSSE({ event: "result", data: JSON.stringify(withoutTurns) });

@@ -113,26 +113,31 @@ export function parseCellCommand(verb: string, text: string): CellCommand {
 }
 
 /**
- * Runs the tool agent's text as `<verb> R C` on a `rows × cols` board: a bad command, a target off
- * the board or one `refuse` names (`R C is a wall`) is a bad call; else `plan` gives the moves to
- * the target, written as letters, or `no path` when there are none.
+ * The run of a `<verb> R C` tool (Plan-Path's `path`, Sokoban's `push`) on the board of a puzzle
+ * with `rows × cols`: a bad command, a target off the board or one `refuse` names (`is a wall`) is
+ * a bad call; else `plan` gives the moves to the target, written as letters, or `no path` when
+ * there are none.
  */
-export function runCellCommand<Move extends string>(
+export function cellCommandTool<
+  Puzzle extends { readonly rows: number; readonly cols: number },
+  Board,
+  Move extends string,
+>(
   verb: string,
-  text: string,
-  board: { readonly rows: number; readonly cols: number },
-  refuse: (row: number, col: number) => string | undefined,
-  plan: (target: readonly [number, number]) => Move[] | null,
-): ToolCallResult<Move> {
-  const command = parseCellCommand(verb, text);
-  if ("error" in command) return badToolCall(command.error);
-  const [r, c] = command.target;
-  if (r >= board.rows || c >= board.cols) return badToolCall(`${r} ${c} is off the board`);
-  const refused = refuse(r, c);
-  if (refused !== undefined) return badToolCall(`${r} ${c} ${refused}`);
-  const moves = plan(command.target);
-  if (moves === null) return { output: "no path", moves: null, bad: false };
-  return { output: moves.join(""), moves, bad: false };
+  refuse: (puzzle: Puzzle, board: Board, row: number, col: number) => string | undefined,
+  plan: (puzzle: Puzzle, board: Board, target: readonly [number, number]) => Move[] | null,
+): (puzzle: Puzzle, board: Board, text: string) => ToolCallResult<Move> {
+  return (puzzle, board, text) => {
+    const command = parseCellCommand(verb, text);
+    if ("error" in command) return badToolCall(command.error);
+    const [r, c] = command.target;
+    if (r >= puzzle.rows || c >= puzzle.cols) return badToolCall(`${r} ${c} is off the board`);
+    const refused = refuse(puzzle, board, r, c);
+    if (refused !== undefined) return badToolCall(`${r} ${c} ${refused}`);
+    const moves = plan(puzzle, board, command.target);
+    if (moves === null) return { output: "no path", moves: null, bad: false };
+    return { output: moves.join(""), moves, bad: false };
+  };
 }
 
 /** A short command language a tiny model can use instead of writing a program. */

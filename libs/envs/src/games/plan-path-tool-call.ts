@@ -17,13 +17,7 @@
  * A call on a cell other than the goal gives a real path to that cell: the tool is only as good as
  * the coordinates it is given.
  */
-import {
-  type CellCommand,
-  type GameToolCall,
-  parseCellCommand,
-  runCellCommand,
-  type ToolCallResult,
-} from "./game.ts";
+import { type CellCommand, cellCommandTool, type GameToolCall, parseCellCommand } from "./game.ts";
 import { bfsDistances, type Direction, descendPath, samePos } from "./grid.ts";
 import type { PlanPathBoard, PlanPathPuzzle } from "./plan-path-puzzle.ts";
 
@@ -32,22 +26,21 @@ export type PathCommand = CellCommand;
 /** The tool agent's text as a `path R C` command, or why it is not one. */
 export const parsePathCommand = (text: string): PathCommand => parseCellCommand("path", text);
 
+const isFree = (puzzle: PlanPathPuzzle) => (r: number, c: number) => puzzle.grid[r]![c] === ".";
+
 /** Runs one tool command from the agent's cell (see the file comment for every outcome). */
-export function runPathCommand(
-  puzzle: PlanPathPuzzle,
-  board: PlanPathBoard,
-  text: string,
-): ToolCallResult<Direction> {
-  const open = (r: number, c: number) => puzzle.grid[r]![c] === ".";
-  return runCellCommand(
-    "path",
-    text,
-    puzzle,
-    (r, c) => (!open(r, c) ? "is a wall" : samePos(board.pos, [r, c]) ? "is the agent's cell" : undefined),
-    (target) =>
-      descendPath(puzzle.rows, puzzle.cols, bfsDistances(puzzle.rows, puzzle.cols, open, target), board.pos),
-  );
-}
+export const runPathCommand = cellCommandTool<PlanPathPuzzle, PlanPathBoard, Direction>(
+  "path",
+  (puzzle, board, r, c) =>
+    !isFree(puzzle)(r, c) ? "is a wall" : samePos(board.pos, [r, c]) ? "is the agent's cell" : undefined,
+  (puzzle, board, target) =>
+    descendPath(
+      puzzle.rows,
+      puzzle.cols,
+      bfsDistances(puzzle.rows, puzzle.cols, isFree(puzzle), target),
+      board.pos,
+    ),
+);
 
 /** The tool of the `tool-call` roles; its demonstration is a call on the goal. */
 export const planPathToolCall: GameToolCall<PlanPathPuzzle, PlanPathBoard, Direction> = {

@@ -24,11 +24,10 @@ import { type GameEnvironment, type GameState, RolesVariantSchema } from "./epis
 import {
   type CellCommand,
   type CompactHint,
+  cellCommandTool,
   type Game,
   type GameToolCall,
   parseCellCommand,
-  runCellCommand,
-  type ToolCallResult,
 } from "./game.ts";
 import { gameModule, gameOptionsSchema } from "./game-module.ts";
 import { DELTA, DIRECTIONS, type Direction, formatPos, type Pos, parseDirections } from "./grid.ts";
@@ -361,24 +360,16 @@ export type PushCommand = CellCommand;
 export const parsePushCommand = (text: string): PushCommand => parseCellCommand("push", text);
 
 /** Runs one tool command on the board (see the comment above for every outcome). */
-export function runPushCommand(
-  puzzle: SokobanPuzzle,
-  board: SokobanBoard,
-  text: string,
-): ToolCallResult<Direction> {
-  return runCellCommand(
-    "push",
-    text,
-    puzzle,
-    (r, c) =>
-      puzzle.walls[r]![c] === "#"
-        ? "is a wall"
-        : board.boxes.some((b) => b[0] === r && b[1] === c)
-          ? "already holds a box"
-          : undefined,
-    (target) => planBoxTo(puzzle, board, target),
-  );
-}
+export const runPushCommand = cellCommandTool<SokobanPuzzle, SokobanBoard, Direction>(
+  "push",
+  (puzzle, board, r, c) =>
+    puzzle.walls[r]![c] === "#"
+      ? "is a wall"
+      : board.boxes.some((b) => b[0] === r && b[1] === c)
+        ? "already holds a box"
+        : undefined,
+  planBoxTo,
+);
 
 /**
  * The tool of the `tool-call` roles; its demonstration is a call on the first target (row-major)
