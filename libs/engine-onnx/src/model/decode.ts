@@ -74,12 +74,16 @@ function stepAttention(
   const { H, KV, D } = c.dims;
   const h = rmsNorm(x, layer.inputNorm, c.eps);
   const [q, k, v] = layer.qkv(h);
-  const rotated = (rows: Value, n: number, norm: Value | undefined) => {
-    const heads = op.reshape(rows, x.graph.ints([-1, 1, n, D]), [DIM.batch, 1, n, D]);
-    return applyRopeByMatMul(norm === undefined ? heads : rmsNorm(heads, norm, c.eps), c.cos, c.sin, D);
-  };
-  const qRotated = rotated(q, H, layer.qNorm);
-  const kRotated = rotated(k, KV, layer.kNorm);
+  const heads = (rows: Value, n: number) =>
+    op.reshape(rows, x.graph.ints([-1, 1, n, D]), [DIM.batch, 1, n, D]);
+  const norm = (heads: Value, weight: Value | undefined) =>
+    weight === undefined ? heads : rmsNorm(heads, weight, c.eps);
+  const qHeads = heads(q, H);
+  const kHeads = heads(k, KV);
+  const qNormed = norm(qHeads, layer.qNorm);
+  const kNormed = norm(kHeads, layer.kNorm);
+  const qRotated = applyRopeByMatMul(qNormed, c.cos, c.sin, D);
+  const kRotated = applyRopeByMatMul(kNormed, c.cos, c.sin, D);
   return singleTokenAttention(op.mul(qRotated, c.scale), kRotated, v, cache, bias, c.dims);
 }
 
@@ -97,6 +101,7 @@ export function prefillForward(
   cache: LayerCache,
   options: { readonly lastColumnOnly?: boolean } = {},
 ): DecodeOutputs {
+  const lastColumn = options.lastColumnOnly ? inputs.inputIds.graph.ints([1]) : undefined;
   let { x, context: c } = embed(config, weights, inputs);
   const bias = biasForStackedHeads(inputs.attnBias, c.dims.G);
   const last = weights.layers.length - 1;
@@ -104,8 +109,8 @@ export function prefillForward(
   weights.layers.forEach((layer, i) => {
     const attend = (q: Value, k: Value, v: Value, b: Value) => cachedAttention(q, k, v, cache[i]!, b);
     const out =
-      options.lastColumnOnly && i === last
-        ? windowedLayer(x, layer, c, queryWindow(inputs.inputIds, x.graph.ints([1])), attend)
+      lastColumn !== undefined && i === last
+        ? windowedLayer(x, layer, c, queryWindow(inputs.inputIds, lastColumn), attend)
         : decoderLayer(x, layer, c, bias, attend);
     present.push({ k: out.k, v: out.v });
     x = out.x;
@@ -129,7 +134,7 @@ export function growingCacheForward(
   const bias = biasForStackedHeads(inputs.attnBias, c.dims.G);
   const present: { k: Value; v: Value }[] = [];
   weights.layers.forEach((layer, i) => {
-    const a = attentionInputs(x, layer, c);
+    const a = attentionInputs(rmsNorm(x, layer.inputNorm, c.eps), layer, c);
     const k = op.concat([past[i]!.k, a.k], 2);
     const v = op.concat([past[i]!.v, a.v], 2);
     present.push({ k, v });

@@ -90,67 +90,65 @@ export function embed(
   const D = config.head_dim;
   const H = config.num_attention_heads;
   const KV = config.num_key_value_heads;
+  const rowsShape = graph.ints([-1, d]);
   const embedded = op.embedding(weights.embed, inputs.inputIds); // [B, T, d]
-  const x = op.reshape(embedded, graph.ints([-1, d]), [DIM.rows, d]);
+  const x = op.reshape(embedded, rowsShape, [DIM.rows, d]);
   const dims = { H, KV, G: H / KV, D };
   const scale = op.scalarLike(x, 1 / Math.sqrt(D));
   return { x, context: { ...inputs, dims, d, eps: config.rms_norm_eps, scale } };
 }
 
-/** Rows [N, n·D] → heads [B, T, n, D] (`shape` at run time), qwen3's RMSNorm over D, then RoPE. */
-function rotatedHeads(
-  x: Value,
-  shape: Value,
-  staticShape: readonly (string | number)[],
-  norm: Value | undefined,
-  rope: { readonly cos: Value; readonly sin: Value },
-  c: DecoderContext,
-): Value {
-  const heads = op.reshape(x, shape, staticShape);
-  const normed = norm === undefined ? heads : rmsNorm(heads, norm, c.eps);
-  return applyRope(normed, rope.cos, rope.sin, c.dims.D);
+/** qwen3's RMSNorm of each head over D (qwen2 has none). */
+function headNorm(heads: Value, norm: Value | undefined, c: DecoderContext): Value {
+  return norm === undefined ? heads : rmsNorm(heads, norm, c.eps);
 }
 
 /**
- * The first half of a layer up to attention: h = RMSNorm(x), then the scaled queries stacked by
- * KV head [B, KV, G·T, D] and the keys and values [B, KV, T, D]. With a `window` the queries are
- * those of the window's columns only ([B, KV, G·W, D]).
+ * The first half of a layer up to attention, from the normed rows h = RMSNorm(x): the scaled
+ * queries stacked by KV head [B, KV, G·T, D] and the keys and values [B, KV, T, D]. With a
+ * `window` the queries are those of the window's columns only ([B, KV, G·W, D]).
  */
 export function attentionInputs(
-  x: Value,
+  h: Value,
   layer: LayerWeights,
   c: DecoderContext,
   window?: QueryWindow,
 ): { q: Value; k: Value; v: Value } {
   const { H, KV, D } = c.dims;
   const { batch: B, time: T } = DIM;
-  const headsShape = (n: number) => shapeVector(x.graph, [[c.inputIds, 0], [c.inputIds, 1], n, D]);
-  const h = rmsNorm(x, layer.inputNorm, c.eps);
+  const headsShape = (n: number) => shapeVector(h.graph, [[c.inputIds, 0], [c.inputIds, 1], n, D]);
+  const Tq = window === undefined ? T : "W";
   const [q, k, v] = layer.qkv(h, window?.rows);
-  // The queries' columns: every column, or the window's, with their RoPE rows.
-  const columns =
+  const qHeads = op.reshape(q, window?.heads(H, D) ?? headsShape(H), [B, Tq, H, D]);
+  const kHeads = op.reshape(k, headsShape(KV), [B, T, KV, D]);
+  const qNormed = headNorm(qHeads, layer.qNorm, c);
+  const kNormed = headNorm(kHeads, layer.kNorm, c);
+  const qRotated =
     window === undefined
-      ? { time: T, shape: headsShape(H), cos: c.cos, sin: c.sin }
-      : { time: "W", shape: window.heads(H, D), cos: window.columns(c.cos), sin: window.columns(c.sin) };
-  const qRotated = rotatedHeads(q, columns.shape, [B, columns.time, H, D], layer.qNorm, columns, c);
-  const kRotated = rotatedHeads(k, headsShape(KV), [B, T, KV, D], layer.kNorm, c, c);
+      ? applyRope(qNormed, c.cos, c.sin, D)
+      : applyRope(qNormed, window.columns(c.cos), window.columns(c.sin), D);
+  const kRotated = applyRope(kNormed, c.cos, c.sin, D);
   return {
-    q: stackQueryHeads(op.mul(qRotated, c.scale), c.dims, columns.time),
+    q: stackQueryHeads(op.mul(qRotated, c.scale), c.dims, Tq),
     k: op.transpose(kRotated, [0, 2, 1, 3]),
     v: op.transpose(op.reshape(v, headsShape(KV), [B, T, KV, D]), [0, 2, 1, 3]),
   };
 }
 
-/** The second half of a layer: x + context W_oᵀ (+b), then x + MLP(RMSNorm(x)). */
+/**
+ * The second half of a layer: x + context W_oᵀ (+b), then x + MLP(RMSNorm(x)). With a `window`
+ * the residual is the window's rows of x.
+ */
 export function residualAndMlp(
   x: Value,
   context: Value,
   layer: LayerWeights,
   c: DecoderContext,
-  time: string = DIM.time,
+  window?: QueryWindow,
 ): Value {
-  const attended = op.add(x, op.linear(mergeHeads(context, c.dims, time), layer.o.weight, layer.o.bias));
-  return mlp(attended, layer, c.eps);
+  const merged = mergeHeads(context, c.dims, window === undefined ? DIM.time : "W");
+  const attended = op.linear(merged, layer.o.weight, layer.o.bias);
+  return mlp(op.add(window?.rows(x, c.d) ?? x, attended), layer, c.eps);
 }
 
 /** One decoder layer over rows x [N, d]; `bias` is the attention bias stacked for G heads. */
@@ -161,7 +159,7 @@ export function decoderLayer(
   bias: Value,
   attend: Attend,
 ): LayerOutputs {
-  const a = attentionInputs(x, layer, c);
+  const a = attentionInputs(rmsNorm(x, layer.inputNorm, c.eps), layer, c);
   return { x: residualAndMlp(x, attend(a.q, a.k, a.v, bias), layer, c), k: a.k, v: a.v };
 }
 
@@ -177,10 +175,10 @@ export function windowedLayer(
   window: QueryWindow,
   attend: Attend,
 ): LayerOutputs {
+  const h = rmsNorm(x, layer.inputNorm, c.eps);
   const bias = window.bias(c.attnBias, c.dims.G);
-  const a = attentionInputs(x, layer, c, window);
-  const context = attend(a.q, a.k, a.v, bias);
-  return { x: residualAndMlp(window.rows(x, c.d), context, layer, c, "W"), k: a.k, v: a.v };
+  const a = attentionInputs(h, layer, c, window);
+  return { x: residualAndMlp(x, attend(a.q, a.k, a.v, bias), layer, c, window), k: a.k, v: a.v };
 }
 
 /**
