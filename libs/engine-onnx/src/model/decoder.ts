@@ -27,6 +27,7 @@
  *   weights.ts        the weights resolved per layer (fused or separate projections)
  *   query-window.ts   the last layer on the trailing columns only
  *   decode.ts         the decode forwards: the single-token step, the cached prefill, the growing cache
+ *   dims.ts           the symbolic dims and run-time shape vectors
  *   host-inputs.ts    what the host feeds the decoder: RoPE cos/sin tables, the causal + padding bias
  *   fused-weights.ts  the fused [W_q; W_k; W_v] and [W_gate; W_up] inputs of the decode graphs
  *   ppo-loss.ts       the PPO-clip loss as graph nodes
