@@ -1,10 +1,10 @@
-import { SAMPLE_SCHEMA_VERSION, type Sample } from "@troupe/core";
+import { SAMPLE_SCHEMA_VERSION, type Sample, SampleSchema, SamplingParamsSchema } from "@troupe/core";
 import { describe, expect, it } from "vitest";
 import { auditSamples } from "../../src/experiments/reward-audit.ts";
 
 /** A helper + main sample: its team reward, and its episode's success when the strategy recorded it. */
 function sample(team: number, success?: boolean): Sample {
-  return {
+  return SampleSchema.parse({
     schemaVersion: SAMPLE_SCHEMA_VERSION,
     provenance: {
       runId: "r",
@@ -20,7 +20,7 @@ function sample(team: number, success?: boolean): Sample {
       candidate: 0,
       policyId: "main",
       policyVersion: 0,
-      sampling: { temperature: 1, topP: 1, topK: 0, maxTokens: 8, stop: [] },
+      sampling: SamplingParamsSchema.parse({}),
       seed: 1,
     },
     observation: [{ role: "user", content: "# main: write f, may call aux" }],
@@ -34,7 +34,7 @@ function sample(team: number, success?: boolean): Sample {
     advantage: 0,
     groupKey: "g",
     ...(success === undefined ? {} : { success }),
-  } as Sample;
+  });
 }
 
 describe("reward audit", () => {
