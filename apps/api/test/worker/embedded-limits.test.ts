@@ -6,7 +6,11 @@ import type { TeamManifest } from "@troupe/teams";
 import { describe, expect, it } from "vitest";
 import { ApiError } from "../../src/errors.ts";
 import { workerConfig } from "../../src/worker/config.ts";
-import { checkTeamFits, DEFAULT_MAX_WEIGHT_BYTES, teamWeightBytes } from "../../src/worker/embedded-limits.ts";
+import {
+  checkTeamFits,
+  DEFAULT_MAX_WEIGHT_BYTES,
+  teamWeightBytes,
+} from "../../src/worker/embedded-limits.ts";
 import type { R2BucketBinding } from "../../src/worker/r2-store.ts";
 
 const file = (bytes: number) => ({ sha256: "0".repeat(64), bytes });
