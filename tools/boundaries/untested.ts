@@ -168,7 +168,6 @@ export const NOT_YET_MIRRORED: Readonly<Record<string, string>> = {
   "apps/trainer/src/envs.ts": "not yet mirrored",
   "apps/trainer/src/evaluate.ts": "not yet mirrored",
   "apps/trainer/src/experiments/compare.ts": "not yet mirrored",
-  "apps/trainer/src/experiments/reward-audit.ts": "not yet mirrored",
   "apps/trainer/src/experiments/run-recipe.ts": "not yet mirrored",
   "apps/trainer/src/experiments/run-results.ts": "not yet mirrored",
   "apps/trainer/src/experiments/sweep-results.ts": "not yet mirrored",
