@@ -114,24 +114,18 @@ export const NOT_YET_MIRRORED: Readonly<Record<string, string>> = {
   "libs/sandbox/src/teardown.ts": "not yet mirrored",
   "libs/sandbox/src/types.ts": "not yet mirrored",
   // libs/storage
-  "libs/storage/src/checksum.ts": "not yet mirrored",
   "libs/storage/src/file-store.ts": "not yet mirrored",
   "libs/storage/src/layout.ts": "not yet mirrored",
   "libs/storage/src/manifest.ts": "not yet mirrored",
-  "libs/storage/src/open-store.ts": "not yet mirrored",
-  "libs/storage/src/retry.ts": "not yet mirrored",
   "libs/storage/src/rollout-queue.ts": "not yet mirrored",
   "libs/storage/src/store-check.ts": "not yet mirrored",
   "libs/storage/src/testing.ts": "not yet mirrored",
   // libs/teams
-  "libs/teams/src/artifacts.ts": "not yet mirrored",
   "libs/teams/src/backend.ts": "not yet mirrored",
-  "libs/teams/src/layout.ts": "not yet mirrored",
   "libs/teams/src/manifest.ts": "not yet mirrored",
   "libs/teams/src/onnx-export.ts": "not yet mirrored",
   // apps/api
   "apps/api/src/context.ts": "not yet mirrored",
-  "apps/api/src/deadline.ts": "not yet mirrored",
   "apps/api/src/docs-page.ts": "not yet mirrored",
   "apps/api/src/playground/client.ts": "not yet mirrored",
   "apps/api/src/playground/page.ts": "not yet mirrored",
@@ -141,7 +135,6 @@ export const NOT_YET_MIRRORED: Readonly<Record<string, string>> = {
   "apps/api/src/routes/team.ts": "not yet mirrored",
   "apps/api/src/routes/teams.ts": "not yet mirrored",
   "apps/api/src/schemas.ts": "not yet mirrored",
-  "apps/api/src/team-cache.ts": "not yet mirrored",
   "apps/api/src/worker/config.ts": "not yet mirrored",
   // apps/eval
   "apps/eval/src/evaluate.ts": "not yet mirrored",

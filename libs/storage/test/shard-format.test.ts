@@ -6,7 +6,7 @@
 import { parseRolloutSample, parseSample, type RolloutSample, SampleSchema } from "@troupe/core";
 import { describe, expect, it } from "vitest";
 import { z } from "zod";
-import { decodeShard, encodeShard, sampleColumns } from "../src/shard-format.ts";
+import { decodeShard, encodeShard, SHARD_FORMATS, sampleColumns } from "../src/shard-format.ts";
 import { syntheticSamples } from "./samples.ts";
 
 /** Every field path of a Sample, objects one level deep (the codec's flattening). */
@@ -57,5 +57,28 @@ describe("shard columns", () => {
     const { success: _dropped, ...bare } = b!;
     const back = await decodeShard(encodeShard([full, bare]), "parquet", "t", parseSample);
     expect(back).toEqual([full, bare]);
+  });
+});
+
+describe.each(SHARD_FORMATS)("shard format %s", (format) => {
+  it("round-trips Samples exactly (optional success kept/omitted)", async () => {
+    const samples = syntheticSamples(50, 3);
+    const back = await decodeShard(encodeShard(samples, format), format, "shard-x", parseSample);
+    expect(back).toEqual(samples);
+    expect("success" in back[1]!).toBe(false);
+    expect(encodeShard(samples, format)).toEqual(encodeShard(samples, format)); // deterministic bytes
+  });
+  it("names shard, row and field of an invalid row", async () => {
+    const samples = syntheticSamples(3, 4);
+    (samples[2]!.provenance as { step: number }).step = 1.5;
+    await expect(decodeShard(encodeShard(samples, format), format, "shard-y", parseSample)).rejects.toThrow(
+      "shard-y: row 2: provenance.step:",
+    );
+  });
+  it("rejects a truncated shard naming it", async () => {
+    const bytes = encodeShard(syntheticSamples(20, 5), format);
+    await expect(
+      decodeShard(bytes.subarray(0, bytes.length - 40), format, "shard-z", parseSample),
+    ).rejects.toThrow(/^shard-z: /);
   });
 });
