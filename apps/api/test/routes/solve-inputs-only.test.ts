@@ -121,7 +121,10 @@ describe("POST /v1/solve with a task's inputs only", () => {
       components: { schemas: { SolveInput: { properties: { task: Record<string, unknown> } } } };
     };
     const task = doc.components.schemas.SolveInput.properties.task;
-    expect(task["x-labels"]).toEqual({ coding: ["test", "canonicalSolution"], math: ["answer", "solution", "expression"] });
+    expect(task["x-labels"]).toEqual({
+      coding: ["test", "canonicalSolution"],
+      math: ["answer", "solution", "expression"],
+    });
     expect(task.description).toContain("math: inputs id, question; labels answer, solution, expression");
   });
 
