@@ -48,6 +48,7 @@ describe("recipes", () => {
     expect(names).toEqual([
       "atgrpo-coder-tester",
       "atgrpo-coder-tester-toy",
+      "atgrpo-math-arith",
       "atgrpo-math-tool",
       "atgrpo-planpath-tool",
       "atgrpo-planpath-toolcall",
