@@ -98,7 +98,6 @@ export const NOT_YET_MIRRORED: Readonly<Record<string, string>> = {
   "libs/envs/src/files.ts": "not yet mirrored",
   "libs/envs/src/math/dataset.ts": "not yet mirrored",
   "libs/envs/src/math/entry.ts": "not yet mirrored",
-  "libs/envs/src/math/reasoner-tool-env.ts": "not yet mirrored",
   "libs/envs/src/text-env.ts": "not yet mirrored",
   "libs/envs/src/writing/dataset.ts": "not yet mirrored",
   "libs/envs/src/writing/entry.ts": "not yet mirrored",
