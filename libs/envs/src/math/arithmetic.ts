@@ -25,17 +25,17 @@ interface Step {
   readonly value: number;
 }
 
-/** A template's draw: the question, the tool's Python expression and the worked steps. */
-interface Drawn {
-  readonly question: string;
-  readonly expression: string;
-  readonly steps: readonly [Step, Step];
-  readonly numbers: readonly number[];
-}
+type Operation = "+" | "-" | "*" | "//";
 
+/**
+ * A template: `(a op1 b) op2 c` in words. `numbers` draws a, b, c so that no subtraction goes
+ * below zero and every division is exact.
+ */
 interface ArithmeticTemplate {
   readonly name: string;
-  draw(rng: Rng): Drawn;
+  readonly ops: readonly [Operation, Operation];
+  numbers(rng: Rng): readonly [number, number, number];
+  question(a: number, b: number, c: number): string;
 }
 
 /** A uniform integer in [lo, hi]. */
@@ -43,21 +43,7 @@ function between(rng: Rng, lo: number, hi: number): number {
   return lo + rng.int(hi - lo + 1);
 }
 
-/** `a op b` then `(result) op2 c`: the two steps of a left-to-right expression. */
-function twoSteps(a: number, op1: string, b: number, op2: string, c: number): Drawn["steps"] {
-  const first = apply(a, op1, b);
-  return [
-    { left: `${a}${shown(op1)}${b}`, value: first },
-    { left: `${first}${shown(op2)}${c}`, value: apply(first, op2, c) },
-  ];
-}
-
-/** An operation as the worked solution writes it (exact division as `/`). */
-function shown(op: string): string {
-  return op === "//" ? "/" : op;
-}
-
-function apply(a: number, op: string, b: number): number {
+function apply(a: number, op: Operation, b: number): number {
   switch (op) {
     case "+":
       return a + b;
@@ -67,139 +53,126 @@ function apply(a: number, op: string, b: number): number {
       return a * b;
     case "//":
       return Math.floor(a / b);
-    default:
-      throw new Error(`arithmetic: unknown operation ${op}`);
   }
 }
 
-/**
- * The templates. Subtractions never go below zero and divisions are exact, so every answer is a
- * non-negative integer; the expression is what a Python program prints (integer division `//`).
- */
+/** An operation as the worked solution writes it (exact division as `/`). */
+function shown(op: Operation): string {
+  return op === "//" ? "/" : op;
+}
+
+/** `a / b` drawn as an exact division: b, then the quotient, a = b · quotient. */
+function exactDivision(rng: Rng, quotientLow: number): { a: number; b: number; quotient: number } {
+  const b = between(rng, 11, 40);
+  const quotient = between(rng, quotientLow, 99);
+  return { a: b * quotient, b, quotient };
+}
+
 export const ARITHMETIC_TEMPLATES: readonly ArithmeticTemplate[] = [
   {
     name: "add-sub",
-    draw(rng) {
+    ops: ["+", "-"],
+    numbers(rng) {
       const a = between(rng, 100, 999);
       const b = between(rng, 10, 99);
-      const c = between(rng, 10, a);
-      return {
-        question: `Ann has ${a} apples. She buys ${b} more and gives away ${c}. How many apples does she have?`,
-        expression: `${a}+${b}-${c}`,
-        steps: twoSteps(a, "+", b, "-", c),
-        numbers: [a, b, c],
-      };
+      return [a, b, between(rng, 10, a)];
     },
+    question: (a, b, c) =>
+      `Ann has ${a} apples. She buys ${b} more and gives away ${c}. How many apples does she have?`,
   },
   {
     name: "sub-add",
-    draw(rng) {
+    ops: ["-", "+"],
+    numbers(rng) {
       const a = between(rng, 100, 999);
-      const b = between(rng, 10, a - 1);
-      const c = between(rng, 10, 99);
-      return {
-        question: `A bus has ${a} people. At a stop ${b} get off and ${c} get on. How many people are on the bus?`,
-        expression: `${a}-${b}+${c}`,
-        steps: twoSteps(a, "-", b, "+", c),
-        numbers: [a, b, c],
-      };
+      return [a, between(rng, 10, a - 1), between(rng, 10, 99)];
     },
+    question: (a, b, c) =>
+      `A bus has ${a} people. At a stop ${b} get off and ${c} get on. How many people are on the bus?`,
   },
   {
     name: "mul-add",
-    draw(rng) {
-      const a = between(rng, 11, 99);
-      const b = between(rng, 11, 99);
-      const c = between(rng, 10, 99);
-      return {
-        question: `A box holds ${a} pens. Tom fills ${b} boxes and has ${c} loose pens. How many pens does he have?`,
-        expression: `${a}*${b}+${c}`,
-        steps: twoSteps(a, "*", b, "+", c),
-        numbers: [a, b, c],
-      };
-    },
+    ops: ["*", "+"],
+    numbers: (rng) => [between(rng, 11, 99), between(rng, 11, 99), between(rng, 10, 99)],
+    question: (a, b, c) =>
+      `A box holds ${a} pens. Tom fills ${b} boxes and has ${c} loose pens. How many pens does he have?`,
   },
   {
     name: "mul-sub",
-    draw(rng) {
+    ops: ["*", "-"],
+    numbers(rng) {
       const a = between(rng, 11, 99);
       const b = between(rng, 11, 99);
-      const c = between(rng, 10, Math.min(999, a * b));
-      return {
-        question: `A farm has ${a} rows of ${b} trees. A storm breaks ${c} trees. How many trees are left?`,
-        expression: `${a}*${b}-${c}`,
-        steps: twoSteps(a, "*", b, "-", c),
-        numbers: [a, b, c],
-      };
+      return [a, b, between(rng, 10, Math.min(999, a * b))];
     },
+    question: (a, b, c) =>
+      `A farm has ${a} rows of ${b} trees. A storm breaks ${c} trees. How many trees are left?`,
   },
   {
     name: "div-sub",
-    draw(rng) {
-      const b = between(rng, 11, 40);
-      const each = between(rng, 20, 99);
-      const a = b * each;
-      const c = between(rng, 10, each);
-      return {
-        question: `${a} cookies are shared equally by ${b} kids. Each kid eats ${c}. How many cookies does each kid have left?`,
-        expression: `${a}//${b}-${c}`,
-        steps: twoSteps(a, "//", b, "-", c),
-        numbers: [a, b, c],
-      };
+    ops: ["//", "-"],
+    numbers(rng) {
+      const { a, b, quotient } = exactDivision(rng, 20);
+      return [a, b, between(rng, 10, quotient)];
     },
+    question: (a, b, c) =>
+      `${a} cookies are shared equally by ${b} kids. Each kid eats ${c}. How many cookies does each kid have left?`,
   },
   {
     name: "div-add",
-    draw(rng) {
-      const b = between(rng, 11, 40);
-      const each = between(rng, 10, 99);
-      const a = b * each;
-      const c = between(rng, 10, 99);
-      return {
-        question: `${a} pages are split into ${b} equal parts. Then ${c} pages are added to each part. How many pages are in each part?`,
-        expression: `${a}//${b}+${c}`,
-        steps: twoSteps(a, "//", b, "+", c),
-        numbers: [a, b, c],
-      };
+    ops: ["//", "+"],
+    numbers(rng) {
+      const { a, b } = exactDivision(rng, 10);
+      return [a, b, between(rng, 10, 99)];
     },
+    question: (a, b, c) =>
+      `${a} pages are split into ${b} equal parts. Then ${c} pages are added to each part. How many pages are in each part?`,
   },
   {
     name: "add-mul",
-    draw(rng) {
-      const a = between(rng, 10, 99);
-      const b = between(rng, 10, 99);
-      const c = between(rng, 11, 99);
-      const sum = a + b;
-      return {
-        question: `Mia buys ${a} red boxes and ${b} blue boxes. Each box holds ${c} beads. How many beads does she have?`,
-        expression: `(${a}+${b})*${c}`,
-        steps: [
-          { left: `${a}+${b}`, value: sum },
-          { left: `${sum}*${c}`, value: sum * c },
-        ],
-        numbers: [a, b, c],
-      };
-    },
+    ops: ["+", "*"],
+    numbers: (rng) => [between(rng, 10, 99), between(rng, 10, 99), between(rng, 11, 99)],
+    question: (a, b, c) =>
+      `Mia buys ${a} red boxes and ${b} blue boxes. Each box holds ${c} beads. How many beads does she have?`,
   },
   {
     name: "sub-mul",
-    draw(rng) {
+    ops: ["-", "*"],
+    numbers(rng) {
       const a = between(rng, 100, 999);
-      const b = between(rng, 10, a - 10);
-      const c = between(rng, 11, 99);
-      const left = a - b;
-      return {
-        question: `A club had ${a} balls and lost ${b}. Each ball costs ${c} dollars. What are the balls left worth in dollars?`,
-        expression: `(${a}-${b})*${c}`,
-        steps: [
-          { left: `${a}-${b}`, value: left },
-          { left: `${left}*${c}`, value: left * c },
-        ],
-        numbers: [a, b, c],
-      };
+      return [a, between(rng, 10, a - 10), between(rng, 11, 99)];
     },
+    question: (a, b, c) =>
+      `A club had ${a} balls and lost ${b}. Each ball costs ${c} dollars. What are the balls left worth in dollars?`,
   },
 ];
+
+/** A template's draw: the question, the tool's Python expression and the two worked steps. */
+export interface DrawnProblem {
+  readonly question: string;
+  readonly expression: string;
+  readonly steps: readonly [Step, Step];
+  readonly numbers: readonly [number, number, number];
+}
+
+/** One problem of a template: `(a op1 b) op2 c`, the brackets written only where Python needs them. */
+export function drawProblem(template: ArithmeticTemplate, rng: Rng): DrawnProblem {
+  const numbers = template.numbers(rng);
+  const [a, b, c] = numbers;
+  const [op1, op2] = template.ops;
+  const first = apply(a, op1, b);
+  const grouped = (op1 === "+" || op1 === "-") && (op2 === "*" || op2 === "//");
+  const left = grouped ? `(${a}${op1}${b})` : `${a}${op1}${b}`;
+  return {
+    question: template.question(a, b, c),
+    expression: `${left}${op2}${c}`,
+    steps: [
+      { left: `${a}${shown(op1)}${b}`, value: first },
+      { left: `${first}${shown(op2)}${c}`, value: apply(first, op2, c) },
+    ],
+    numbers,
+  };
+}
 
 /** The reasoner's worked solution: one `left=value` line per operation, then the boxed answer. */
 export function arithmeticSolution(steps: readonly Step[]): string {
@@ -232,7 +205,7 @@ export function arithmeticTasks(split: Split, count: number, seed: number): Task
     fractions: { test: 0.1, validation: 0.1 },
     candidate(rng) {
       const template = rng.pick(ARITHMETIC_TEMPLATES);
-      const drawn = template.draw(rng);
+      const drawn = drawProblem(template, rng);
       const key = [template.name, ...drawn.numbers];
       const answer = drawn.steps[1].value;
       return {

@@ -7,6 +7,7 @@ import {
   arithmeticProgram,
   arithmeticSolution,
   arithmeticTasks,
+  drawProblem,
 } from "../../src/math/arithmetic.ts";
 import { extractAnswer, reasonerToolEnv } from "../../src/math/index.ts";
 import { testRunner } from "../coding/local-python-runner.ts";
@@ -62,7 +63,7 @@ describe("generated arithmetic problems", () => {
   it("every template: two operations, a non-negative integer answer equal to the expression's value", () => {
     for (const template of ARITHMETIC_TEMPLATES) {
       for (let i = 0; i < 200; i++) {
-        const drawn = template.draw(new Rng(i + 1));
+        const drawn = drawProblem(template, new Rng(i + 1));
         const lines = drawn.steps.map((s) => `${s.left}=${s.value}`);
         expect(lines).toHaveLength(2);
         const answer = drawn.steps[1].value;
