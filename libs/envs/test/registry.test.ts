@@ -46,11 +46,16 @@ describe("options", () => {
       perTestTimeoutMs: 3000,
       wallMs: 10_000,
       reward: "strict",
+      prompt: "full",
+      unscored: false,
     });
     expect(environmentOptions("math", {})).toEqual({
       maxTurns: 3,
       fallbackAnswer: "reasoner",
       toolWallMs: 5000,
+      problems: "gsm8k",
+      roles: "team",
+      instructions: "full",
     });
     expect(environmentOptions("writing", {})).toEqual({ task: "tldr" });
     expect(environmentOptions("sudoku", {}).size).toBe(4);
