@@ -2,18 +2,13 @@
  * AT-GRPO (atgrpo.ts) on a hand-worked turn: K candidates from one state grouped by (task, turn,
  * agent), rewards α·team + local, the best candidate continuing, ties broken by the seed.
  */
-import { Rng, type Task } from "@troupe/core";
+import { Rng } from "@troupe/core";
 import { sumToTargetEnv } from "@troupe/core/testing";
 import { describe, expect, it } from "vitest";
 import { rolloutAtgrpo, selectCandidate } from "../src/atgrpo.ts";
-import { context, estimated, listPolicies, twoAgentTeam } from "./helpers.ts";
+import { context, estimated, listPolicies, sumTask, twoAgentTeam } from "./helpers.ts";
 
 const env = sumToTargetEnv(["a", "b"]);
-const task = (target: number, id = `t${target}`): Task<{ target: number }> => ({
-  id,
-  split: "train",
-  payload: { target },
-});
 
 describe("AT-GRPO", () => {
   /** K = 2, α = 1, local weight 1, argmax selection, std-normalised advantages. */
@@ -37,7 +32,7 @@ describe("AT-GRPO", () => {
     // b at total 1 says ["2","5"]: "2" → 3 = target, team +1, r = 1; "5" → 6 > 3, team −1, r = −1. A_b = [1, −1].
     const ctx = context(env, listPolicies(["1", "x"], ["2", "5"]), twoAgentTeam("sequential", 3));
     const out = estimated(
-      await rolloutAtgrpo(ctx, [task(3)], handAtgrpo),
+      await rolloutAtgrpo(ctx, [sumTask(3)], handAtgrpo),
       stdNormalised({ dropZeroVariance: false, dropLowestMeanFraction: 0 }),
     );
     expect(out.samples).toHaveLength(4); // the episode ends after b's turn-0 action
@@ -62,7 +57,7 @@ describe("AT-GRPO", () => {
     // Turn 1 for t3: a's "1" → 3 = target (team +1): the episode ends there, b does not act.
     // Turn 1 for t4: a's "1" → 3 (r = 0) continues; b's "1" → 4 = target (team +1).
     const ctx = context(env, listPolicies(["1", "x"], ["1", "x"]), twoAgentTeam("sequential", 2));
-    const out = await rolloutAtgrpo(ctx, [task(3), task(4)], handAtgrpo);
+    const out = await rolloutAtgrpo(ctx, [sumTask(3), sumTask(4)], handAtgrpo);
     const keys = [...new Set(out.samples.map((s) => s.groupKey))].sort();
     expect(keys).toEqual([
       "sum-to-target/t3/turn=0/agent=a",
@@ -99,7 +94,7 @@ describe("AT-GRPO", () => {
   it("group filters drop zero-variance groups", async () => {
     const ctx = context(env, listPolicies(["1", "1"], ["2", "5"]), twoAgentTeam("sequential", 1));
     const out = estimated(
-      await rolloutAtgrpo(ctx, [task(3)], handAtgrpo),
+      await rolloutAtgrpo(ctx, [sumTask(3)], handAtgrpo),
       stdNormalised({ dropZeroVariance: true, dropLowestMeanFraction: 0 }),
     );
     expect(out.samples.map((s) => s.provenance.agent)).toEqual(["b", "b"]);

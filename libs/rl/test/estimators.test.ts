@@ -3,10 +3,9 @@ import { describe, expect, it } from "vitest";
 import { groupAdvantages } from "../src/advantages.ts";
 import { EstimationConfigSchema, estimateAdvantages } from "../src/estimators.ts";
 import { runStrategy, StrategyConfigSchema } from "../src/strategies.ts";
-import { context, listPolicies, twoAgentTeam } from "./helpers.ts";
+import { context, listPolicies, sumTask, twoAgentTeam } from "./helpers.ts";
 
 const env = sumToTargetEnv(["a", "b"]);
-const task = (target: number) => ({ id: `t${target}`, split: "train" as const, payload: { target } });
 const policies = () => listPolicies(["1", "2"], ["1", "3"]);
 
 describe("advantage stage", () => {
@@ -23,7 +22,7 @@ describe("advantage stage", () => {
     });
     const out = await runStrategy(
       context(env, policies(), twoAgentTeam("sequential", 3)),
-      [task(5), task(6)],
+      [sumTask(5), sumTask(6)],
       config,
     );
     const { samples, filters } = estimateAdvantages(out.samples, estimation);
@@ -54,7 +53,7 @@ describe("advantage stage", () => {
     });
     const out = await runStrategy(
       context(env, policies(), twoAgentTeam("sequential", 2)),
-      [task(5), task(6), task(7)],
+      [sumTask(5), sumTask(6), sumTask(7)],
       config,
     );
     const groups = new Set(out.samples.map((s) => s.groupKey)).size;

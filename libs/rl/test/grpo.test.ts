@@ -1,20 +1,17 @@
-/**
- * GRPO rollouts (grpo.ts): G independent episodes per task, groups keyed (task, turn, agent),
- * discounted returns.
- */
-import type { Task } from "@troupe/core";
 import { sumToTargetEnv } from "@troupe/core/testing";
 import { describe, expect, it } from "vitest";
 import { rolloutGrpo } from "../src/grpo.ts";
-import { context, estimated, ListPolicy, listPolicies, twoAgentTeam } from "./helpers.ts";
+import {
+  context,
+  estimated,
+  ListPolicy,
+  listPolicies,
+  meanBaseline,
+  sumTask,
+  twoAgentTeam,
+} from "./helpers.ts";
 
 const env = sumToTargetEnv(["a", "b"]);
-const task = (target: number, id = `t${target}`): Task<{ target: number }> => ({
-  id,
-  split: "train",
-  payload: { target },
-});
-const noStd = { baseline: "mean" as const, normalizeStd: false, eps: 0 };
 
 describe("GRPO rollouts (MAS without tree)", () => {
   it("G episodes per task, groups keyed (task, turn, agent), discounted returns", async () => {
@@ -30,8 +27,8 @@ describe("GRPO rollouts (MAS without tree)", () => {
     };
     const config = { groupSize: 2, gamma: 0.5, teamWeight: 1, localWeight: 0 };
     const out = estimated(
-      await rolloutGrpo(context(solo, { p: new ListPolicy("p", ["1", "2"]) }, team), [task(3)], config),
-      noStd,
+      await rolloutGrpo(context(solo, { p: new ListPolicy("p", ["1", "2"]) }, team), [sumTask(3)], config),
+      meanBaseline,
     );
     const turn = (t: number) => out.samples.filter((s) => s.provenance.turn === t);
     expect(turn(0).map((s) => [s.provenance.episode, s.return, s.advantage])).toEqual([
@@ -48,7 +45,7 @@ describe("GRPO rollouts (MAS without tree)", () => {
 
   it("a sequential team: the second agent sees the first agent's action of the same turn", async () => {
     const ctx = context(env, listPolicies(["4"], ["1"]), twoAgentTeam("sequential", 1));
-    const out = await rolloutGrpo(ctx, [task(9)], {
+    const out = await rolloutGrpo(ctx, [sumTask(9)], {
       groupSize: 1,
       gamma: 1,
       teamWeight: 1,

@@ -8,6 +8,7 @@ import {
   type Sample,
   type SamplingParams,
   samplingParams,
+  type Task,
   type Team,
 } from "@troupe/core";
 import { type EstimationConfig, estimateAdvantages } from "../src/estimators.ts";
@@ -61,6 +62,14 @@ export function context<S, P>(
     ...overrides,
   };
 }
+
+/** A sum-to-target task (`sumToTargetEnv`): the agents' numbers must add up to `target`. */
+export function sumTask(target: number, id = `t${target}`): Task<{ target: number }> {
+  return { id, split: "train", payload: { target } };
+}
+
+/** Advantages as the plain difference from the group mean, A = R − mean(R): hand-computable. */
+export const meanBaseline = { baseline: "mean" as const, normalizeStd: false, eps: 0 };
 
 /** Per-role team: role a → policy a, role b → policy b. */
 export function twoAgentTeam(turnOrder: "parallel" | "sequential", maxTurns: number): Team {

@@ -1,21 +1,10 @@
-/**
- * MAGRPO (magrpo.ts) on hand-worked trees: joint actions, returns R = r + γ·mean(children) per
- * agent, per-node group keys, cross credit, tree sizes, early termination and what it refuses.
- */
-import type { Task } from "@troupe/core";
 import { ScriptedPolicy, sumToTargetEnv } from "@troupe/core/testing";
 import { describe, expect, it } from "vitest";
 import { groupSamples } from "../src/grouping.ts";
 import { defaultMagrpoConfig, type JointMode, jointActions, rolloutMagrpo } from "../src/magrpo.ts";
-import { context, estimated, listPolicies, twoAgentTeam } from "./helpers.ts";
+import { context, estimated, listPolicies, meanBaseline, sumTask, twoAgentTeam } from "./helpers.ts";
 
 const env = sumToTargetEnv(["a", "b"]);
-const task = (target: number, id = `t${target}`): Task<{ target: number }> => ({
-  id,
-  split: "train",
-  payload: { target },
-});
-const noStd = { baseline: "mean" as const, normalizeStd: false, eps: 0 };
 
 function defaultsFor(jointMode: JointMode) {
   return { ...defaultMagrpoConfig, jointMode };
@@ -51,7 +40,7 @@ describe("MAGRPO", () => {
       teamWeight: 1,
       localWeight: 0,
     };
-    const out = estimated(await rolloutMagrpo(ctx, [task(5)], config), noStd);
+    const out = estimated(await rolloutMagrpo(ctx, [sumTask(5)], config), meanBaseline);
     expect(out.samples).toHaveLength(8); // (root + node [0]) × 2 agents × 2 candidates; node [1] is done
     expect(out.stats.leaves).toBe(3);
     const at = (path: string, agent: string) =>
@@ -80,21 +69,25 @@ describe("MAGRPO", () => {
       localWeight: 0,
     };
     const sum = estimated(
-      await rolloutMagrpo(context(env, policies, twoAgentTeam("parallel", 1)), [task(4)], {
+      await rolloutMagrpo(context(env, policies, twoAgentTeam("parallel", 1)), [sumTask(4)], {
         ...base,
         crossCredit: "sum",
       }),
-      noStd,
+      meanBaseline,
     );
     const by = (agent: string, out = sum) => out.samples.filter((s) => s.provenance.agent === agent);
     expect(by("a").map((s) => s.return)).toEqual([1, -1]);
     expect(by("a").map((s) => s.advantage)).toEqual([1, -1]);
     expect(by("b").map((s) => s.return)).toEqual([0, 0]);
     expect(by("b").map((s) => s.advantage)).toEqual([0, 0]);
-    const meanCredit = await rolloutMagrpo(context(env, policies, twoAgentTeam("parallel", 1)), [task(4)], {
-      ...base,
-      crossCredit: "mean",
-    });
+    const meanCredit = await rolloutMagrpo(
+      context(env, policies, twoAgentTeam("parallel", 1)),
+      [sumTask(4)],
+      {
+        ...base,
+        crossCredit: "mean",
+      },
+    );
     expect(meanCredit.samples.filter((s) => s.provenance.agent === "a").map((s) => s.return)).toEqual([
       0.5, -0.5,
     ]);
@@ -106,14 +99,18 @@ describe("MAGRPO", () => {
     const scripted = (id: string) =>
       new ScriptedPolicy(id, () => ["1", "2", "3"].map((text) => ({ text, weight: 1 })));
     const policies = { a: scripted("a"), b: scripted("b") };
-    const aligned = await rolloutMagrpo(context(env, policies, twoAgentTeam("parallel", 3)), [task(1000)], {
-      ...defaultsFor("aligned"),
-      groupSize: 2,
-    });
+    const aligned = await rolloutMagrpo(
+      context(env, policies, twoAgentTeam("parallel", 3)),
+      [sumTask(1000)],
+      {
+        ...defaultsFor("aligned"),
+        groupSize: 2,
+      },
+    );
     expect(aligned.stats.leaves).toBe(2 ** 3);
     // Internal nodes 1 + 2 + 4, each with N·G = 4 samples.
     expect(aligned.samples).toHaveLength(7 * 4);
-    const cross = await rolloutMagrpo(context(env, policies, twoAgentTeam("parallel", 2)), [task(1000)], {
+    const cross = await rolloutMagrpo(context(env, policies, twoAgentTeam("parallel", 2)), [sumTask(1000)], {
       ...defaultsFor("cross"),
       groupSize: 2,
     });
@@ -125,7 +122,7 @@ describe("MAGRPO", () => {
   it("early termination: a node whose mean reward exceeds the threshold is not expanded", async () => {
     // As the hand-worked tree: root mean reward = mean(0, 1) = 0.5 > 0.4, so node [0] stays a leaf.
     const ctx = context(env, listPolicies(["1", "2"], ["1", "3"]), twoAgentTeam("parallel", 2));
-    const out = await rolloutMagrpo(ctx, [task(5)], {
+    const out = await rolloutMagrpo(ctx, [sumTask(5)], {
       ...defaultsFor("aligned"),
       groupSize: 2,
       gamma: 0.5,
@@ -133,7 +130,7 @@ describe("MAGRPO", () => {
     });
     expect(out.samples).toHaveLength(4);
     expect(out.stats.leaves).toBe(2);
-    const higher = await rolloutMagrpo(ctx, [task(5)], {
+    const higher = await rolloutMagrpo(ctx, [sumTask(5)], {
       ...defaultsFor("aligned"),
       groupSize: 2,
       earlyTerminationThreshold: 0.5,
@@ -144,10 +141,10 @@ describe("MAGRPO", () => {
   it("refuses sequential teams and groups of one", async () => {
     const policies = listPolicies(["1"], ["1"]);
     await expect(
-      rolloutMagrpo(context(env, policies, twoAgentTeam("sequential", 1)), [task(3)]),
+      rolloutMagrpo(context(env, policies, twoAgentTeam("sequential", 1)), [sumTask(3)]),
     ).rejects.toThrow(/sequentially.*parallel/);
     await expect(
-      rolloutMagrpo(context(env, policies, twoAgentTeam("parallel", 1)), [task(3)], {
+      rolloutMagrpo(context(env, policies, twoAgentTeam("parallel", 1)), [sumTask(3)], {
         ...defaultsFor("aligned"),
         groupSize: 1,
       }),

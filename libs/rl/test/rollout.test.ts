@@ -55,10 +55,9 @@ import { runEpisodes } from "@troupe/core";
 import { sumToTargetEnv } from "@troupe/core/testing";
 import { describe, expect, it } from "vitest";
 import { runStrategy, StrategyConfigSchema } from "../src/strategies.ts";
-import { context, listPolicies, twoAgentTeam } from "./helpers.ts";
+import { context, listPolicies, sumTask, twoAgentTeam } from "./helpers.ts";
 
 const env = sumToTargetEnv(["a", "b"]);
-const task = (target: number) => ({ id: `t${target}`, split: "train" as const, payload: { target } });
 const policies = () => listPolicies(["1", "2"], ["1", "3"]);
 
 describe("sampling per role", () => {
@@ -109,7 +108,7 @@ describe("episode runner", () => {
     let guarded = 0;
     const [episode] = await runEpisodes(
       context(env, policies(), twoAgentTeam("sequential", 3)),
-      [task(5)],
+      [sumTask(5)],
       1,
       {
         onStart: ([ep]) => seen.push(`start ${ep!.task.id}`),
