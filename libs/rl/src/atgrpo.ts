@@ -32,7 +32,7 @@ import {
 } from "@troupe/core";
 import { z } from "zod";
 import { groupKey } from "./grouping.ts";
-import { type RolloutNode, type RolloutResult, rewardParts } from "./rollout.ts";
+import { checkCount, type RolloutNode, type RolloutResult, rewardParts } from "./rollout.ts";
 import { edgeNode, rootNode, TreeRollout } from "./tree.ts";
 
 export const AtgrpoConfigSchema = z.strictObject({
@@ -84,10 +84,8 @@ export async function rolloutAtgrpo<S, P>(
   tasks: readonly Task<P>[],
   config: AtgrpoConfig = defaultAtgrpoConfig,
 ): Promise<RolloutResult> {
+  checkCount("atgrpo", "candidates", config.candidates, 1);
   const tree = new TreeRollout(ctx, tasks, "atgrpo");
-  if (!Number.isInteger(config.candidates) || config.candidates < 1) {
-    throw new Error(`atgrpo: candidates must be a positive integer, got ${config.candidates}`);
-  }
   const order = ctx.team.roles.map((r) => r.id);
   const episodes: ChosenPath<S>[] = [];
   for (const task of tasks) {

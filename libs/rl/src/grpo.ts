@@ -23,7 +23,7 @@ import {
 } from "@troupe/core";
 import { z } from "zod";
 import { groupKey } from "./grouping.ts";
-import { buildSample, type RolloutResult, rewardParts } from "./rollout.ts";
+import { buildSample, checkCount, type RolloutResult, rewardParts } from "./rollout.ts";
 import { chainTree, countLeaves } from "./tree.ts";
 
 export const GrpoConfigSchema = z.strictObject({
@@ -44,9 +44,7 @@ export async function rolloutGrpo<S, P>(
   tasks: readonly Task<P>[],
   config: GrpoConfig = defaultGrpoConfig,
 ): Promise<RolloutResult> {
-  if (!Number.isInteger(config.groupSize) || config.groupSize < 1) {
-    throw new Error(`grpo: groupSize must be a positive integer, got ${config.groupSize}`);
-  }
+  checkCount("grpo", "groupSize", config.groupSize, 1);
   const episodes = await runEpisodes(ctx, tasks, config.groupSize);
 
   // Each completion with its return R_s^i, grouped by (task, turn, agent) in episode order.

@@ -40,7 +40,7 @@ import {
 } from "@troupe/core";
 import { z } from "zod";
 import { groupKey } from "./grouping.ts";
-import { type RolloutNode, type RolloutResult, rewardParts } from "./rollout.ts";
+import { checkCount, type RolloutNode, type RolloutResult, rewardParts } from "./rollout.ts";
 import { edgeNode, rootNode, TreeRollout } from "./tree.ts";
 
 export const MagrpoConfigSchema = z.strictObject({
@@ -101,12 +101,8 @@ export async function rolloutMagrpo<S, P>(
   tasks: readonly Task<P>[],
   config: MagrpoConfig = defaultMagrpoConfig,
 ): Promise<RolloutResult> {
+  checkCount("magrpo", "groupSize", config.groupSize, 2, "a group baseline needs siblings");
   const tree = new TreeRollout(ctx, tasks, "magrpo");
-  if (!Number.isInteger(config.groupSize) || config.groupSize < 2) {
-    throw new Error(
-      `magrpo: groupSize must be an integer ≥ 2 (a group baseline needs siblings), got ${config.groupSize}`,
-    );
-  }
   const stages = turnStages(ctx.team);
   if (stages.length > 1) {
     throw new Error(

@@ -110,3 +110,15 @@ export function rewardParts(
   const local = result.localRewards[agent] ?? 0;
   return { team, local, total: weights.teamWeight * team + weights.localWeight * local };
 }
+
+/**
+ * A strategy's count setting (G, K) is a whole number ≥ `min`. Checked at the rollout as well as in
+ * the schema because a config object can be built without it.
+ */
+export function checkCount(strategy: string, name: string, value: number, min: number, why?: string): void {
+  if (Number.isInteger(value) && value >= min) return;
+  const bound = min === 1 ? "a positive integer" : `an integer ≥ ${min}`;
+  throw new Error(
+    `${strategy}: ${name} must be ${bound}${why === undefined ? "" : ` (${why})`}, got ${value}`,
+  );
+}

@@ -8,10 +8,16 @@ import {
   type Completion,
   type GenerationRequest,
   type Policy,
+  runEpisodes,
   type SamplingParams,
   samplingParams,
   type Team,
 } from "@troupe/core";
+import { sumToTargetEnv } from "@troupe/core/testing";
+import { describe, expect, it } from "vitest";
+import { checkCount } from "../src/rollout.ts";
+import { runStrategy, StrategyConfigSchema } from "../src/strategies.ts";
+import { context, listPolicies, sumTask, twoAgentTeam } from "./helpers.ts";
 
 /** Says "1" to every request and records each call: how many prompts, at which temperature and length. */
 class RecordingPolicy implements Policy {
@@ -45,17 +51,8 @@ const sharedTeam: Team = {
     { id: "b", policy: "shared" },
   ],
 };
-const tasks = [
-  { id: "t9", split: "train" as const, payload: { target: 9 } },
-  { id: "t8", split: "train" as const, payload: { target: 8 } },
-];
+const tasks = [sumTask(9), sumTask(8)];
 const bSampling = samplingParams({ temperature: 0.3, maxTokens: 4 });
-
-import { runEpisodes } from "@troupe/core";
-import { sumToTargetEnv } from "@troupe/core/testing";
-import { describe, expect, it } from "vitest";
-import { runStrategy, StrategyConfigSchema } from "../src/strategies.ts";
-import { context, listPolicies, sumTask, twoAgentTeam } from "./helpers.ts";
 
 const env = sumToTargetEnv(["a", "b"]);
 const policies = () => listPolicies(["1", "2"], ["1", "3"]);
@@ -136,5 +133,21 @@ describe("episode runner", () => {
     ]);
     expect(guarded).toBe(10); // a generation and an environment step per stage
     expect(episode).toMatchObject({ done: true, success: true, judged: true, turns: 3 });
+  });
+});
+
+describe("checkCount", () => {
+  it("passes whole numbers from the minimum up and names the strategy, the setting and the value otherwise", () => {
+    expect(() => checkCount("grpo", "groupSize", 1, 1)).not.toThrow();
+    expect(() => checkCount("magrpo", "groupSize", 5, 2)).not.toThrow();
+    expect(() => checkCount("grpo", "groupSize", 0, 1)).toThrow(
+      "grpo: groupSize must be a positive integer, got 0",
+    );
+    expect(() => checkCount("atgrpo", "candidates", 1.5, 1)).toThrow(
+      "atgrpo: candidates must be a positive integer, got 1.5",
+    );
+    expect(() => checkCount("magrpo", "groupSize", 1, 2, "a group baseline needs siblings")).toThrow(
+      "magrpo: groupSize must be an integer ≥ 2 (a group baseline needs siblings), got 1",
+    );
   });
 });
