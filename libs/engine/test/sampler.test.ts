@@ -6,10 +6,15 @@ import { drawFrom, entropy, logSoftmax, sampleToken, samplingDistribution } from
 // Logits whose softmax is exactly [0.1, 0.2, 0.3, 0.4] (softmax(log p) = p when Σp = 1).
 const PROBS = [0.1, 0.2, 0.3, 0.4];
 const LOGITS = Float32Array.from(PROBS.map(Math.log));
+/** The same logits in float64, for checks to 12 digits. */
+const LOGITS_F64 = Float64Array.from(PROBS.map(Math.log));
 const exact = (dist: { tokenIds: Int32Array; probs: Float64Array }) => ({
   ids: Array.from(dist.tokenIds),
   probs: Array.from(dist.probs),
 });
+/** The distribution `settings` make of PROBS, as plain arrays. */
+const ofProbs = (settings: Parameters<typeof samplingDistribution>[1]) =>
+  exact(samplingDistribution(LOGITS_F64, settings));
 
 describe("logSoftmax", () => {
   it("matches hand values and is shift-invariant", () => {
@@ -53,24 +58,19 @@ describe("samplingDistribution", () => {
     const d = exact(samplingDistribution(doubled, { temperature: 2, topK: 0, topP: 1 }));
     d.probs.forEach((p, i) => expect(p).toBeCloseTo(PROBS[i]!, 12));
     // T = 0.5 squares and renormalises: p² / Σp² with Σp² = 0.01+0.04+0.09+0.16 = 0.3.
-    const sharp = exact(
-      samplingDistribution(Float64Array.from(PROBS.map(Math.log)), { temperature: 0.5, topK: 0, topP: 1 }),
-    );
+    const sharp = ofProbs({ temperature: 0.5, topK: 0, topP: 1 });
     expect(sharp.probs[3]).toBeCloseTo(0.16 / 0.3, 12);
   });
 
   it("keeps the k most probable tokens for top-k, renormalised", () => {
-    const d = exact(
-      samplingDistribution(Float64Array.from(PROBS.map(Math.log)), { temperature: 1, topK: 2, topP: 1 }),
-    );
+    const d = ofProbs({ temperature: 1, topK: 2, topP: 1 });
     expect(d.ids).toEqual([3, 2]);
     expect(d.probs[0]).toBeCloseTo(4 / 7, 12);
     expect(d.probs[1]).toBeCloseTo(3 / 7, 12);
   });
 
   it("keeps the shortest prefix reaching p for top-p", () => {
-    const logits = Float64Array.from(PROBS.map(Math.log));
-    const p = (topP: number) => exact(samplingDistribution(logits, { temperature: 1, topK: 0, topP }));
+    const p = (topP: number) => ofProbs({ temperature: 1, topK: 0, topP });
     expect(p(0.35)).toEqual({ ids: [3], probs: [1] }); // 0.4 ≥ 0.35
     expect(p(0.5).ids).toEqual([3, 2]); // 0.4 < 0.5 ≤ 0.7
     const three = p(0.75); // 0.7 < 0.75 ≤ 0.9 → {0.4, 0.3, 0.2} / 0.9
@@ -80,9 +80,7 @@ describe("samplingDistribution", () => {
 
   it("applies top-p to the top-k distribution", () => {
     // top-3 renormalised: 4/9, 3/9, 2/9; cumulative 0.444 < 0.6 ≤ 0.777 → keep 2 → 4/7, 3/7.
-    const d = exact(
-      samplingDistribution(Float64Array.from(PROBS.map(Math.log)), { temperature: 1, topK: 3, topP: 0.6 }),
-    );
+    const d = ofProbs({ temperature: 1, topK: 3, topP: 0.6 });
     expect(d.ids).toEqual([3, 2]);
     expect(d.probs[0]).toBeCloseTo(4 / 7, 12);
   });
