@@ -2,6 +2,7 @@
 import { initQwenWeights, type QwenConfig, tinyQwenConfig, type Weights } from "@troupe/engine";
 import { MICRO_QWEN_SHAPE } from "@troupe/engine/testing";
 import type { Graph } from "../src/graph/builder.ts";
+import type { ModelRunner } from "../src/runtime/runner.ts";
 import { GraphSession, type TypedArray, tensor } from "../src/runtime/session.ts";
 import type { HostWeights } from "../src/runtime/weight-feeds.ts";
 import { uniformStream } from "./gradcheck.ts";
@@ -52,6 +53,22 @@ export function toFloat64(weights: Weights): HostWeights {
 
 export function randomTokens(n: number, vocab: number, rand: () => number): number[] {
   return Array.from({ length: n }, () => Math.floor(rand() * vocab));
+}
+
+/**
+ * Two prompts (6 and 3 tokens), a 4-token completion for each, drawn from `rand` in that order, and
+ * the log-probs the runner's scoring graph gives the completions: what the decode paths and the
+ * reference are held to.
+ */
+export async function scoredCompletions(runner: ModelRunner, weights: HostWeights, rand: () => number) {
+  const V = runner.config.vocab_size;
+  const prompts = [randomTokens(6, V, rand), randomTokens(3, V, rand)];
+  const completions = [randomTokens(4, V, rand), randomTokens(4, V, rand)];
+  const scored = await runner.sequences.score(
+    weights,
+    prompts.map((p, b) => ({ promptTokenIds: p, completionTokenIds: completions[b]! })),
+  );
+  return { prompts, completions, scored };
 }
 
 /** Runs a graph once on float64 (or other) host arrays and returns every output's data. */

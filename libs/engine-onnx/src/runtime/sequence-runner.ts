@@ -7,7 +7,7 @@
  * [prompt − 1, …); with the completion window, left-padded and [B, W] (W the longest completion),
  * every completion ending its row (model/query-window.ts).
  */
-import type { QwenConfig } from "@troupe/engine";
+import type { LossSums, PolicyLossConfig, QwenConfig } from "@troupe/engine";
 import type { FloatDType } from "../graph/builder.ts";
 import { graphWeightSpecs } from "../model/fused-weights.ts";
 import { buildScoringGraph, buildTrainGraph, gradName, TRAIN_INPUTS } from "../model/graphs.ts";
@@ -40,22 +40,11 @@ export interface LossSequenceInput extends ScoredSequence {
   readonly mask: readonly number[];
 }
 
-export interface LossSettings {
-  readonly clipLow: number;
-  readonly clipHigh: number;
-  readonly dualClip?: number | undefined;
-  readonly klCoef: number;
-  readonly entropyCoef: number;
-  readonly nllCoef?: number | undefined;
-}
+/** The loss settings the training graph reads: the aggregation is already in each token's weight. */
+export type LossSettings = Omit<PolicyLossConfig, "aggregation">;
 
-export interface MicroBatchResult {
-  readonly loss: number;
-  readonly pgLoss: number;
-  readonly kl: number;
-  readonly entropy: number;
-  readonly clipped: number;
-  readonly oldMinusNew: number;
+/** One micro-batch's loss sums (added up by the engine), with its per-token outputs and gradients. */
+export interface MicroBatchResult extends Readonly<LossSums> {
   readonly logprobs: number[][];
   readonly entropies: number[][];
   readonly grads: Map<string, FloatArray>;

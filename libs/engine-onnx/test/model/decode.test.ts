@@ -19,7 +19,7 @@ import { padBatch } from "../../src/runtime/padding.ts";
 import { ModelRunner } from "../../src/runtime/runner.ts";
 import { GraphSession, type ort, tensor } from "../../src/runtime/session.ts";
 import { type HostWeights, weightFeeds } from "../../src/runtime/weight-feeds.ts";
-import { randomTokens, TINY_CONFIGS, tinyWeights } from "../fixtures.ts";
+import { scoredCompletions, TINY_CONFIGS, tinyWeights } from "../fixtures.ts";
 import { uniformStream } from "../gradcheck.ts";
 
 describe.each(Object.entries(TINY_CONFIGS))("%s", (_, config) => {
@@ -71,12 +71,7 @@ describe.each(Object.entries(TINY_CONFIGS))("%s", (_, config) => {
 
   it("decoding through each cache equals full recomputation", async () => {
     const runner = new ModelRunner(config);
-    const prompts = [randomTokens(6, V, rand), randomTokens(3, V, rand)];
-    const completions = [randomTokens(4, V, rand), randomTokens(4, V, rand)];
-    const scored = await runner.sequences.score(
-      weights,
-      prompts.map((p, b) => ({ promptTokenIds: p, completionTokenIds: completions[b]! })),
-    );
+    const { prompts, completions, scored } = await scoredCompletions(runner, weights, rand);
     const padded = padBatch(prompts, "left");
     const B = prompts.length;
     const expectScored = (logits: Float32Array | Float64Array, j: number) => {

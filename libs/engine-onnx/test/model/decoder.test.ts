@@ -7,7 +7,7 @@ import { padBatch } from "../../src/runtime/padding.ts";
 import { ModelRunner } from "../../src/runtime/runner.ts";
 import { GraphSession, tensor } from "../../src/runtime/session.ts";
 import { weightFeeds } from "../../src/runtime/weight-feeds.ts";
-import { randomTokens, TINY_CONFIGS, tinyWeights } from "../fixtures.ts";
+import { randomTokens, scoredCompletions, TINY_CONFIGS, tinyWeights } from "../fixtures.ts";
 import { uniformStream } from "../gradcheck.ts";
 
 describe.each(Object.entries(TINY_CONFIGS))("%s", (_, config) => {
@@ -53,12 +53,7 @@ describe.each(Object.entries(TINY_CONFIGS))("%s", (_, config) => {
 
   it("scored log-probs of completions equal the reference", async () => {
     const runner = new ModelRunner(config);
-    const prompts = [randomTokens(6, V, rand), randomTokens(3, V, rand)];
-    const completions = [randomTokens(4, V, rand), randomTokens(4, V, rand)];
-    const scored = await runner.sequences.score(
-      weights,
-      prompts.map((p, b) => ({ promptTokenIds: p, completionTokenIds: completions[b]! })),
-    );
+    const { prompts, completions, scored } = await scoredCompletions(runner, weights, rand);
     prompts.forEach((p, b) => {
       const ref = qwenReferenceLogprobs(config, weights, p, completions[b]!);
       scored.logprobs[b]!.forEach((lp, j) => expect(Math.abs(lp - ref[j]!)).toBeLessThan(1e-4));
