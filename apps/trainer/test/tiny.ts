@@ -8,13 +8,17 @@ import { mkdtempSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { dirname, join, resolve } from "node:path";
 import { fileURLToPath } from "node:url";
+import { type Team, teamPolicies } from "@troupe/core";
+import type { Engine } from "@troupe/engine";
 import { type ObjectStore, parseManifest, RunStore } from "@troupe/storage";
 import { afterAll, vi } from "vitest";
+import { createEngine } from "../src/engines.ts";
+import { recipeEnvironment } from "../src/envs.ts";
 import { main } from "../src/main.ts";
 import type { Recipe } from "../src/recipe.ts";
 import type { TrainReporter } from "../src/run/context.ts";
 import { launchRun } from "../src/run/launch.ts";
-import { warmStartAndTrain } from "../src/run/warm-start.ts";
+import { type WarmStartResult, warmStart, warmStartAndTrain } from "../src/run/warm-start.ts";
 
 /** The trainer app's folder: its CLI runs from here, as under `nx run trainer:…`. */
 export const appRoot = resolve(dirname(fileURLToPath(import.meta.url)), "..");
@@ -157,6 +161,32 @@ export async function trainRun(recipe: Recipe, store: ObjectStore, runId: string
     });
     return { summary, runStore, team: run.team };
   });
+}
+
+/**
+ * The recipe's warm start (computed, or loaded from `store`'s cache) on a fresh engine of its team,
+ * with the notes it reported; `read` looks at the result and the engine before the engine closes.
+ */
+export async function withWarmStart<T>(
+  recipe: Recipe,
+  store: ObjectStore,
+  read: (warm: {
+    result: WarmStartResult | undefined;
+    notes: string[];
+    engine: Engine;
+    team: Team;
+  }) => T | Promise<T>,
+): Promise<T> {
+  const { trainerEnv, team } = recipeEnvironment(recipe);
+  const engine = await createEngine(recipe, teamPolicies(team));
+  try {
+    const notes: string[] = [];
+    const reporter = { ...quiet, note: (message: string) => notes.push(message) };
+    const result = await warmStart({ recipe, trainerEnv, team, engine, store, reporter });
+    return await read({ result, notes, engine, team });
+  } finally {
+    await engine.close();
+  }
 }
 
 /** The run's data objects under steps/ and checkpoints/ that no manifest lists. */

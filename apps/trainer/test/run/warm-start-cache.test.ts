@@ -5,14 +5,11 @@
  * cached under the version-1 key are still found.
  */
 import { join } from "node:path";
-import { teamPolicies } from "@troupe/core";
 import { RunStore } from "@troupe/storage";
 import { FileStore } from "@troupe/storage/node";
 import { describe, expect, it } from "vitest";
-import { createEngine } from "../../src/engines.ts";
 import { recipeEnvironment } from "../../src/envs.ts";
 import { loadRecipeText } from "../../src/recipe.ts";
-import { warmStart } from "../../src/run/warm-start.ts";
 import {
   legacyWarmStartId,
   WARM_START_KEY_VERSION,
@@ -20,7 +17,7 @@ import {
   warmStartKey,
   warmStartRun,
 } from "../../src/run/warm-start-cache.ts";
-import { quiet, TINY_PLAN_PATH, tempRoot } from "../tiny.ts";
+import { TINY_PLAN_PATH, tempRoot, withWarmStart } from "../tiny.ts";
 
 const root = tempRoot("warm-start-cache");
 
@@ -113,39 +110,26 @@ describe("warm starts cached under the version-1 key", () => {
 
   it("are found and loaded, with one line saying so; without one the current key's run is trained", async () => {
     const recipe = loadRecipeText(RECIPE);
-    const { trainerEnv, team } = recipeEnvironment(recipe);
+    const { team } = recipeEnvironment(recipe);
     const store = new FileStore(join(root, "legacy"));
     expect((await warmStartRun(store, recipe, team)).found).toBe("none");
     // A warm start trained as before version 2: the same weights under the old id.
-    const engine = await createEngine(recipe, teamPolicies(team));
-    try {
-      const trained = await warmStart({ recipe, trainerEnv, team, engine, store, reporter: quiet });
-      expect(trained?.runId).toBe(ID);
-      const current = new RunStore(store, ID);
-      const legacy = new RunStore(store, ID_VERSION_1);
-      for (const { key } of await store.list(`runs/${ID}/`)) {
-        await store.put(key.replace(`runs/${ID}/`, `runs/${ID_VERSION_1}/`), await store.get(key));
-        await store.delete(key);
-      }
-      expect(await current.latestCommittedStep()).toBeUndefined();
-      expect(await legacy.latestCommittedStep()).toBe(2);
-      expect((await warmStartRun(store, recipe, team)).found).toBe("version 1");
-      const notes: string[] = [];
-      const loaded = await warmStart({
-        recipe,
-        trainerEnv,
-        team,
-        engine,
-        store,
-        reporter: { ...quiet, note: (m) => notes.push(m) },
-      });
-      expect(loaded).toMatchObject({ runId: ID_VERSION_1, cached: true });
-      expect(notes[0]).toBe(
-        `warm start: ${ID_VERSION_1}, cached under the cache key's version 1, is the same warm start`,
-      );
-      expect(await store.head(`runs/${ID}/config.json`)).toBeUndefined();
-    } finally {
-      await engine.close();
+    const trained = await withWarmStart(recipe, store, ({ result }) => result);
+    expect(trained?.runId).toBe(ID);
+    const current = new RunStore(store, ID);
+    const legacy = new RunStore(store, ID_VERSION_1);
+    for (const { key } of await store.list(`runs/${ID}/`)) {
+      await store.put(key.replace(`runs/${ID}/`, `runs/${ID_VERSION_1}/`), await store.get(key));
+      await store.delete(key);
     }
+    expect(await current.latestCommittedStep()).toBeUndefined();
+    expect(await legacy.latestCommittedStep()).toBe(2);
+    expect((await warmStartRun(store, recipe, team)).found).toBe("version 1");
+    const loaded = await withWarmStart(recipe, store, (warm) => warm);
+    expect(loaded.result).toMatchObject({ runId: ID_VERSION_1, cached: true });
+    expect(loaded.notes[0]).toBe(
+      `warm start: ${ID_VERSION_1}, cached under the cache key's version 1, is the same warm start`,
+    );
+    expect(await store.head(`runs/${ID}/config.json`)).toBeUndefined();
   });
 });

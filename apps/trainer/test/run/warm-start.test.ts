@@ -9,7 +9,6 @@ import { sha256Hex, teamPolicies } from "@troupe/core";
 import { RunStore } from "@troupe/storage";
 import { FileStore } from "@troupe/storage/node";
 import { describe, expect, it } from "vitest";
-import { createEngine } from "../../src/engines.ts";
 import { createEnvironment, recipeEnvironment, recipeTeam } from "../../src/envs.ts";
 import { loadRecipeText, RecipeError, SftSchema } from "../../src/recipe.ts";
 import {
@@ -18,11 +17,10 @@ import {
   demonstrationEnvironment,
   SFT_STOP_WINDOW,
   stopThresholds,
-  warmStart,
   warmStartLr,
 } from "../../src/run/warm-start.ts";
 import { warmStartId, warmStartProgress } from "../../src/run/warm-start-cache.ts";
-import { quiet, TINY_PLAN_PATH, tempRoot } from "../tiny.ts";
+import { TINY_PLAN_PATH, tempRoot, withWarmStart } from "../tiny.ts";
 
 const sft = SftSchema.parse({ steps: 10, batchSize: 8, lr: 1, mistakeRate: 0 });
 const lrs = (extra: object) => Array.from({ length: 10 }, (_, s) => warmStartLr(s, { ...sft, ...extra }));
@@ -131,18 +129,7 @@ async function warmStartWeights(
   sftSchedule = "",
 ): Promise<string> {
   const recipe = loadRecipeText(recipeText(optimizer, sftSchedule));
-  const trainerEnv = createEnvironment(recipe.environment.name, recipe.environment.options);
-  const team = recipeTeam(trainerEnv, recipe.team);
-  const engine = await createEngine(recipe, teamPolicies(team));
-  try {
-    const result = await warmStart({
-      recipe,
-      trainerEnv,
-      team,
-      engine,
-      store: new FileStore(join(root, folder)),
-      reporter: quiet,
-    });
+  return withWarmStart(recipe, new FileStore(join(root, folder)), async ({ result, engine, team }) => {
     expect(result?.cached).toBe(cached);
     const files = await engine.save(teamPolicies(team)[0]!);
     // RL starts with a fresh optimizer: its schedule counts from RL's first step, not the warm start's.
@@ -150,9 +137,7 @@ async function warmStartWeights(
     if (state) expect(JSON.parse(new TextDecoder().decode(state)).optimizer_step).toBe(0);
     expect(files["optimizer.safetensors"]).toBeUndefined();
     return sha256Hex(files["model.safetensors"]!);
-  } finally {
-    await engine.close();
-  }
+  });
 }
 
 describe("warm start", () => {
@@ -161,7 +146,7 @@ describe("warm start", () => {
     const cosine = "{ lr: 0.001, schedule: cosine, warmupSteps: 2, minLrRatio: 0.1 }";
     const a = loadRecipeText(recipeText(constant));
     const b = loadRecipeText(recipeText(cosine));
-    const team = recipeTeam(createEnvironment(a.environment.name, a.environment.options), a.team);
+    const { team } = recipeEnvironment(a);
     expect(warmStartId(a, team)).toBe(warmStartId(b, team));
     expect(await warmStartWeights(cosine, "cosine")).toBe(await warmStartWeights(constant, "constant"));
   });
@@ -170,10 +155,7 @@ describe("warm start", () => {
     const optimizer = "{ lr: 0.001 }";
     const constant = loadRecipeText(recipeText(optimizer));
     const cosine = loadRecipeText(recipeText(optimizer, ", schedule: cosine, minLrRatio: 0.1"));
-    const team = recipeTeam(
-      createEnvironment(constant.environment.name, constant.environment.options),
-      constant.team,
-    );
+    const { team } = recipeEnvironment(constant);
     expect(warmStartId(cosine, team)).not.toBe(warmStartId(constant, team));
     // Step 0 runs at the full lr either way; steps 1 and 2 run lower under the cosine, so the weights differ.
     const decayed = await warmStartWeights(
@@ -189,19 +171,12 @@ describe("warm start", () => {
     const optimizer = "{ lr: 0.001 }";
     const full = loadRecipeText(recipeText(optimizer));
     const windowed = loadRecipeText(recipeText(optimizer), ["engine.completionWindow=true"]);
-    const team = recipeTeam(createEnvironment(full.environment.name, full.environment.options), full.team);
+    const { team } = recipeEnvironment(full);
     expect(warmStartId(windowed, team)).not.toBe(warmStartId(full, team));
-    const nll = async (recipe: typeof full, folder: string) => {
-      const trainerEnv = createEnvironment(recipe.environment.name, recipe.environment.options);
-      const engine = await createEngine(recipe, teamPolicies(team));
-      try {
-        const store = new FileStore(join(root, folder));
-        const result = await warmStart({ recipe, trainerEnv, team, engine, store, reporter: quiet });
-        return Object.values(result!.finalNll);
-      } finally {
-        await engine.close();
-      }
-    };
+    const nll = (recipe: typeof full, folder: string) =>
+      withWarmStart(recipe, new FileStore(join(root, folder)), ({ result }) =>
+        Object.values(result!.finalNll),
+      );
     const [a] = await nll(full, "window-off");
     const [b] = await nll(windowed, "window-on");
     expect(a).toBeGreaterThan(0.5); // three steps of a fresh model: far from fitted
@@ -210,23 +185,9 @@ describe("warm start", () => {
 
   it("refuses sft.mistakeRoles naming a role the team does not have, in one line", async () => {
     const recipe = loadRecipeText(recipeText("{ lr: 0.001 }", ", mistakeRoles: [planer]"));
-    const trainerEnv = createEnvironment(recipe.environment.name, recipe.environment.options);
-    const team = recipeTeam(trainerEnv, recipe.team);
-    const engine = await createEngine(recipe, teamPolicies(team));
-    try {
-      await expect(
-        warmStart({
-          recipe,
-          trainerEnv,
-          team,
-          engine,
-          store: new FileStore(join(root, "bad-role")),
-          reporter: quiet,
-        }),
-      ).rejects.toThrow(/^sft\.mistakeRoles: "planer" is not a role of this team \(planner, fixer\)$/);
-    } finally {
-      await engine.close();
-    }
+    await expect(withWarmStart(recipe, new FileStore(join(root, "bad-role")), () => {})).rejects.toThrow(
+      /^sft\.mistakeRoles: "planer" is not a role of this team \(planner, fixer\)$/,
+    );
   });
 
   it("hands RL the warm-start weights with a fresh optimizer, computed or loaded from the cache", async () => {
@@ -243,19 +204,7 @@ describe("warm start", () => {
           `sft: { steps: ${steps}, stopAtNll: ${stopAtNll},`,
         ),
       );
-      const trainerEnv = createEnvironment(recipe.environment.name, recipe.environment.options);
-      const team = recipeTeam(trainerEnv, recipe.team);
-      const engine = await createEngine(recipe, teamPolicies(team));
-      try {
-        const notes: string[] = [];
-        const result = await warmStart({
-          recipe,
-          trainerEnv,
-          team,
-          engine,
-          store,
-          reporter: { ...quiet, note: (m) => notes.push(m) },
-        });
+      return withWarmStart(recipe, store, async ({ result, notes, team }) => {
         const runStore = new RunStore(store, warmStartId(recipe, team));
         return {
           result,
@@ -265,9 +214,7 @@ describe("warm start", () => {
           team,
           progress: await warmStartProgress(runStore, recipe.sft!),
         };
-      } finally {
-        await engine.close();
-      }
+      });
     };
     // Any NLL is below 100: it stops as soon as every policy's window is full (the fixer has a
     // demonstration only where the planner's plan did not solve), long before `steps`.
