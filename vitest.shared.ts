@@ -3,7 +3,8 @@
  * the "@troupe/source" condition; vitest (server-side resolution) must ask for it explicitly,
  * keeping the default conditions after it.
  */
-import { defineConfig } from "vitest/config";
+import { fileURLToPath } from "node:url";
+import { defineConfig, mergeConfig } from "vitest/config";
 
 // No "module" condition: with it some packages (the AWS SDK) resolve to bundler-only builds that fail under Node.
 const conditions = ["@troupe/source", "node", "import", "default"];
@@ -20,3 +21,18 @@ export const sharedConfig = defineConfig({
     hookTimeout: 60_000,
   },
 });
+
+/**
+ * As sharedConfig, for suites with an S3 end-to-end test: it runs against a real S3 server, Ceph's
+ * RADOS gateway on 127.0.0.1, started (or reused) by the storage library's globalSetup; tests get it
+ * with inject("s3").
+ */
+export const s3Config = mergeConfig(
+  sharedConfig,
+  defineConfig({
+    test: {
+      globalSetup: [fileURLToPath(new URL("./libs/storage/test/ceph-setup.ts", import.meta.url))],
+      hookTimeout: 120_000,
+    },
+  }),
+);
