@@ -22,25 +22,15 @@ import type { ContentfulStatusCode } from "hono/utils/http-status";
 import type { z } from "zod";
 import type { Logger } from "./context.ts";
 import { ClientGoneError, DeadlineExceededError } from "./deadline.ts";
+import type { ErrorSchema } from "./schemas.ts";
+
+/** The wire body, as the OpenAPI document declares it (schemas.ts `ErrorSchema`). */
+export type ErrorBody = z.infer<typeof ErrorSchema>;
 
 /** The wire codes; `invalid_request` is 400 (malformed) or 422 (well-formed but not valid for the team). */
-export type ErrorCode =
-  | "invalid_request"
-  | "unauthorized"
-  | "not_found"
-  | "payload_too_large"
-  | "request_timeout"
-  | "rate_limited"
-  | "deadline_exceeded"
-  | "overloaded"
-  | "unsupported"
-  | "internal";
+export type ErrorCode = ErrorBody["error"]["code"];
 
 export type FieldPath = (string | number)[];
-
-export interface ErrorBody {
-  error: { code: ErrorCode; message: string; path?: FieldPath };
-}
 
 /** An error meant for the client: its status, code, message and (for bad input) field path. */
 export class ApiError extends Error {
