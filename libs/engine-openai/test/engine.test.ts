@@ -19,6 +19,18 @@ import { chainLogprobs, IM_END_ID, StubOpenAIServer, type StubOptions, stubReply
 const tokenizer = new ByteTokenizer();
 const observation = userObservation("2+2?", "Be brief.");
 const PROMPT_IDS = tokenizer.encodeChat(observation.messages);
+/**
+ * The stub's answer for seed 7: "s7" = bytes 115, 55, then <|im_end|> 258. Log-probs
+ * −(((31·prev + t) mod 97) + 1)/100 with prev = 10 ("\n" ending the generation prompt):
+ * (310+115) mod 97 = 37 → −0.38; (3565+55) mod 97 = 31 → −0.32; (1705+258) mod 97 = 23 → −0.24.
+ */
+const SEED_7_COMPLETION = {
+  text: "s7",
+  promptTokenIds: PROMPT_IDS,
+  tokenIds: [115, 55, IM_END_ID],
+  logprobs: [-0.38, -0.32, -0.24],
+  finishReason: "stop",
+};
 
 let stub: StubOpenAIServer;
 let engine: OpenAIEngine;
@@ -98,16 +110,7 @@ describe("generate through /v1/completions (policy with a tokenizer)", () => {
       ].map((r, i) => ({ ...r, seed: i === 0 ? 7 : 12345 })),
       samplingParams({ maxTokens: 4 }),
     );
-    // "s7" = bytes 115, 55, then <|im_end|> 258. Log-probs −(((31·prev + t) mod 97) + 1)/100 with
-    // prev = 10 ("\n" ending the generation prompt): (310+115) mod 97 = 37 → −0.38;
-    // (3565+55) mod 97 = 31 → −0.32; (1705+258) mod 97 = 23 → −0.24.
-    expect(done).toEqual({
-      text: "s7",
-      promptTokenIds: PROMPT_IDS,
-      tokenIds: [115, 55, IM_END_ID],
-      logprobs: [-0.38, -0.32, -0.24],
-      finishReason: "stop",
-    });
+    expect(done).toEqual(SEED_7_COMPLETION);
     // "s12345" cut at 4 tokens.
     expect(cut!.text).toBe("s123");
     expect(cut!.tokenIds).toEqual([115, 49, 50, 51]);
@@ -176,13 +179,7 @@ describe("generate through /v1/chat/completions (no tokenizer)", () => {
       return_tokens_as_token_ids: true,
       return_token_ids: true,
     });
-    expect(c).toEqual({
-      text: "s7",
-      promptTokenIds: PROMPT_IDS,
-      tokenIds: [115, 55, IM_END_ID],
-      logprobs: [-0.38, -0.32, -0.24],
-      finishReason: "stop",
-    });
+    expect(c).toEqual(SEED_7_COMPLETION);
   });
 
   it("errors clearly when the server gives no prompt ids, unless ids are not required", async () => {
