@@ -65,6 +65,33 @@ function servingRegistry(store: string) {
   });
 }
 
+/**
+ * The published team, served as api:serve serves it, asked about a sentence with inputs only: it
+ * answers in the example's two turns, unjudged (nothing says what the sum should be); with its
+ * labels `a` and `b` the same sentence is judged. Its manifest and the open answer, for more checks.
+ */
+async function answersWithoutNumbers(
+  store: string,
+  team: string,
+  { sentence, a, b, seed }: { sentence: string; a: number; b: number; seed: number },
+) {
+  const registry = servingRegistry(store);
+  const manifest = await registry.resolve(team);
+  const backend = createOnnxBackend();
+  try {
+    const loaded = await loadTeam(registry, manifest, backend);
+    const open = await solve(loaded, { task: { sentence } }, { sampling: { seed } });
+    expect(open.solved).toBeNull();
+    expect(open.turns.map((t) => t.agent)).toEqual(["reader", "calculator"]);
+    expect(open.turns[0]!.prompt).toBe(`${sentence}\nnumbers:`);
+    const judged = await solve(loaded, { task: { sentence, a, b } }, { sampling: { seed } });
+    expect(typeof judged.solved).toBe("boolean");
+    return { manifest, open };
+  } finally {
+    await backend.close();
+  }
+}
+
 describe("your own task (docs/your-own-task.md)", () => {
   it("a module environment trains, publishes and answers a sentence without its numbers", async () => {
     const store = join(root, "module-store");
@@ -76,24 +103,14 @@ describe("your own task (docs/your-own-task.md)", () => {
     expect(config.environment).toMatchObject({ name: "sum-sentence", module: { path: modulePath } });
     expect(config.environment.module.sha256).toMatch(/^[0-9a-f]{64}$/);
 
-    const registry = servingRegistry(store);
-    const manifest = await registry.resolve("sum-sentence");
+    const { manifest, open } = await answersWithoutNumbers(store, "sum-sentence", {
+      sentence: "Eli has 5 coins and gets 3 more.",
+      a: 5,
+      b: 3,
+      seed: 1,
+    });
     expect(manifest.environment.module).toEqual(config.environment.module);
-    const backend = createOnnxBackend();
-    try {
-      const loaded = await loadTeam(registry, manifest, backend);
-      const sentence = "Eli has 5 coins and gets 3 more.";
-      const open = await solve(loaded, { task: { sentence } }, { sampling: { seed: 1 } });
-      expect(open.solved).toBeNull();
-      expect(open.turns.map((t) => t.agent)).toEqual(["reader", "calculator"]);
-      expect(open.turns[0]!.prompt).toBe(`${sentence}\nnumbers:`);
-      expect(open.answer.kind).toBe("state");
-      // With its labels the same sentence is judged.
-      const judged = await solve(loaded, { task: { sentence, a: 5, b: 3 } }, { sampling: { seed: 1 } });
-      expect(typeof judged.solved).toBe("boolean");
-    } finally {
-      await backend.close();
-    }
+    expect(open.answer.kind).toBe("state");
 
     // The module changes: the run and the published team refuse it, naming the file.
     appendFileSync(modulePath, "// edited\n");
@@ -116,8 +133,12 @@ describe("your own task (docs/your-own-task.md)", () => {
     const recipe = join(root, "example", "data-file", "recipe.yaml");
     await trainAndPublish(recipe, store, "sum-sentence-data");
 
-    const registry = servingRegistry(store);
-    const manifest = await registry.resolve("sum-sentence-data");
+    const { manifest, open } = await answersWithoutNumbers(store, "sum-sentence-data", {
+      sentence: "Fay has 2 books and gets 7 more.",
+      a: 2,
+      b: 7,
+      seed: 2,
+    });
     expect(manifest.environment.name).toBe("data-file");
     expect(manifest.environment.options.tasks).toMatchObject({
       path: join(root, "example", "data-file", "tasks.jsonl"),
@@ -125,20 +146,7 @@ describe("your own task (docs/your-own-task.md)", () => {
     expect(manifest.environment.options.reward).toMatchObject({
       path: join(root, "example", "data-file", "reward.ts"),
     });
-    const backend = createOnnxBackend();
-    try {
-      const loaded = await loadTeam(registry, manifest, backend);
-      const sentence = "Fay has 2 books and gets 7 more.";
-      const open = await solve(loaded, { task: { sentence } }, { sampling: { seed: 2 } });
-      expect(open.solved).toBeNull();
-      expect(open.turns.map((t) => t.agent)).toEqual(["reader", "calculator"]);
-      expect(open.turns[0]!.prompt).toBe(`${sentence}\nnumbers:`);
-      expect(open.turns[1]!.prompt).toBe(`numbers: ${open.turns[0]!.completion}\nsum:`);
-      const judged = await solve(loaded, { task: { sentence, a: 2, b: 7 } }, { sampling: { seed: 2 } });
-      expect(typeof judged.solved).toBe("boolean");
-    } finally {
-      await backend.close();
-    }
+    expect(open.turns[1]!.prompt).toBe(`numbers: ${open.turns[0]!.completion}\nsum:`);
   });
 
   it("the page's testing snippet: the solver's answers solve a task", async () => {

@@ -121,6 +121,16 @@ export function checkSetKeys(assignments: readonly string[], schema: z.ZodType =
   }
 }
 
+/**
+ * `--recipe <name|path>` (a file in apps/trainer/recipes by name, else a path; default: `default`)
+ * and `--set key=value` (repeatable, applied over the file): the flags of every command that loads a
+ * recipe to run it.
+ */
+export const RECIPE_FLAGS = {
+  recipe: { type: "string", default: "default" },
+  set: { type: "string", multiple: true, default: [] as string[] },
+} as const;
+
 /** The `--set` values among a command's arguments (`--set k=v` and `--set=k=v`), before parsing. */
 export function setArguments(argv: readonly string[]): string[] {
   const out: string[] = [];

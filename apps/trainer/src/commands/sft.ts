@@ -9,17 +9,14 @@ import { checkRun } from "../run/launch.ts";
 import { evalTasks } from "../run/tasks.ts";
 import { warmStart } from "../run/warm-start.ts";
 import { evalSampling } from "../sampling.ts";
-import { storeLocation } from "./cli.ts";
+import { RECIPE_FLAGS, storeLocation } from "./cli.ts";
 import { invokedFrom, resolveRecipePath, storeFor } from "./workspace.ts";
 
 /** `sft`: only the supervised warm start of a recipe (cached in the store, resumable). */
 export async function commandSft(argv: string[]): Promise<number> {
   const { values } = parseArgs({
     args: argv,
-    options: {
-      recipe: { type: "string", default: "default" },
-      set: { type: "string", multiple: true, default: [] },
-    },
+    options: RECIPE_FLAGS,
     strict: true,
   });
   const recipe = await loadRecipeFile(resolveRecipePath(values.recipe), values.set);
