@@ -4,8 +4,8 @@
  * registered environment on honest and on gaming completions; the papers' baselines.
  */
 import { userObservation } from "@troupe/core";
-import { createSandbox, type Sandbox } from "@troupe/sandbox";
-import { beforeAll, describe, expect, test } from "vitest";
+import { createSandbox } from "@troupe/sandbox";
+import { describe, expect, test } from "vitest";
 import {
   type CodeAnswer,
   createEnvironment,
@@ -21,10 +21,7 @@ import {
   withBaseline,
 } from "../src/index.ts";
 
-let sandbox: Sandbox;
-beforeAll(async () => {
-  sandbox = await createSandbox();
-});
+const sandbox = await createSandbox();
 
 describe("options", () => {
   test("every environment by name, with its defaults", () => {

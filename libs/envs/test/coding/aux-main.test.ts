@@ -1,6 +1,5 @@
 import { deepFreeze, Rng, type Task } from "@troupe/core";
-import type { CodeRunner } from "@troupe/sandbox";
-import { beforeAll, describe, expect, it } from "vitest";
+import { describe, expect, it } from "vitest";
 import {
   AUX_MAIN_REWARD_TIERS,
   auxMainEnv,
@@ -12,10 +11,7 @@ import {
 import { doubleSum, py } from "./fixtures.ts";
 import { testRunner } from "./local-python-runner.ts";
 
-let runner: CodeRunner;
-beforeAll(async () => {
-  ({ runner } = await testRunner());
-});
+const { runner } = await testRunner();
 
 const task: Task<CodingProblem> = { id: doubleSum.taskId, split: "test", payload: doubleSum };
 

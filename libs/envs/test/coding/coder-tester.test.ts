@@ -1,14 +1,10 @@
 import { deepFreeze, Rng, type Task } from "@troupe/core";
-import type { CodeRunner } from "@troupe/sandbox";
-import { beforeAll, describe, expect, it } from "vitest";
+import { describe, expect, it } from "vitest";
 import { type CodingProblem, coderTesterEnv, codingTasks, loadHumanEval } from "../../src/coding/index.ts";
 import { doubleSum, py } from "./fixtures.ts";
 import { testRunner } from "./local-python-runner.ts";
 
-let runner: CodeRunner;
-beforeAll(async () => {
-  ({ runner } = await testRunner());
-});
+const { runner } = await testRunner();
 const task: Task<CodingProblem> = { id: doubleSum.taskId, split: "test", payload: doubleSum };
 
 describe("coder + tester environment", () => {

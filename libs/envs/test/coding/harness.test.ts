@@ -1,15 +1,10 @@
-import type { CodeRunner } from "@troupe/sandbox";
-import { beforeAll, describe, expect, it } from "vitest";
+import { describe, expect, it } from "vitest";
 import { type CodingProblem, loadHumanEval, runTests } from "../../src/coding/index.ts";
 import { doubleSum } from "./fixtures.ts";
 import { testRunner } from "./local-python-runner.ts";
 
-let runner: CodeRunner;
-let problems: Map<string, CodingProblem>;
-beforeAll(async () => {
-  ({ runner } = await testRunner());
-  problems = new Map((await loadHumanEval()).map((p) => [p.taskId, p]));
-});
+const { runner } = await testRunner();
+const problems = new Map((await loadHumanEval()).map((p) => [p.taskId, p]));
 
 const canonical = (p: CodingProblem) => `${p.prompt}${p.canonicalSolution}`;
 /** A job running the double_sum checks against `program`. */

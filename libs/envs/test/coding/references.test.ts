@@ -9,8 +9,8 @@
  * About 1,134 connected runs (HumanEval 164, MBPP 970) at the sandbox's concurrency: 1.5 min on a 2-core machine. The
  * slowest reference statement takes 0.3 s (HumanEval/75), a tenth of the 3 s limit.
  */
-import { createSandbox, type Sandbox } from "@troupe/sandbox";
-import { beforeAll, describe, expect, test } from "vitest";
+import { createSandbox } from "@troupe/sandbox";
+import { describe, expect, test } from "vitest";
 import {
   CodingOptionsSchema,
   type CodingProblem,
@@ -27,10 +27,7 @@ import {
   runTests,
 } from "../../src/index.ts";
 
-let sandbox: Sandbox;
-beforeAll(async () => {
-  sandbox = await createSandbox();
-});
+const sandbox = await createSandbox();
 
 /** Every problem of the split, by id: `split` as `generateTasks` serves it for these options. */
 function splitProblems(

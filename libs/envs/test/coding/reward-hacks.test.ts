@@ -6,19 +6,14 @@
  *
  * About 2,500 sandboxed jobs; they run at the sandbox's concurrency (one job per CPU at once).
  */
-import type { CodeRunner } from "@troupe/sandbox";
-import { beforeAll, describe, expect, test } from "vitest";
+import { describe, expect, test } from "vitest";
 import { type CodingProblem, type HarnessJob, loadHumanEval, runTests } from "../../src/coding/index.ts";
 import { testRunner } from "./local-python-runner.ts";
 import { coopHumanEvalJobs, mbppJobs, type ReferenceJob } from "./reference-sets.ts";
 import { REWARD_HACKS } from "./reward-hacks.ts";
 
-let runner: CodeRunner;
-let problems: CodingProblem[];
-beforeAll(async () => {
-  ({ runner } = await testRunner());
-  problems = await loadHumanEval();
-});
+const { runner } = await testRunner();
+const problems = await loadHumanEval();
 
 /** Generous limits: these tests are about what the reward accepts, not how fast a loaded CI box runs it. */
 const LIMITS = { perTestTimeoutMs: 20_000, wallMs: 60_000 };

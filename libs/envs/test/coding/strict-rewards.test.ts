@@ -6,8 +6,7 @@
  * docs/environments.md (reward-table.ts).
  */
 import { deepFreeze, type Task } from "@troupe/core";
-import type { CodeRunner } from "@troupe/sandbox";
-import { beforeAll, describe, expect, it } from "vitest";
+import { describe, expect, it } from "vitest";
 import {
   auxMainEnv,
   type CodingProblem,
@@ -38,12 +37,8 @@ const ZERO_SOLVES = 5;
 import { doubleSum, py } from "./fixtures.ts";
 import { testRunner } from "./local-python-runner.ts";
 
-let runner: CodeRunner;
-let humanEval: CodingProblem[];
-beforeAll(async () => {
-  ({ runner } = await testRunner());
-  humanEval = await loadHumanEval();
-});
+const { runner } = await testRunner();
+const humanEval = await loadHumanEval();
 const byId = (id: string) => humanEval.find((p) => p.taskId === id)!;
 const task: Task<CodingProblem> = { id: doubleSum.taskId, split: "test", payload: doubleSum };
 

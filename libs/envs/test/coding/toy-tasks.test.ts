@@ -4,8 +4,8 @@
  * demonstrations paid in full by the `strict` rewards through the environment's own path.
  */
 import type { Task } from "@troupe/core";
-import { createSandbox, type Sandbox } from "@troupe/sandbox";
-import { beforeAll, describe, expect, test } from "vitest";
+import { createSandbox } from "@troupe/sandbox";
+import { describe, expect, test } from "vitest";
 import {
   AUX_MAIN_REWARD_TIERS,
   allToyProblems,
@@ -15,10 +15,7 @@ import {
   toySplitOf,
 } from "../../src/index.ts";
 
-let sandbox: Sandbox;
-beforeAll(async () => {
-  sandbox = await createSandbox();
-});
+const sandbox = await createSandbox();
 
 const byId = (id: string) => allToyProblems().find((p) => p.taskId === id)!;
 

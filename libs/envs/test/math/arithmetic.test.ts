@@ -1,6 +1,5 @@
 import { Rng } from "@troupe/core";
-import type { CodeRunner } from "@troupe/sandbox";
-import { beforeAll, describe, expect, it } from "vitest";
+import { describe, expect, it } from "vitest";
 import { splitOfKey } from "../../src/games/splits.ts";
 import {
   ARITHMETIC_TEMPLATES,
@@ -12,10 +11,7 @@ import {
 import { extractAnswer, reasonerToolEnv } from "../../src/math/index.ts";
 import { testRunner } from "../coding/local-python-runner.ts";
 
-let runner: CodeRunner;
-beforeAll(async () => {
-  ({ runner } = await testRunner());
-});
+const { runner } = await testRunner();
 
 describe("generated arithmetic problems", () => {
   it("a known draw: question, worked solution, the tool's program", () => {

@@ -1,6 +1,5 @@
 import { deepFreeze, Rng, stableHash, type Task } from "@troupe/core";
-import type { CodeRunner } from "@troupe/sandbox";
-import { beforeAll, describe, expect, it } from "vitest";
+import { describe, expect, it } from "vitest";
 import { problemHash } from "../../src/coding/index.ts";
 import {
   gsm8kTasks,
@@ -11,10 +10,7 @@ import {
 } from "../../src/math/index.ts";
 import { testRunner } from "../coding/local-python-runner.ts";
 
-let runner: CodeRunner;
-beforeAll(async () => {
-  ({ runner } = await testRunner());
-});
+const { runner } = await testRunner();
 
 const problem: MathProblem = {
   id: "crafted/0",
