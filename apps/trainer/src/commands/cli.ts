@@ -124,9 +124,9 @@ export function checkSetKeys(assignments: readonly string[], schema: z.ZodType =
 /**
  * `--recipe <name|path>` (a file in apps/trainer/recipes by name, else a path; default: `default`)
  * and `--set key=value` (repeatable, applied over the file): the flags of every command that loads a
- * recipe to run it.
+ * recipe to run it (parseArgs options; their help is usage.ts's RECIPE_FLAGS).
  */
-export const RECIPE_FLAGS = {
+export const RECIPE_OPTIONS = {
   recipe: { type: "string", default: "default" },
   set: { type: "string", multiple: true, default: [] as string[] },
 } as const;

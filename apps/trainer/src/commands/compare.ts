@@ -6,7 +6,7 @@ import { writeComparison } from "../experiments/compare-results.ts";
 import { type Recipe, RecipeError } from "../recipe.ts";
 import { loadRecipeFile } from "../recipe-files.ts";
 import { consoleReporter } from "../reports/reporter.ts";
-import { RECIPE_FLAGS } from "./cli.ts";
+import { RECIPE_OPTIONS } from "./cli.ts";
 
 export interface CliContext {
   resolveRecipePath(name: string): string;
@@ -18,7 +18,7 @@ export async function commandCompare(argv: string[], cli: CliContext): Promise<n
   const { values } = parseArgs({
     args: argv,
     options: {
-      ...RECIPE_FLAGS,
+      ...RECIPE_OPTIONS,
       seeds: { type: "string", default: "1,2,3" },
       arms: { type: "string", default: DEFAULT_ARMS.join(",") },
       samples: { type: "string" },

@@ -9,14 +9,14 @@ import { checkRun } from "../run/launch.ts";
 import { evalTasks } from "../run/tasks.ts";
 import { warmStart } from "../run/warm-start.ts";
 import { evalSampling } from "../sampling.ts";
-import { RECIPE_FLAGS, storeLocation } from "./cli.ts";
+import { RECIPE_OPTIONS, storeLocation } from "./cli.ts";
 import { invokedFrom, resolveRecipePath, storeFor } from "./workspace.ts";
 
 /** `sft`: only the supervised warm start of a recipe (cached in the store, resumable). */
 export async function commandSft(argv: string[]): Promise<number> {
   const { values } = parseArgs({
     args: argv,
-    options: RECIPE_FLAGS,
+    options: RECIPE_OPTIONS,
     strict: true,
   });
   const recipe = await loadRecipeFile(resolveRecipePath(values.recipe), values.set);

@@ -11,7 +11,7 @@ import { queueRollouts } from "../run/async-rl.ts";
 import { launchRun } from "../run/launch.ts";
 import type { TrainSummary } from "../run/train.ts";
 import { warmStartAndTrain } from "../run/warm-start.ts";
-import { RECIPE_FLAGS, storeLocation } from "./cli.ts";
+import { RECIPE_OPTIONS, storeLocation } from "./cli.ts";
 import { commandRolloutWorker } from "./rollout-worker.ts";
 import {
   checkedStoreFor,
@@ -68,7 +68,7 @@ export async function commandTrain(argv: string[]): Promise<number> {
   const { values } = parseArgs({
     args: argv,
     options: {
-      ...RECIPE_FLAGS,
+      ...RECIPE_OPTIONS,
       run: { type: "string" },
       resume: { type: "boolean", default: false },
       mode: { type: "string" },
