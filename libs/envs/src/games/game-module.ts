@@ -12,6 +12,7 @@ import {
   type GameEnvironment,
   type GameState,
   type RolesVariant,
+  RolesVariantSchema,
 } from "./episode.ts";
 import type { Game } from "./game.ts";
 import { gameEnvironment } from "./game-environment.ts";
@@ -86,12 +87,16 @@ export function gameModule<
   };
 }
 
-/** A game's options: the episode options, its generation fields, and its rewards (defaults filled in). */
+/**
+ * A game's options: the episode options with every role protocol (each game has a `toolCall`, so
+ * `tool-call` too), its generation fields, and its rewards (defaults filled in).
+ */
 export function gameOptionsSchema<G extends z.ZodRawShape, R extends z.ZodObject>(
   generation: z.ZodObject<G>,
   rewards: R,
 ) {
   return EpisodeOptionsSchema.extend({
+    roles: RolesVariantSchema.default("compact"),
     ...generation.shape,
     // A parsed object is never undefined, which zod cannot see through the generic `R`.
     rewards: rewards.default(rewards.parse({}) as z.util.NoUndefined<z.output<R>>),

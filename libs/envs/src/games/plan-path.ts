@@ -21,7 +21,7 @@
  */
 import type { Rng, Task } from "@troupe/core";
 import { z } from "zod";
-import { type GameEnvironment, type GameState, type RolesVariant, RolesVariantSchema } from "./episode.ts";
+import type { GameEnvironment, GameState, RolesVariant } from "./episode.ts";
 import type { CompactHint, Game, GameRewards } from "./game.ts";
 import { gameModule, gameOptionsSchema } from "./game-module.ts";
 import {
@@ -77,13 +77,7 @@ export const PlanPathRewardsSchema = z.object({
 });
 export type PlanPathRewards = z.output<typeof PlanPathRewardsSchema>;
 
-export const PlanPathOptionsSchema = gameOptionsSchema(
-  PlanPathGenerationSchema,
-  PlanPathRewardsSchema,
-).extend({
-  /** Every protocol, `tool-call` (tool, plan: the tool answers `path R C`) included. */
-  roles: RolesVariantSchema.default("compact"),
-});
+export const PlanPathOptionsSchema = gameOptionsSchema(PlanPathGenerationSchema, PlanPathRewardsSchema);
 export type PlanPathOptions = z.input<typeof PlanPathOptionsSchema>;
 
 // ---------------------------------------------------------------------------------------------

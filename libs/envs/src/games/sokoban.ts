@@ -20,7 +20,7 @@
  */
 import type { Rng, Task } from "@troupe/core";
 import { z } from "zod";
-import { type GameEnvironment, type GameState, RolesVariantSchema } from "./episode.ts";
+import type { GameEnvironment, GameState } from "./episode.ts";
 import {
   type CellCommand,
   type CompactHint,
@@ -85,10 +85,7 @@ export const SokobanRewardsSchema = z.object({
 });
 export type SokobanRewards = z.output<typeof SokobanRewardsSchema>;
 
-export const SokobanOptionsSchema = gameOptionsSchema(SokobanGenerationSchema, SokobanRewardsSchema).extend({
-  /** Every protocol, `tool-call` (tool, plan: the tool answers `push R C`) included. */
-  roles: RolesVariantSchema.default("compact"),
-});
+export const SokobanOptionsSchema = gameOptionsSchema(SokobanGenerationSchema, SokobanRewardsSchema);
 export type SokobanOptions = z.input<typeof SokobanOptionsSchema>;
 
 // ---------------------------------------------------------------------------------------------

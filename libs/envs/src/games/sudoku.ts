@@ -21,7 +21,7 @@
  */
 import type { Rng, Task } from "@troupe/core";
 import { z } from "zod";
-import { type GameEnvironment, type GameState, RolesVariantSchema } from "./episode.ts";
+import type { GameEnvironment, GameState } from "./episode.ts";
 import { badToolCall, type Game, type GameToolCall, type ToolCallResult } from "./game.ts";
 import { gameModule, gameOptionsSchema } from "./game-module.ts";
 import { answerText } from "./grid.ts";
@@ -79,10 +79,7 @@ export const SudokuRewardsSchema = z.object({
 });
 export type SudokuRewards = z.output<typeof SudokuRewardsSchema>;
 
-export const SudokuOptionsSchema = gameOptionsSchema(SudokuGenerationSchema, SudokuRewardsSchema).extend({
-  /** Every protocol, `tool-call` (tool, plan: the tool answers `row R`) included. */
-  roles: RolesVariantSchema.default("compact"),
-});
+export const SudokuOptionsSchema = gameOptionsSchema(SudokuGenerationSchema, SudokuRewardsSchema);
 export type SudokuOptions = z.input<typeof SudokuOptionsSchema>;
 
 // ---------------------------------------------------------------------------------------------

@@ -24,12 +24,14 @@ describe("gameModule", () => {
     expect(planPathDemo(task, env.reset(task, 0), "planner")).toBe("DDRDRR");
   });
 
-  it("gameOptionsSchema: the episode options, the generation fields, the rewards with their defaults", () => {
+  it("gameOptionsSchema: the episode options with every protocol, the generation fields, the rewards with their defaults", () => {
     const schema = gameOptionsSchema(
       z.object({ size: z.number().default(3) }),
       z.object({ win: z.number().default(1) }),
     );
     expect(schema.parse({})).toMatchObject({ roles: "compact", size: 3, rewards: { win: 1 } });
     expect(schema.safeParse({ other: 1 }).success).toBe(false);
+    expect(schema.parse({ roles: "tool-call" }).roles).toBe("tool-call");
+    expect(Object.keys(schema.shape)[0]).toBe("roles"); // in the episode options' place: parsed key order unchanged
   });
 });
