@@ -154,11 +154,10 @@ function checkPlanPathPuzzle(puzzle: PlanPathPuzzle, where: string): void {
 export const generatePlanPathTasks = splitTaskGenerator(
   PLAN_PATH,
   PlanPathGenerationSchema,
-  (rng, config) => {
-    const puzzle = generatePlanPathPuzzle(rng, config);
-    if (puzzle === null) return null;
+  generatePlanPathPuzzle,
+  (puzzle) => {
     const key = { game: PLAN_PATH, grid: puzzle.grid, start: puzzle.start, goal: puzzle.goal };
-    return { payload: puzzle, instanceKey: key, splitKey: key };
+    return { instanceKey: key, splitKey: key };
   },
 );
 

@@ -269,11 +269,10 @@ export function sokobanKey(puzzle: Omit<SokobanPuzzle, "optimal">): unknown {
 export const generateSokobanTasks = splitTaskGenerator(
   SOKOBAN,
   SokobanGenerationSchema,
-  (rng, config, inSplit) => {
-    const puzzle = generateSokobanPuzzle(rng, config, inSplit);
-    if (puzzle === null) return null;
+  generateSokobanPuzzle,
+  (puzzle) => {
     const key = sokobanKey(puzzle);
-    return { payload: puzzle, instanceKey: key, splitKey: key };
+    return { instanceKey: key, splitKey: key };
   },
 );
 

@@ -110,17 +110,14 @@ export interface SplitTaskGenerator<S extends GenerationSchema, Payload> {
 
 /**
  * A game's task generator: options (the schema's fields and a `seed`) are parsed first, an error
- * naming the game and the bad field, then `candidate` draws each instance with the parsed config
- * (see `generateSplitTasks`).
+ * naming the game and the bad field, then `draw` draws each instance with the parsed config (null:
+ * rejected, draw again) and `keys` names its identity and split (see `generateSplitTasks`).
  */
 export function splitTaskGenerator<S extends GenerationSchema, Payload>(
   env: string,
   schema: S,
-  candidate: (
-    rng: Rng,
-    config: z.output<S>,
-    inSplit: (splitKey: unknown) => boolean,
-  ) => GeneratedInstance<Payload> | null,
+  draw: (rng: Rng, config: z.output<S>, inSplit: (splitKey: unknown) => boolean) => Payload | null,
+  keys: (payload: Payload) => Omit<GeneratedInstance<Payload>, "payload">,
 ): SplitTaskGenerator<S, Payload> {
   const strict = schema.strict();
   const generate = (split: Split, count: number, options?: z.input<S> & { readonly seed?: number }) => {
@@ -132,7 +129,10 @@ export function splitTaskGenerator<S extends GenerationSchema, Payload>(
       count,
       seed,
       fractions: config.splitFractions,
-      candidate: (rng, inSplit) => candidate(rng, config, inSplit),
+      candidate: (rng, inSplit) => {
+        const payload = draw(rng, config, inSplit);
+        return payload === null ? null : { payload, ...keys(payload) };
+      },
     });
   };
   return Object.assign(generate, { env, schema });

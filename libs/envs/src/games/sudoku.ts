@@ -237,15 +237,11 @@ export function sudokuSplitKey(size: number, solution: readonly number[]): unkno
 export const generateSudokuTasks = splitTaskGenerator(
   SUDOKU,
   SudokuGenerationSchema,
-  (rng, config, inSplit) => {
-    const puzzle = generateSudokuPuzzle(rng, config, inSplit);
-    if (puzzle === null) return null;
-    return {
-      payload: puzzle,
-      instanceKey: { game: SUDOKU, size: puzzle.size, givens: puzzle.givens },
-      splitKey: sudokuSplitKey(puzzle.size, puzzle.solution),
-    };
-  },
+  generateSudokuPuzzle,
+  (puzzle) => ({
+    instanceKey: { game: SUDOKU, size: puzzle.size, givens: puzzle.givens },
+    splitKey: sudokuSplitKey(puzzle.size, puzzle.solution),
+  }),
 );
 
 const SudokuPuzzleSchema = z

@@ -1,5 +1,6 @@
 import { stableHash } from "@troupe/core";
 import { describe, expect, it } from "vitest";
+import { z } from "zod";
 import {
   generatePlanPathTasks,
   generateSokobanTasks,
@@ -8,6 +9,7 @@ import {
   splitOfKey,
   sudokuSplitKey,
 } from "../../src/games/index.ts";
+import { SplitFractionsSchema, splitTaskGenerator } from "../../src/games/splits.ts";
 
 const planPathKey = (p: { grid: readonly string[]; start: unknown; goal: unknown }) =>
   stableHash({ game: "plan-path", grid: p.grid, start: p.start, goal: p.goal });
@@ -66,5 +68,33 @@ describe("train / test splits are disjoint by canonical hash", () => {
     expect(counts.validation / 20_000).toBeCloseTo(0.1, 1);
     expect(splitOfKey({ i: 1 }, { test: 1, validation: 0 })).toBe("test");
     expect(splitOfKey({ i: 1 }, { test: 0, validation: 0 })).toBe("train");
+  });
+
+  it("splitTaskGenerator: parses the options first, draws again after a rejected draw, keys each instance", () => {
+    const schema = z.object({
+      top: z.number().int().min(1).default(1000),
+      splitFractions: SplitFractionsSchema.default({ test: 0.1, validation: 0.1 }),
+    });
+    let rejected = 0;
+    const generate = splitTaskGenerator(
+      "numbers",
+      schema,
+      (rng, config) => {
+        const n = rng.int(config.top);
+        if (n % 2 === 1) rejected++;
+        return n % 2 === 1 ? null : { n };
+      },
+      ({ n }) => ({ instanceKey: { n }, splitKey: { n } }),
+    );
+    const tasks = generate("test", 20, { seed: 5 });
+    expect(tasks).toHaveLength(20);
+    expect(rejected).toBeGreaterThan(0);
+    for (const t of tasks) {
+      expect(t.payload.n % 2).toBe(0);
+      expect(splitOfKey({ n: t.payload.n })).toBe("test");
+    }
+    expect(new Set(tasks.map((t) => t.payload.n)).size).toBe(20);
+    expect(() => generate("train", 1, { top: 0 })).toThrow(/^numbers generation options: top: /);
+    expect(() => generate("train", 1, { other: 1 } as never)).toThrow(/^numbers generation options: /);
   });
 });
