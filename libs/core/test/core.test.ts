@@ -140,42 +140,24 @@ describe("teams", () => {
     expect(turnStages({ name: "t", roles, turnOrder: "parallel", maxTurns: 1 })).toEqual([["a", "b"]]);
   });
 
-  it("checkTeam names missing, unknown and duplicate roles", () => {
-    expect(() =>
-      checkTeam({ name: "t", roles: [{ id: "a", policy: "p" }], turnOrder: "parallel", maxTurns: 1 }, env),
-    ).toThrow(/missing roles: b/);
-    expect(() =>
-      checkTeam(
-        {
-          name: "t",
-          roles: [
-            { id: "a", policy: "p" },
-            { id: "b", policy: "p" },
-            { id: "c", policy: "p" },
-          ],
-          turnOrder: "parallel",
-          maxTurns: 1,
-        },
-        env,
-      ),
-    ).toThrow(/unknown roles: c/);
-    expect(() =>
-      checkTeam(
-        {
-          name: "t",
-          roles: [
-            { id: "a", policy: "p" },
-            { id: "a", policy: "q" },
-          ],
-          turnOrder: "parallel",
-          maxTurns: 1,
-        },
-        env,
-      ),
-    ).toThrow(/roles\.1\.id: duplicate role id "a"/);
-    expect(() => checkTeam({ name: "t", roles: [], turnOrder: "parallel", maxTurns: 0 }, env)).toThrow(
-      /roles/,
-    );
+  /** A parallel one-turn team with these roles, each as `id:policy`. */
+  const teamOf = (...roles: string[]) => ({
+    name: "t",
+    roles: roles.map((role) => ({ id: role.split(":")[0]!, policy: role.split(":")[1]! })),
+    turnOrder: "parallel" as const,
+    maxTurns: 1,
+  });
+
+  it.each([
+    { roles: ["a:p"], error: /missing roles: b/ },
+    { roles: ["a:p", "b:p", "c:p"], error: /unknown roles: c/ },
+    { roles: ["a:p", "a:q"], error: /roles\.1\.id: duplicate role id "a"/ },
+  ])("checkTeam names what is wrong with roles $roles", ({ roles, error }) => {
+    expect(() => checkTeam(teamOf(...roles), env)).toThrow(error);
+  });
+
+  it("checkTeam refuses a team without roles", () => {
+    expect(() => checkTeam({ ...teamOf(), maxTurns: 0 }, env)).toThrow(/roles/);
   });
 });
 
