@@ -38,6 +38,7 @@ import {
   type EngineGenerateRequest,
   emptyLossSums,
   encodeCheckpoint,
+  indicesByPolicy,
   initQwenWeights,
   lossMetrics,
   type MicroBatch,
@@ -296,13 +297,8 @@ export class OnnxEngine implements Engine {
   ): Promise<Completion[]> {
     const params = SamplingParamsSchema.parse(sampling);
     const results: Completion[] = new Array(requests.length);
-    const byPolicy = new Map<PolicyId, number[]>();
-    requests.forEach((r, i) => {
-      this.state(r.policyId);
-      const list = byPolicy.get(r.policyId) ?? [];
-      list.push(i);
-      byPolicy.set(r.policyId, list);
-    });
+    const byPolicy = indicesByPolicy(requests);
+    for (const policyId of byPolicy.keys()) this.state(policyId); // every policy known before any work
     for (const [policyId, indices] of byPolicy) {
       const s = this.state(policyId);
       const completions = await this.exclusive(async () => {

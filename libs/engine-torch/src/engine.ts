@@ -26,6 +26,7 @@ import {
   type Engine,
   type EngineGenerateRequest,
   encodeSequence,
+  indicesByPolicy,
   loadTokenizer,
   modelConfigToJson,
   type PolicyInfo,
@@ -329,11 +330,8 @@ export class TorchEngine implements Engine {
     const params = SamplingParamsSchema.parse(sampling);
     const out: Completion[] = new Array(requests.length);
     // One worker call (one batched forward loop) per policy: for LoRA policies, one per adapter.
-    const groups = new Map<PolicyId, number[]>();
-    requests.forEach((r, i) => {
-      this.state(r.policyId);
-      groups.set(r.policyId, [...(groups.get(r.policyId) ?? []), i]);
-    });
+    const groups = indicesByPolicy(requests);
+    for (const policyId of groups.keys()) this.state(policyId); // every policy known before any work
     for (const [policyId, indices] of groups) {
       const { tokenizer, model } = this.state(policyId);
       const prompts = indices.map((i) => tokenizer.encodeChat(requests[i]!.observation.messages));

@@ -4,6 +4,7 @@ export * from "./micro-batch.ts";
 export * from "./model-config.ts";
 export * from "./optimizer.ts";
 export * from "./policy.ts";
+export * from "./policy-groups.ts";
 export * from "./safetensors.ts";
 export * from "./sampler.ts";
 export * from "./tensor.ts";
