@@ -132,24 +132,31 @@ os.kill(pid, 9)
     ]);
   });
 
-  test("children that setsid, double-fork, clear their parent-death signal and sleep: none left 1 s after the run", async () => {
-    const mark = marker();
-    const code = [
+  /**
+   * Python: 8 children that each leave the session (setsid), clear their parent-death signal,
+   * close their standard streams and fork a grandchild that clears its own; children and
+   * grandchildren sleep 60 s. The program itself sleeps `parentSeconds`, then prints `parent done`.
+   */
+  const escapingChildren = (parentSeconds: number) =>
+    [
       "import ctypes, os, time",
       "libc = ctypes.CDLL(None)",
       "for _ in range(8):",
       "    if os.fork() == 0:",
       "        os.setsid()",
       "        libc.prctl(1, 0)  # PR_SET_PDEATHSIG: none",
+      "        os.closerange(0, 3)",
       "        if os.fork() == 0:",
       "            libc.prctl(1, 0)",
-      "            os.closerange(0, 3)",
-      "            time.sleep(60)",
+      "        time.sleep(60)",
       "        os._exit(0)",
-      "time.sleep(0.5)",
+      `time.sleep(${parentSeconds})`,
       "print('parent done')",
     ].join("\n");
-    const result = await sandbox.run(markedPython(mark, code, { wallMs: 20_000 }));
+
+  test("children that setsid, double-fork, clear their parent-death signal and sleep: none left 1 s after the run", async () => {
+    const mark = marker();
+    const result = await sandbox.run(markedPython(mark, escapingChildren(0.5), { wallMs: 20_000 }));
     expect(result.status).toBe("ok");
     expect(result.stdout).toBe("parent done\n");
     // The run ended on its own, so bwrap's monitor was reaped before the run returned, and the
@@ -160,18 +167,7 @@ os.kill(pid, 9)
 
   test("the same, ended by the wall clock while everything sleeps: none left 1 s after the run", async () => {
     const mark = marker();
-    const code = [
-      "import ctypes, os, time",
-      "libc = ctypes.CDLL(None)",
-      "for _ in range(8):",
-      "    if os.fork() == 0:",
-      "        os.setsid()",
-      "        if os.fork() == 0:",
-      "            libc.prctl(1, 0)",
-      "        time.sleep(60)",
-      "time.sleep(60)",
-    ].join("\n");
-    const result = await sandbox.run(markedPython(mark, code, { wallMs: 1_500 }));
+    const result = await sandbox.run(markedPython(mark, escapingChildren(60), { wallMs: 1_500 }));
     expect(result.status).toBe("timeout");
     expect(await processesAfter(mark, 1_000)).toEqual([]);
   });
