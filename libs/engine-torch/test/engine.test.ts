@@ -14,10 +14,11 @@ import {
 import { qwenReferenceLogits } from "@troupe/engine/reference";
 import { SMALL_QWEN_SHAPE } from "@troupe/engine/testing";
 import { createOnnxEngine } from "@troupe/engine-onnx";
-import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { createTorchEngine, type TorchEngine } from "../src/engine.ts";
+import { describe, expect, it } from "vitest";
+import { createTorchEngine } from "../src/engine.ts";
 import { TorchWorkerError, TorchWorkerExited } from "../src/worker-process.ts";
 import { TEST_WORKER, torchAvailable } from "./torch-available.ts";
+import { suiteWorkerEngine } from "./worker-engine.ts";
 
 const config = tinyQwenConfig({ vocab_size: 260, ...SMALL_QWEN_SHAPE, initializer_range: 0.1 });
 
@@ -28,29 +29,20 @@ const trainConfig = {
 };
 
 describe.skipIf(!torchAvailable)("TorchEngine with a worker process", () => {
-  let engine: TorchEngine;
-
-  beforeAll(async () => {
-    engine = await createTorchEngine({
-      ...TEST_WORKER,
-      models: { tiny: { kind: "init", config, seed: 1 } },
-      policies: [
-        { id: "solo", model: "tiny" },
-        { id: "coder", model: "tiny", lora: { r: 4, alpha: 8 } },
-        { id: "tester", model: "tiny", lora: { r: 4, alpha: 8 } },
-      ],
-    });
-  }, 60_000);
-
-  afterAll(async () => {
-    await engine?.close();
+  const worker = suiteWorkerEngine({
+    models: { tiny: { kind: "init", config, seed: 1 } },
+    policies: [
+      { id: "solo", model: "tiny" },
+      { id: "coder", model: "tiny", lora: { r: 4, alpha: 8 } },
+      { id: "tester", model: "tiny", lora: { r: 4, alpha: 8 } },
+    ],
   });
 
   it("shakes hands and lists the policies", () => {
-    expect(engine.workerInfo.protocol).toBe(1);
-    expect(engine.workerInfo.device).toBe("cpu");
-    expect(engine.workerInfo.worldSize).toBe(1);
-    const infos = engine.policies();
+    expect(worker.engine.workerInfo.protocol).toBe(1);
+    expect(worker.engine.workerInfo.device).toBe("cpu");
+    expect(worker.engine.workerInfo.worldSize).toBe(1);
+    const infos = worker.engine.policies();
     expect(infos.map((p) => p.id)).toEqual(["solo", "coder", "tester"]);
     // tied Qwen3: embed + 2 × (2 norms + q,k,v,o + q/k norms + 3 MLP) + final norm
     const perLayer = 32 + 32 + 32 * 32 + 16 * 32 + 16 * 32 + 32 * 32 + 8 + 8 + 3 * 32 * 64;
@@ -64,8 +56,8 @@ describe.skipIf(!torchAvailable)("TorchEngine with a worker process", () => {
   it("generates the same completion for a seed whatever else is in the batch", async () => {
     const sampling = { temperature: 1, topP: 1, topK: 0, maxTokens: 12, stop: [], stopTokenIds: [] };
     const obs = userObservation("hello");
-    const alone = await engine.generate([{ policyId: "solo", observation: obs, seed: 42 }], sampling);
-    const batched = await engine.generate(
+    const alone = await worker.engine.generate([{ policyId: "solo", observation: obs, seed: 42 }], sampling);
+    const batched = await worker.engine.generate(
       [
         {
           policyId: "solo",
@@ -84,24 +76,24 @@ describe.skipIf(!torchAvailable)("TorchEngine with a worker process", () => {
     expect(batched[2]!.tokenIds).toEqual(alone[0]!.tokenIds);
     expect(batched[0]!.tokenIds).not.toEqual(alone[0]!.tokenIds);
     const c = alone[0]!;
-    expect(c.promptTokenIds).toEqual(engine.tokenizerOf("solo").encodeChat(obs.messages));
+    expect(c.promptTokenIds).toEqual(worker.engine.tokenizerOf("solo").encodeChat(obs.messages));
     expect(c.tokenIds.length).toBe(c.logprobs.length);
     expect(c.tokenIds.length).toBeLessThanOrEqual(12);
   });
 
   it("reports sampling log-probs that the logprobs op reproduces at temperature 1 (both over the tokenizer's ids)", async () => {
     const sampling = { temperature: 1, topP: 1, topK: 0, maxTokens: 8, stop: [], stopTokenIds: [] };
-    const [c] = await engine.generate(
+    const [c] = await worker.engine.generate(
       [{ policyId: "solo", observation: userObservation("score me"), seed: 3 }],
       sampling,
     );
-    const [scored] = await engine.logprobs("solo", [
+    const [scored] = await worker.engine.logprobs("solo", [
       { promptTokenIds: c!.promptTokenIds, completionTokenIds: c!.tokenIds },
     ]);
     // Sampling draws from the tokenizer's 259 ids only (the model has 260 rows), and scoring uses
     // the same distribution: log q = log p − log Σ_{v<259} p_v, with p from the float64 reference
     // forward of the same weights over all 260 rows.
-    const { weights } = decodeCheckpoint(await engine.save("solo"));
+    const { weights } = decodeCheckpoint(await worker.engine.save("solo"));
     const ids = [...c!.promptTokenIds, ...c!.tokenIds];
     const logits = qwenReferenceLogits(config, weights, ids.slice(0, -1));
     const P = c!.promptTokenIds.length;
@@ -116,36 +108,39 @@ describe.skipIf(!torchAvailable)("TorchEngine with a worker process", () => {
 
   it("greedy decoding has log-prob 0 and stops at a stop token, which ends the tokens but not the text", async () => {
     const greedy = { temperature: 0, topP: 1, topK: 0, maxTokens: 6, stop: [], stopTokenIds: [] };
-    const [free] = await engine.generate(
+    const [free] = await worker.engine.generate(
       [{ policyId: "solo", observation: userObservation("x"), seed: 0 }],
       greedy,
     );
     expect(free!.logprobs.every((x) => x === 0)).toBe(true);
     const third = free!.tokenIds[2]!;
-    const [stopped] = await engine.generate(
+    const [stopped] = await worker.engine.generate(
       [{ policyId: "solo", observation: userObservation("x"), seed: 0 }],
       { ...greedy, stopTokenIds: [third] },
     );
     const firstHit = free!.tokenIds.indexOf(third);
     expect(stopped!.tokenIds).toEqual(free!.tokenIds.slice(0, firstHit + 1));
     expect(stopped!.finishReason).toBe("stop");
-    const tokenizer = engine.tokenizerOf("solo");
+    const tokenizer = worker.engine.tokenizerOf("solo");
     expect(stopped!.text).toBe(tokenizer.decode(free!.tokenIds.slice(0, firstHit)));
   });
 
   it("cuts the text at a stop string and the tokens at the token that completed it", async () => {
     const sampling = { temperature: 1, topP: 1, topK: 0, maxTokens: 10, stop: [], stopTokenIds: [] };
-    const [free] = await engine.generate(
+    const [free] = await worker.engine.generate(
       [{ policyId: "solo", observation: userObservation("y"), seed: 9 }],
       sampling,
     );
-    const tokenizer = engine.tokenizerOf("solo");
+    const tokenizer = worker.engine.tokenizerOf("solo");
     const ids = free!.tokenIds.filter((t) => t < 256); // plain bytes: decodes one char per byte when ASCII
     const stopText = tokenizer.decode(free!.tokenIds.slice(3, 5));
-    const [cut] = await engine.generate([{ policyId: "solo", observation: userObservation("y"), seed: 9 }], {
-      ...sampling,
-      stop: [stopText],
-    });
+    const [cut] = await worker.engine.generate(
+      [{ policyId: "solo", observation: userObservation("y"), seed: 9 }],
+      {
+        ...sampling,
+        stop: [stopText],
+      },
+    );
     const full = tokenizer.decode(free!.tokenIds);
     expect(ids.length).toBeGreaterThan(0);
     expect(cut!.text).toBe(full.slice(0, full.indexOf(stopText)));
@@ -156,14 +151,14 @@ describe.skipIf(!torchAvailable)("TorchEngine with a worker process", () => {
   });
 
   it("trains: one step moves the log-probs of a positive-advantage sequence up", async () => {
-    const seq = engine.encode("solo", userObservation("train"), "ok!");
-    const [before] = await engine.logprobs("solo", [seq]);
-    const metrics = await engine.trainStep(
+    const seq = worker.engine.encode("solo", userObservation("train"), "ok!");
+    const [before] = await worker.engine.logprobs("solo", [seq]);
+    const metrics = await worker.engine.trainStep(
       "solo",
       [
         { ...seq, oldLogprobs: before!, advantage: 1 },
         {
-          ...engine.encode("solo", userObservation("other"), "no"),
+          ...worker.engine.encode("solo", userObservation("other"), "no"),
           oldLogprobs: [-5, -5, -5],
           advantage: -1,
         },
@@ -174,20 +169,20 @@ describe.skipIf(!torchAvailable)("TorchEngine with a worker process", () => {
     expect(metrics.tokens).toBe(seq.completionTokenIds.length + 3);
     expect(metrics.lr).toBe(1e-3);
     expect(metrics.gradNorm).toBeGreaterThan(0);
-    const [after] = await engine.logprobs("solo", [seq]);
+    const [after] = await worker.engine.logprobs("solo", [seq]);
     const sum = (xs: number[]) => xs.reduce((a, b) => a + b, 0);
     expect(sum(after!)).toBeGreaterThan(sum(before!));
-    expect(engine.policies().find((p) => p.id === "solo")!.optimizerStep).toBe(1);
+    expect(worker.engine.policies().find((p) => p.id === "solo")!.optimizerStep).toBe(1);
   });
 
   it("trains one LoRA adapter without touching the base or the other adapter", async () => {
-    const seq = engine.encode("coder", userObservation("lora"), "yes");
-    const [base] = await engine.logprobs("solo", [seq]);
-    const [coder0] = await engine.logprobs("coder", [seq]);
-    await engine.trainStep("coder", [{ ...seq, oldLogprobs: coder0!, advantage: 1 }], trainConfig);
-    const [coder1] = await engine.logprobs("coder", [seq]);
-    const [tester] = await engine.logprobs("tester", [seq]);
-    const [baseAfter] = await engine.logprobs("solo", [seq]);
+    const seq = worker.engine.encode("coder", userObservation("lora"), "yes");
+    const [base] = await worker.engine.logprobs("solo", [seq]);
+    const [coder0] = await worker.engine.logprobs("coder", [seq]);
+    await worker.engine.trainStep("coder", [{ ...seq, oldLogprobs: coder0!, advantage: 1 }], trainConfig);
+    const [coder1] = await worker.engine.logprobs("coder", [seq]);
+    const [tester] = await worker.engine.logprobs("tester", [seq]);
+    const [baseAfter] = await worker.engine.logprobs("solo", [seq]);
     expect(coder1).not.toEqual(coder0);
     expect(baseAfter).toEqual(base);
     // the tester adapter is untouched: still the frozen base (not the trained "solo" copy)
@@ -195,7 +190,7 @@ describe.skipIf(!torchAvailable)("TorchEngine with a worker process", () => {
       coder1!.reduce((a, b) => a + b),
       6,
     );
-    const files = await engine.save("coder");
+    const files = await worker.engine.save("coder");
     expect(Object.keys(files).sort()).toEqual([
       "adapter_config.json",
       "adapter_model.safetensors",
@@ -208,13 +203,13 @@ describe.skipIf(!torchAvailable)("TorchEngine with a worker process", () => {
     const adapterConfig = JSON.parse(new TextDecoder().decode(files["adapter_config.json"]));
     expect(adapterConfig).toMatchObject({ peft_type: "LORA", r: 4, lora_alpha: 8 });
     // loading the coder's adapter into the tester makes them the same policy
-    await engine.load("tester", files);
-    expect(engine.policies().find((p) => p.id === "tester")!.optimizerStep).toBe(1);
-    const [testerNow] = await engine.logprobs("tester", [seq]);
+    await worker.engine.load("tester", files);
+    expect(worker.engine.policies().find((p) => p.id === "tester")!.optimizerStep).toBe(1);
+    const [testerNow] = await worker.engine.logprobs("tester", [seq]);
     expect(testerNow).toEqual(coder1);
     // the merged export (LoRA folded into the base) is a plain HF model: the embedded engine serves
     // it with the adapter policy's log-probs
-    const exportedFiles = await engine.exportPolicy("coder");
+    const exportedFiles = await worker.engine.exportPolicy("coder");
     const exported = decodeCheckpoint(exportedFiles);
     expect(exported.config.hidden_size).toBe(32);
     expect(Object.keys(exportedFiles)).not.toContain("adapter_model.safetensors");
@@ -227,23 +222,23 @@ describe.skipIf(!torchAvailable)("TorchEngine with a worker process", () => {
   });
 
   it("saves and loads a full policy as an HF checkpoint (weights, optimizer state, step)", async () => {
-    const files = await engine.save("solo");
+    const files = await worker.engine.save("solo");
     const ckpt = decodeCheckpoint(files);
     expect(ckpt.trainerState?.optimizer_step).toBe(1);
     expect(ckpt.optimizerState?.step).toBe(1);
     expect(ckpt.weights.get("model.embed_tokens.weight")!.shape).toEqual([260, 32]);
-    const seq = engine.encode("solo", userObservation("rt"), "z");
-    const [before] = await engine.logprobs("solo", [seq]);
-    await engine.trainStep("solo", [{ ...seq, oldLogprobs: before!, advantage: 2 }], trainConfig);
-    await engine.load("solo", files);
-    expect(engine.policies().find((p) => p.id === "solo")!.optimizerStep).toBe(1);
-    const [restored] = await engine.logprobs("solo", [seq]);
+    const seq = worker.engine.encode("solo", userObservation("rt"), "z");
+    const [before] = await worker.engine.logprobs("solo", [seq]);
+    await worker.engine.trainStep("solo", [{ ...seq, oldLogprobs: before!, advantage: 2 }], trainConfig);
+    await worker.engine.load("solo", files);
+    expect(worker.engine.policies().find((p) => p.id === "solo")!.optimizerStep).toBe(1);
+    const [restored] = await worker.engine.logprobs("solo", [seq]);
     expect(restored).toEqual(before);
   });
 
   it("surfaces a Python exception with its traceback and keeps serving", async () => {
     const seq = { promptTokenIds: [1, 2], completionTokenIds: [999] };
-    const error = await engine.logprobs("solo", [seq]).catch((e: unknown) => e);
+    const error = await worker.engine.logprobs("solo", [seq]).catch((e: unknown) => e);
     expect(error).toBeInstanceOf(TorchWorkerError);
     expect((error as TorchWorkerError).pythonType).toBe("ValueError");
     expect((error as Error).message).toMatch(
@@ -251,8 +246,8 @@ describe.skipIf(!torchAvailable)("TorchEngine with a worker process", () => {
     );
     expect((error as TorchWorkerError).pythonTraceback).toMatch(/Traceback \(most recent call last\)/);
     expect((error as TorchWorkerError).pythonTraceback).toMatch(/engine\.py/);
-    await expect(engine.logprobs("nobody", [seq])).rejects.toThrow(/no policy "nobody"/);
-    const [ok] = await engine.logprobs("solo", [{ promptTokenIds: [1, 2], completionTokenIds: [3] }]);
+    await expect(worker.engine.logprobs("nobody", [seq])).rejects.toThrow(/no policy "nobody"/);
+    const [ok] = await worker.engine.logprobs("solo", [{ promptTokenIds: [1, 2], completionTokenIds: [3] }]);
     expect(ok).toHaveLength(1);
   });
 });

@@ -14,9 +14,9 @@ import {
   tinyQwenConfig,
 } from "@troupe/engine";
 import { jsonFile, SMALL_QWEN_SHAPE, wordLevelTokenizerJson } from "@troupe/engine/testing";
-import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { createTorchEngine, type TorchEngine } from "../src/engine.ts";
-import { TEST_WORKER, torchAvailable } from "./torch-available.ts";
+import { describe, expect, it } from "vitest";
+import { torchAvailable } from "./torch-available.ts";
+import { suiteWorkerEngine } from "./worker-engine.ts";
 
 /** Whole words: 0 [UNK], 1 hello, 2 world, 3 !, 4 user, 5 assistant, then ChatML specials 6–8. */
 const wordFiles = {
@@ -46,36 +46,27 @@ const wordModel = tinyQwenConfig({
 });
 
 describe.skipIf(!torchAvailable)("heterogeneous models, each with its own tokenizer", () => {
-  let engine: TorchEngine;
-
-  beforeAll(async () => {
-    engine = await createTorchEngine({
-      ...TEST_WORKER,
-      models: {
-        bytes: { kind: "init", config: byteModel, seed: 1 },
-        words: { kind: "init", config: wordModel, seed: 2, tokenizerFiles: wordFiles },
-      },
-      policies: [
-        { id: "planner", model: "bytes" },
-        { id: "worker", model: "words" },
-      ],
-    });
-  }, 60_000);
-
-  afterAll(async () => {
-    await engine?.close();
+  const worker = suiteWorkerEngine({
+    models: {
+      bytes: { kind: "init", config: byteModel, seed: 1 },
+      words: { kind: "init", config: wordModel, seed: 2, tokenizerFiles: wordFiles },
+    },
+    policies: [
+      { id: "planner", model: "bytes" },
+      { id: "worker", model: "words" },
+    ],
   });
 
   it("tokenizes each policy's prompt with its own tokenizer", () => {
-    expect(engine.tokenizerOf("planner")).toBeInstanceOf(ByteTokenizer);
-    expect(engine.tokenizerOf("worker")).toBeInstanceOf(HfTokenizer);
+    expect(worker.engine.tokenizerOf("planner")).toBeInstanceOf(ByteTokenizer);
+    expect(worker.engine.tokenizerOf("worker")).toBeInstanceOf(HfTokenizer);
     const obs = userObservation("hello world !");
-    expect(engine.encode("worker", obs, "hello").promptTokenIds).toEqual([4, 1, 2, 3, 8, 5]);
-    expect(engine.encode("worker", obs, "hello").completionTokenIds).toEqual([1, 8]);
-    const bytes = engine.encode("planner", obs);
+    expect(worker.engine.encode("worker", obs, "hello").promptTokenIds).toEqual([4, 1, 2, 3, 8, 5]);
+    expect(worker.engine.encode("worker", obs, "hello").completionTokenIds).toEqual([1, 8]);
+    const bytes = worker.engine.encode("planner", obs);
     expect(bytes.promptTokenIds[0]).toBe(257); // <|im_start|>
     expect(bytes.promptTokenIds.length).toBeGreaterThan(13);
-    expect(engine.policies().map((p) => [p.id, p.vocabSize])).toEqual([
+    expect(worker.engine.policies().map((p) => [p.id, p.vocabSize])).toEqual([
       ["planner", 260],
       ["worker", 16],
     ]);
@@ -88,8 +79,8 @@ describe.skipIf(!torchAvailable)("heterogeneous models, each with its own tokeni
       observation: userObservation("hello world"),
       seed: 100 + i,
     }));
-    const out = await engine.generate(requests, sampling);
-    const words = engine.tokenizerOf("worker");
+    const out = await worker.engine.generate(requests, sampling);
+    const words = worker.engine.tokenizerOf("worker");
     let wordTokens = 0;
     out.forEach((c, i) => {
       if (requests[i]!.policyId === "worker") {
@@ -103,8 +94,8 @@ describe.skipIf(!torchAvailable)("heterogeneous models, each with its own tokeni
     });
     expect(wordTokens).toBeGreaterThan(10);
     // sampling and scoring both use log q over the 9 usable ids: equal at T = 1
-    const [c] = await engine.generate([{ ...requests[0]!, seed: 7 }], { ...sampling, temperature: 1 });
-    const [lp] = await engine.logprobs("worker", [
+    const [c] = await worker.engine.generate([{ ...requests[0]!, seed: 7 }], { ...sampling, temperature: 1 });
+    const [lp] = await worker.engine.logprobs("worker", [
       { promptTokenIds: c!.promptTokenIds, completionTokenIds: c!.tokenIds },
     ]);
     expect(c!.tokenIds.length).toBeGreaterThan(0);
@@ -114,20 +105,20 @@ describe.skipIf(!torchAvailable)("heterogeneous models, each with its own tokeni
   });
 
   it("trains and checkpoints each model with its own tokenizer files", async () => {
-    const seq = engine.encode("worker", userObservation("hello"), "world !");
-    const [before] = await engine.logprobs("worker", [seq]);
-    await engine.trainStep("worker", [{ ...seq, oldLogprobs: before!, advantage: 1 }], {
+    const seq = worker.engine.encode("worker", userObservation("hello"), "world !");
+    const [before] = await worker.engine.logprobs("worker", [seq]);
+    await worker.engine.trainStep("worker", [{ ...seq, oldLogprobs: before!, advantage: 1 }], {
       loss: defaultPolicyLossConfig,
       optimizer: { ...defaultOptimizerConfig, lr: 1e-2 },
       microBatchSize: 1,
     });
-    const files = await engine.save("worker");
+    const files = await worker.engine.save("worker");
     expect(files["tokenizer.json"]).toEqual(wordFiles["tokenizer.json"]);
     const ckpt = decodeCheckpoint(files);
     expect(ckpt.config.vocab_size).toBe(16);
     expect(ckpt.config.model_type).toBe("qwen2");
     expect(ckpt.tokenizer.encode("hello world")).toEqual([1, 2]);
-    const planner = decodeCheckpoint(await engine.save("planner"));
+    const planner = decodeCheckpoint(await worker.engine.save("planner"));
     expect(planner.tokenizer).toBeInstanceOf(ByteTokenizer);
     expect(planner.trainerState?.optimizer_step ?? 0).toBe(0);
   });
