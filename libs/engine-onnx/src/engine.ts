@@ -38,7 +38,7 @@ import {
   type EngineGenerateRequest,
   emptyLossSums,
   encodeCheckpoint,
-  indicesByPolicy,
+  generateByPolicy,
   initQwenWeights,
   lossMetrics,
   type MicroBatch,
@@ -296,44 +296,49 @@ export class OnnxEngine implements Engine {
     options: GenerateOptions = {},
   ): Promise<Completion[]> {
     const params = SamplingParamsSchema.parse(sampling);
-    const results: Completion[] = new Array(requests.length);
-    const byPolicy = indicesByPolicy(requests);
-    for (const policyId of byPolicy.keys()) this.state(policyId); // every policy known before any work
-    for (const [policyId, indices] of byPolicy) {
-      const s = this.state(policyId);
-      const completions = await this.exclusive(async () => {
-        const prompts = indices.map((i) => s.tokenizer.encodeChat(requests[i]!.observation.messages));
-        const seeds = indices.map((i) => requests[i]!.seed);
-        // Row groups under the budget; each row samples alone (its own seed), so a completion is
-        // the same whichever group it lands in.
-        const groups = this.plan(
-          s,
-          "generating for",
-          prompts.map((p) => p.length),
-          { maxSequences: prompts.length },
-          (rows, longest) => s.runner.memory.generateBytes(rows, longest, params.maxTokens),
+    return generateByPolicy(
+      requests,
+      (policyId) => this.state(policyId),
+      (policyId, own) => this.generateFor(policyId, own, params, options),
+    );
+  }
+
+  /** One policy's requests, in row groups under the activation budget; completions in request order. */
+  private generateFor(
+    policyId: PolicyId,
+    own: readonly EngineGenerateRequest[],
+    params: SamplingParams,
+    options: GenerateOptions,
+  ): Promise<Completion[]> {
+    const s = this.state(policyId);
+    return this.exclusive(async () => {
+      const prompts = own.map((r) => s.tokenizer.encodeChat(r.observation.messages));
+      const seeds = own.map((r) => r.seed);
+      // Row groups under the budget; each row samples alone (its own seed), so a completion is
+      // the same whichever group it lands in.
+      const groups = this.plan(
+        s,
+        "generating for",
+        prompts.map((p) => p.length),
+        { maxSequences: prompts.length },
+        (rows, longest) => s.runner.memory.generateBytes(rows, longest, params.maxTokens),
+      );
+      const out: Completion[] = [];
+      for (const g of groups) {
+        out.push(
+          ...(await generateBatch(
+            s.runner,
+            s.weights,
+            s.tokenizer,
+            prompts.slice(g.start, g.end),
+            seeds.slice(g.start, g.end),
+            params,
+            { weightsVersion: s.weightsVersion, ...options },
+          )),
         );
-        const out: Completion[] = [];
-        for (const g of groups) {
-          out.push(
-            ...(await generateBatch(
-              s.runner,
-              s.weights,
-              s.tokenizer,
-              prompts.slice(g.start, g.end),
-              seeds.slice(g.start, g.end),
-              params,
-              { weightsVersion: s.weightsVersion, ...options },
-            )),
-          );
-        }
-        return out;
-      });
-      indices.forEach((i, k) => {
-        results[i] = completions[k]!;
-      });
-    }
-    return results;
+      }
+      return out;
+    });
   }
 
   /**

@@ -26,7 +26,7 @@ import {
   type Engine,
   type EngineGenerateRequest,
   encodeSequence,
-  indicesByPolicy,
+  generateByPolicy,
   loadTokenizer,
   modelConfigToJson,
   type PolicyInfo,
@@ -328,68 +328,63 @@ export class TorchEngine implements Engine {
     sampling: SamplingParams,
   ): Promise<Completion[]> {
     const params = SamplingParamsSchema.parse(sampling);
-    const out: Completion[] = new Array(requests.length);
     // One worker call (one batched forward loop) per policy: for LoRA policies, one per adapter.
-    const groups = indicesByPolicy(requests);
-    for (const policyId of groups.keys()) this.state(policyId); // every policy known before any work
-    for (const [policyId, indices] of groups) {
-      const { tokenizer, model } = this.state(policyId);
-      const prompts = indices.map((i) => tokenizer.encodeChat(requests[i]!.observation.messages));
-      const stopIds = [
-        ...new Set([
-          ...params.stopTokenIds,
-          ...tokenizer.stopTokenIds,
-          ...this.models.get(model)!.eosTokenIds,
-        ]),
-      ];
-      const reply = await this.worker.request(
-        "generate",
-        {
-          policy: policyId,
-          seeds: indices.map((i) => requests[i]!.seed),
-          sampling: {
-            temperature: params.temperature,
-            topP: params.topP,
-            topK: params.topK,
-            maxTokens: params.maxTokens,
-            stopTokenIds: stopIds,
-            // ids past the tokenizer (padding rows of the embedding) are never sampled
-            usableVocab: tokenizer.vocabSize,
-          },
+    return generateByPolicy(
+      requests,
+      (policyId) => this.state(policyId),
+      (policyId, own) => this.generateFor(policyId, own, params),
+    );
+  }
+
+  /** One worker `generate` call for one policy's requests; completions in request order. */
+  private async generateFor(
+    policyId: PolicyId,
+    own: readonly EngineGenerateRequest[],
+    params: SamplingParams,
+  ): Promise<Completion[]> {
+    const { tokenizer, model } = this.state(policyId);
+    const prompts = own.map((r) => tokenizer.encodeChat(r.observation.messages));
+    const stopIds = [
+      ...new Set([...params.stopTokenIds, ...tokenizer.stopTokenIds, ...this.models.get(model)!.eosTokenIds]),
+    ];
+    const reply = await this.worker.request(
+      "generate",
+      {
+        policy: policyId,
+        seeds: own.map((r) => r.seed),
+        sampling: {
+          temperature: params.temperature,
+          topP: params.topP,
+          topK: params.topK,
+          maxTokens: params.maxTokens,
+          stopTokenIds: stopIds,
+          // ids past the tokenizer (padding rows of the embedding) are never sampled
+          usableVocab: tokenizer.vocabSize,
         },
-        new Map<string, PayloadValue>([
-          ["prompt_tokens", int32(prompts.flat(), "prompt_tokens")],
-          [
+      },
+      new Map<string, PayloadValue>([
+        ["prompt_tokens", int32(prompts.flat(), "prompt_tokens")],
+        [
+          "prompt_lengths",
+          int32(
+            prompts.map((p) => p.length),
             "prompt_lengths",
-            int32(
-              prompts.map((p) => p.length),
-              "prompt_lengths",
-            ),
-          ],
-        ]),
-      );
-      const { finishReasons } = parseResult("generate", GenerateResultSchema, reply.body);
-      const tokens = payload(reply, "tokens", Int32Array);
-      const lengths = payload(reply, "lengths", Int32Array);
-      const logprobs = payload(reply, "logprobs", Float32Array);
-      let at = 0;
-      indices.forEach((requestIndex, k) => {
-        const n = lengths[k]!;
-        const ids = Array.from(tokens.subarray(at, at + n));
-        const lps = Array.from(logprobs.subarray(at, at + n));
-        at += n;
-        out[requestIndex] = this.completion(
-          tokenizer,
-          prompts[k]!,
-          ids,
-          lps,
-          finishReasons[k]!,
-          stopIds,
-          params,
-        );
-      });
-    }
-    return out;
+          ),
+        ],
+      ]),
+    );
+    const { finishReasons } = parseResult("generate", GenerateResultSchema, reply.body);
+    const tokens = payload(reply, "tokens", Int32Array);
+    const lengths = payload(reply, "lengths", Int32Array);
+    const logprobs = payload(reply, "logprobs", Float32Array);
+    let at = 0;
+    return own.map((_, k) => {
+      const n = lengths[k]!;
+      const ids = Array.from(tokens.subarray(at, at + n));
+      const lps = Array.from(logprobs.subarray(at, at + n));
+      at += n;
+      return this.completion(tokenizer, prompts[k]!, ids, lps, finishReasons[k]!, stopIds, params);
+    });
   }
 
   /**

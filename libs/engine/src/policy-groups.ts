@@ -19,3 +19,32 @@ export function indicesByPolicy(
   });
   return groups;
 }
+
+/**
+ * Serves a generate call one policy at a time: every policy is checked by `check` before any work
+ * starts, then `serve` gets each policy's requests (in request order) and returns their completions
+ * in that order; each completion goes back to its request's place.
+ */
+export async function generateByPolicy<R extends { readonly policyId: PolicyId }, C>(
+  requests: readonly R[],
+  check: (policyId: PolicyId) => void,
+  serve: (policyId: PolicyId, requests: readonly R[]) => Promise<readonly C[]>,
+): Promise<C[]> {
+  const byPolicy = indicesByPolicy(requests);
+  for (const policyId of byPolicy.keys()) check(policyId);
+  const results: C[] = new Array(requests.length);
+  for (const [policyId, indices] of byPolicy) {
+    const completions = await serve(
+      policyId,
+      indices.map((i) => requests[i]!),
+    );
+    if (completions.length !== indices.length)
+      throw new Error(
+        `policy "${policyId}": ${completions.length} completions for ${indices.length} requests`,
+      );
+    indices.forEach((i, k) => {
+      results[i] = completions[k]!;
+    });
+  }
+  return results;
+}
