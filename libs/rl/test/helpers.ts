@@ -71,15 +71,19 @@ export function sumTask(target: number, id = `t${target}`): Task<{ target: numbe
 /** Advantages as the plain difference from the group mean, A = R − mean(R): hand-computable. */
 export const meanBaseline = { baseline: "mean" as const, normalizeStd: false, eps: 0 };
 
-/** Per-role team: role a → policy a, role b → policy b. */
-export function twoAgentTeam(turnOrder: "parallel" | "sequential", maxTurns: number): Team {
+/** Roles a and b on `policies` (default: role a → policy a, role b → policy b). */
+export function twoAgentTeam(
+  turnOrder: "parallel" | "sequential",
+  maxTurns: number,
+  policies: { readonly a: string; readonly b: string } = { a: "a", b: "b" },
+): Team {
   return {
     name: "pair",
     turnOrder,
     maxTurns,
     roles: [
-      { id: "a", policy: "a" },
-      { id: "b", policy: "b" },
+      { id: "a", policy: policies.a },
+      { id: "b", policy: policies.b },
     ],
   };
 }

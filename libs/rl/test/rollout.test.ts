@@ -11,7 +11,6 @@ import {
   runEpisodes,
   type SamplingParams,
   samplingParams,
-  type Team,
 } from "@troupe/core";
 import { sumToTargetEnv } from "@troupe/core/testing";
 import { describe, expect, it } from "vitest";
@@ -42,15 +41,8 @@ class RecordingPolicy implements Policy {
   }
 }
 
-const sharedTeam: Team = {
-  name: "pair",
-  turnOrder: "parallel",
-  maxTurns: 1,
-  roles: [
-    { id: "a", policy: "shared" },
-    { id: "b", policy: "shared" },
-  ],
-};
+/** Both roles on one policy, "shared". */
+const sharedTeam = twoAgentTeam("parallel", 1, { a: "shared", b: "shared" });
 const tasks = [sumTask(9), sumTask(8)];
 const bSampling = samplingParams({ temperature: 0.3, maxTokens: 4 });
 
