@@ -153,20 +153,28 @@ export function cachedAttentionBias(
   return out;
 }
 
-/** A pre-allocated KV cache (see `fixedCache`); `DecodeRunner.cachedDecodeStep` fills it in place. */
-export interface FixedKvCache {
-  readonly batch: number;
+/**
+ * The arrays of a pre-allocated KV cache, fixed or ragged: rows (a batch's sequences) are the
+ * outermost dimension of each, so a row is one contiguous block.
+ */
+export interface KvCacheArrays {
   /** Columns the arrays hold. */
   readonly capacity: number;
-  /** Columns filled so far. */
-  length: number;
-  /** Per layer [B, KV, capacity, d_head]. */
+  /** Per layer [rows, KV, capacity, d_head]. */
   readonly keys: readonly FloatArray[];
   readonly values: readonly FloatArray[];
-  /** [B, capacity]: 1 where the column holds a real (non-pad) token. */
+  /** [rows, capacity]: 1 where the column holds a real (non-pad) token. */
   readonly valid: Uint8Array;
-  /** [B·V] logits of the last step. */
+  /** [rows·V] logits of the last step. */
   readonly logits: FloatArray;
+}
+
+/** A pre-allocated KV cache (see `fixedCache`); `DecodeRunner.cachedDecodeStep` fills it in place. */
+export interface FixedKvCache extends KvCacheArrays {
+  /** Rows: B. */
+  readonly batch: number;
+  /** Columns filled so far, the same in every row. */
+  length: number;
 }
 
 /**
@@ -175,27 +183,17 @@ export interface FixedKvCache {
  * tokens, left pads excluded). The scheduler moves rows (a sequence joins, another leaves); the
  * decode runner only appends one column per row and step (`DecodeRunner.raggedDecodeStep`).
  */
-export interface RaggedKvCache {
+export interface RaggedKvCache extends KvCacheArrays {
   readonly rows: number;
-  readonly capacity: number;
+  /** Columns filled so far, per row. */
   readonly lengths: Int32Array;
-  readonly keys: readonly FloatArray[];
-  readonly values: readonly FloatArray[];
-  /** [rows, capacity]: 1 where the column holds a real token. */
-  readonly valid: Uint8Array;
-  /** [rows·V] logits of the last step. */
-  readonly logits: FloatArray;
 }
 
 /**
  * Copies row `from` of a pre-allocated cache (fixed or ragged: rows are the outermost dimension
  * of its keys, values and valid flags) over row `to`.
  */
-export function copyCacheRow(
-  cache: Pick<FixedKvCache, "keys" | "values" | "valid" | "capacity">,
-  from: number,
-  to: number,
-): void {
+export function copyCacheRow(cache: Omit<KvCacheArrays, "logits">, from: number, to: number): void {
   const C = cache.capacity;
   const rowValues = (cache.keys[0]!.length * C) / cache.valid.length;
   for (const arrays of [cache.keys, cache.values])
