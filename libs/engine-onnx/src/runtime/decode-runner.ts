@@ -74,11 +74,13 @@ export class DecodeRunner {
   /** How many baked-weights step sessions were built (tests check that a rebuild happens only on change). */
   bakedSessionsBuilt = 0;
 
+  readonly config: QwenConfig;
+  readonly dtype: FloatDType;
+
+  /** The model (its config and float type) is the memory plan's. */
   constructor(
-    readonly config: QwenConfig,
-    readonly dtype: FloatDType,
-    readonly label: string,
     private readonly plan: MemoryPlan,
+    readonly label: string,
     private readonly options: {
       /** Largest model (parameters) whose step session gets the weights baked in. */
       readonly maxConstantParameters: number;
@@ -88,6 +90,9 @@ export class DecodeRunner {
       readonly arenaLimit: number;
     },
   ) {
+    const { config, dtype } = plan;
+    this.config = config;
+    this.dtype = dtype;
     this.weightSpecs = graphWeightSpecs(config, true);
     this.cacheDims = cacheDims(config, dtype);
     this.prefillSession = new BoundedSession(`${label} prefill`, () =>

@@ -70,12 +70,8 @@ export class ModelRunner {
     const arenaLimit = options.memoryArena ? Number.POSITIVE_INFINITY : arenaBudgetBytes;
     const completionWindow = options.completionWindow ?? false;
     this.memory = new MemoryPlan(config, dtype, this.vocab);
-    this.sequences = new SequenceRunner(config, dtype, label, this.memory, {
-      vocab: this.vocab,
-      completionWindow,
-      arenaLimit,
-    });
-    this.decoder = new DecodeRunner(config, dtype, label, this.memory, {
+    this.sequences = new SequenceRunner(this.memory, label, { completionWindow, arenaLimit });
+    this.decoder = new DecodeRunner(this.memory, label, {
       maxConstantParameters: options.maxConstantParameters ?? DEFAULT_MAX_CONSTANT_PARAMETERS,
       lastColumnOnly: completionWindow,
       arenaLimit,

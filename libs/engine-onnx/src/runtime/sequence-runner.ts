@@ -67,22 +67,28 @@ export class SequenceRunner {
   private readonly weightSpecs;
   private gradientBuffers?: Record<string, ort.Tensor> | undefined;
 
+  readonly config: QwenConfig;
+  readonly dtype: FloatDType;
+  /** Ids the policy can produce: the softmax runs over these only. */
+  readonly vocab: number;
+
+  /** The model (its config, float type and vocabulary) is the memory plan's. */
   constructor(
-    readonly config: QwenConfig,
-    readonly dtype: FloatDType,
-    readonly label: string,
     private readonly plan: MemoryPlan,
+    readonly label: string,
     private readonly options: {
-      /** Ids the policy can produce: the softmax runs over these only. */
-      readonly vocab: number;
       /** Left-padded sequences and the windowed graphs (`ModelRunnerOptions.completionWindow`). */
       readonly completionWindow: boolean;
       /** What the arenas and one run may hold together (arena.ts). */
       readonly arenaLimit: number;
     },
   ) {
+    const { config, dtype, vocab } = plan;
+    this.config = config;
+    this.dtype = dtype;
+    this.vocab = vocab;
     this.weightSpecs = graphWeightSpecs(config, false);
-    const graphOptions = { vocab: options.vocab, window: options.completionWindow };
+    const graphOptions = { vocab, window: options.completionWindow };
     this.scoring = new BoundedSession(`${label} scoring`, () =>
       buildScoringGraph(config, dtype, graphOptions),
     );
@@ -92,7 +98,7 @@ export class SequenceRunner {
   /** Per sequence, the log-probs and entropies of its completion tokens. */
   async score(weights: HostWeights, sequences: readonly ScoredSequence[]): Promise<ScoreResult> {
     if (sequences.length === 0) return { logprobs: [], entropies: [] };
-    checkTokens(sequences, this.options.vocab, this.config.vocab_size, this.label);
+    checkTokens(sequences, this.vocab, this.config.vocab_size, this.label);
     const { feeds, column } = this.sequenceFeeds(sequences);
     const bytes = this.plan.sequencesBytes("score", sequences);
     const out = await this.scoring.run(bytes, this.options.arenaLimit, (session) =>
@@ -115,7 +121,7 @@ export class SequenceRunner {
     settings: LossSettings,
     options: { readonly reuseGradientBuffers?: boolean } = {},
   ): Promise<MicroBatchResult> {
-    checkTokens(sequences, this.options.vocab, this.config.vocab_size, this.label);
+    checkTokens(sequences, this.vocab, this.config.vocab_size, this.label);
     const { feeds, width, column } = this.sequenceFeeds(sequences);
     const lossFeeds = this.lossFeeds(sequences, settings, width, column);
     const bytes = this.plan.sequencesBytes("train", sequences);

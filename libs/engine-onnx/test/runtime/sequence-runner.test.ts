@@ -24,12 +24,10 @@ describe("SequenceRunner", () => {
 
   it("scores each completion token, the same alone as in a padded batch", async () => {
     const plan = new MemoryPlan(config, "float32", config.vocab_size);
-    const options = {
-      vocab: config.vocab_size,
+    const runner = new SequenceRunner(plan, "p", {
       completionWindow: false,
       arenaLimit: Number.POSITIVE_INFINITY,
-    };
-    const runner = new SequenceRunner(config, "float32", "p", plan, options);
+    });
     const weights = tinyWeights(config, 3);
     expect(await runner.score(weights, [])).toEqual({ logprobs: [], entropies: [] });
     const a = { promptTokenIds: [1, 2, 3, 4, 5], completionTokenIds: [6, 7] };
