@@ -41,6 +41,13 @@ export type GradRule = (
   needed: readonly boolean[],
 ) => readonly (Value | undefined)[];
 
+/** A composite's gradient rule: a `GradRule` that also reads the values its forward pass saved. */
+export type CompositeGradRule<Saved> = (
+  outputGrads: readonly (Value | undefined)[],
+  needed: readonly boolean[],
+  saved: Saved,
+) => readonly (Value | undefined)[];
+
 export interface TapeEntry {
   readonly inputs: readonly Value[];
   readonly outputs: readonly Value[];
@@ -167,18 +174,26 @@ export class Graph {
   /**
    * Runs `build` without recording its nodes on the tape, then records one entry for the whole
    * composite with a hand-written gradient rule (fewer, cheaper backward nodes than the chain rule
-   * through each primitive: RMSNorm, SiLU, softmax-style ops).
+   * through each primitive: RMSNorm, SiLU, softmax-style ops). `build` returns the outputs and the
+   * forward values the rule reuses (`saved`), which the rule gets as its third argument.
    */
-  composite(opType: string, inputs: readonly Value[], build: () => Value[], grad: GradRule): Value[] {
+  composite<Saved>(
+    opType: string,
+    inputs: readonly Value[],
+    build: () => { readonly outputs: Value[]; readonly saved: Saved },
+    grad: CompositeGradRule<Saved>,
+  ): Value[] {
     this.tapeDepth++;
-    let outs: Value[];
+    let forward: { readonly outputs: Value[]; readonly saved: Saved };
     try {
-      outs = build();
+      forward = build();
     } finally {
       this.tapeDepth--;
     }
-    if (this.tapeDepth === 0) this.tape.push({ inputs, outputs: outs, grad, opType });
-    return outs;
+    const { outputs, saved } = forward;
+    if (this.tapeDepth === 0)
+      this.tape.push({ inputs, outputs, grad: (grads, needed) => grad(grads, needed, saved), opType });
+    return outputs;
   }
 
   /** Emits nodes that are never differentiated (gradient rules themselves, masks, shapes). */

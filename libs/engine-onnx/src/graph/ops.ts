@@ -205,19 +205,18 @@ function powNoGrad(x: Value, e: Value): Value {
 export function silu(x: Value): Value {
   requireFloat("SiLU", x);
   const g0 = x.graph;
-  let s: Value | undefined;
   return one(
     g0.composite(
       "SiLU",
       [x],
       () => {
-        s = one(g0.op("Sigmoid", [x], [{ dtype: x.dtype, shape: x.shape }]));
-        return g0.op("Mul", [x, s], [{ dtype: x.dtype, shape: x.shape }]);
+        const s = one(g0.op("Sigmoid", [x], [{ dtype: x.dtype, shape: x.shape }]));
+        return { outputs: g0.op("Mul", [x, s], [{ dtype: x.dtype, shape: x.shape }]), saved: s };
       },
-      ([g]) => {
+      ([g], _needed, s) => {
         if (!g) return [undefined];
         const one1 = scalarLike(x, 1);
-        return [mul(g, mul(s!, add(one1, mul(x, sub(one1, s!)))))];
+        return [mul(g, mul(s, add(one1, mul(x, sub(one1, s)))))];
       },
     ),
   );

@@ -21,21 +21,18 @@ export function mlp(x: Value, layer: LayerWeights, eps: number): Value {
  * three [N, I] products in the backward pass instead of the five of SiLU's and Mul's rules.
  */
 export function swiGlu(a: Value, b: Value): Value {
-  const graph = a.graph;
-  let s: Value | undefined;
-  let u: Value | undefined;
-  const [y] = graph.composite(
+  const [y] = a.graph.composite(
     "SwiGLU",
     [a, b],
     () => {
-      s = op.sigmoid(a);
-      u = op.mul(a, s);
-      return [op.mul(u, b)];
+      const s = op.sigmoid(a);
+      const u = op.mul(a, s);
+      return { outputs: [op.mul(u, b)], saved: { s, u } };
     },
-    ([g], [needA, needB]) => {
+    ([g], [needA, needB], { s, u }) => {
       if (!g) return [undefined, undefined];
-      const dA = needA ? op.mul(op.mul(g, b), op.sub(op.add(s!, u!), op.mul(u!, s!))) : undefined;
-      return [dA, needB ? op.mul(g, u!) : undefined];
+      const dA = needA ? op.mul(op.mul(g, b), op.sub(op.add(s, u), op.mul(u, s))) : undefined;
+      return [dA, needB ? op.mul(g, u) : undefined];
     },
   );
   return y!;

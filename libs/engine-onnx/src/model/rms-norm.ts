@@ -14,27 +14,23 @@ import type { Value } from "../graph/builder.ts";
 import * as op from "../graph/ops.ts";
 
 export function rmsNorm(x: Value, weight: Value, eps: number): Value {
-  const graph = x.graph;
-  let normalized: Value | undefined;
-  let rms: Value | undefined;
-  const [y] = graph.composite(
+  const [y] = x.graph.composite(
     "RMSNorm",
     [x, weight],
     () => {
       const meanSquare = op.reduceMean(op.pow(x, 2), [-1], true);
-      rms = op.sqrt(op.add(meanSquare, op.scalarLike(x, eps)));
-      normalized = op.div(x, rms);
-      return [op.mul(normalized, weight)];
+      const rms = op.sqrt(op.add(meanSquare, op.scalarLike(x, eps)));
+      const normalized = op.div(x, rms);
+      return { outputs: [op.mul(normalized, weight)], saved: { rms, xHat: normalized } };
     },
-    ([g], [needX, needW]) => {
+    ([g], [needX, needW], { rms, xHat }) => {
       if (!g) return [undefined, undefined];
-      const xHat = normalized!;
       const gHat = op.mul(g, weight);
       return [
         needX
           ? op.mul(
               op.sub(gHat, op.mul(xHat, op.reduceMean(op.mul(gHat, xHat), [-1], true))),
-              op.reciprocal(rms!), // [N, 1]: one division per row instead of per element
+              op.reciprocal(rms), // [N, 1]: one division per row instead of per element
             )
           : undefined,
         needW ? op.unbroadcast(op.mul(g, xHat), weight.shape) : undefined,
