@@ -37,6 +37,13 @@ const onnxUnavailable: InferenceBackend = {
   },
 };
 
+/**
+ * Loaded teams an embedded Worker keeps: the weight budget (TROUPE_EMBEDDED_MAX_WEIGHT_BYTES) is
+ * per team, so the isolate holds the team it serves and a second one while a deployment moves
+ * between versions.
+ */
+const EMBEDDED_TEAMS_KEPT = 2; // not exported: every export of a Worker module must be a handler
+
 /** Makes the onnx backend of a build (the embedded build's runs the team inside the Worker). */
 export type OnnxBackendFactory = (config: WorkerConfig) => InferenceBackend;
 
@@ -71,7 +78,7 @@ export function createWorkerApp(config: WorkerConfig, onnxBackend?: OnnxBackendF
     backend,
     // Loaded openai teams hold their engine: none may outlive its request (perRequestOpenAIBackend).
     // The embedded engine holds no I/O object: its teams stay loaded for the isolate's life.
-    ...(onnx ? {} : { teamCacheSize: 0 }),
+    teamCacheSize: onnx ? EMBEDDED_TEAMS_KEPT : 0,
     auth: keyAuth(parseApiKeys(config.TROUPE_API_KEY_HASHES, "TROUPE_API_KEY_HASHES")),
     limits: {
       bodyBytes: config.TROUPE_BODY_BYTES,

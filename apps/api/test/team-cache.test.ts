@@ -1,7 +1,11 @@
-/** The server's cache of published teams: resolved refs for a TTL, loaded versions least recently used first. */
+/**
+ * The server's one cache of published teams: resolved refs for a TTL, loaded versions least recently
+ * used first, each unloaded from the backend once dropped and released by every request holding it.
+ */
+import { samplingParams, userObservation } from "@troupe/core";
 import { createTeamRegistry, TeamNotFoundError } from "@troupe/teams";
 import { createOnnxBackend } from "@troupe/teams/onnx";
-import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { afterAll, beforeAll, describe, expect, it, vi } from "vitest";
 import { TeamCache } from "../src/team-cache.ts";
 import { tempStore, tinyTeam } from "./fixtures.ts";
 
@@ -39,12 +43,54 @@ describe("TeamCache", () => {
   });
 
   it("one load per version, shared by concurrent requests; beyond capacity the least recently used goes", async () => {
-    const teams = new TeamCache(registry, backend, { capacity: 1 });
+    const own = createOnnxBackend();
+    const teams = new TeamCache(registry, own, { capacity: 1 });
     const [v1, v2] = [await registry.resolve("cached", "1"), await registry.resolve("cached", "2")];
-    const first = teams.load(v1);
-    expect(teams.load(v1)).toBe(first);
-    expect((await first).manifest.version).toBe(1);
-    await teams.load(v2); // v1 dropped
-    expect(teams.load(v1)).not.toBe(first);
+    const [a, b] = await Promise.all([teams.acquire(v1), teams.acquire(v1)]);
+    expect(a.team).toBe(b.team);
+    expect(a.team.manifest.version).toBe(1);
+    expect(own.stats()).toMatchObject({ loads: 2, loaded: ["cached@1/planner", "cached@1/fixer"] });
+    a.release();
+    b.release();
+    const c = await teams.acquire(v2); // v1 dropped, and nobody holds it: unloaded
+    expect(teams.keys()).toEqual(["cached@2"]);
+    await vi.waitFor(() => expect(own.stats().loaded).toEqual(["cached@2/planner", "cached@2/fixer"]));
+    c.release();
+    const d = await teams.acquire(v1);
+    expect(d.team).not.toBe(a.team); // loaded afresh
+    expect(own.stats().loads).toBe(6);
+    d.release();
+    await own.close();
+  });
+
+  it("a dropped team stays loaded while a request holds it, and is unloaded at its release", async () => {
+    const own = createOnnxBackend();
+    const teams = new TeamCache(registry, own, { capacity: 0 }); // nothing kept between requests
+    const v1 = await registry.resolve("cached", "1");
+    const lease = await teams.acquire(v1);
+    expect(teams.keys()).toEqual([]);
+    const [completion] = await lease.team.policies.planner!.generate(
+      [{ observation: userObservation("go"), seed: 1 }],
+      samplingParams({ maxTokens: 2 }),
+    );
+    expect(completion!.tokenIds.length).toBeGreaterThan(0);
+    lease.release();
+    lease.release(); // once only: a second release changes nothing
+    await vi.waitFor(() => expect(own.stats().loaded).toEqual([]));
+    await own.close();
+  });
+
+  it("a request aborted while its team loads holds nothing; the load goes on for the next", async () => {
+    const own = createOnnxBackend();
+    const teams = new TeamCache(registry, own, { capacity: 0 });
+    const v2 = await registry.resolve("cached", "2");
+    const abort = new AbortController();
+    const waiting = teams.acquire(v2, abort.signal);
+    abort.abort(new Error("client gone"));
+    await expect(waiting).rejects.toThrow("client gone");
+    // The load finishes, and with nobody holding the dropped team it is unloaded.
+    await vi.waitFor(() => expect(own.stats().loads).toBe(2));
+    await vi.waitFor(() => expect(own.stats().loaded).toEqual([]));
+    await own.close();
   });
 });

@@ -40,7 +40,16 @@ export type ServingPolicySet = Readonly<Record<string, ServingPolicy>>;
 export interface InferenceBackend {
   /** "torch": the published weights held by a PyTorch worker engine (for teams too big for the CPU). */
   readonly name: "onnx" | "openai" | "torch";
-  /** The manifest's policies, ready to generate (cached by the backend per team version). */
+  /**
+   * The manifest's policies, ready to generate. What a backend loads for them (the ONNX engines)
+   * stays loaded until `unload` of that version, or `close`: a server decides what to keep in its
+   * one cache of loaded teams, not the backend.
+   */
   policies(manifest: TeamManifest, registry: TeamRegistry): Promise<ServingPolicySet>;
+  /**
+   * Undoes one `policies` call of this team version: what no other call still holds is freed, and
+   * the policies that call returned must not generate after.
+   */
+  unload?(manifest: TeamManifest): Promise<void>;
   close?(): Promise<void>;
 }

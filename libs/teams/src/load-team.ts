@@ -109,9 +109,14 @@ export async function loadTeam(
   const policies = await backend.policies(manifest, registry);
   const sampling: Record<string, SamplingParams> = {};
   const contexts: Record<string, PolicyContext> = {};
-  for (const [policyId, policy] of Object.entries(manifest.policies)) {
-    sampling[policyId] = samplingParams(policy.sampling);
-    contexts[policyId] = await policyContext(registry, manifest, policyId);
+  try {
+    for (const [policyId, policy] of Object.entries(manifest.policies)) {
+      sampling[policyId] = samplingParams(policy.sampling);
+      contexts[policyId] = await policyContext(registry, manifest, policyId);
+    }
+  } catch (error) {
+    await backend.unload?.(manifest); // nobody will hold this team: free its policies
+    throw error;
   }
   const roleSampling: Record<string, SamplingParams> = {};
   for (const role of manifest.roles) {

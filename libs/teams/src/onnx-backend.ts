@@ -3,8 +3,10 @@
  * of @troupe/teams never imports this file).
  *
  * Each published policy becomes an `OnnxEngine` built from its files (config.json,
- * model.safetensors, tokenizer), cached per (team, version, policy); the least recently used is
- * dropped beyond `maxCachedPolicies`, once no generation is using it.
+ * model.safetensors, tokenizer) when its team version is loaded (`policies`), and is closed when
+ * that version is unloaded (`unload`). Which versions stay loaded is not decided here: a server
+ * keeps one cache of loaded teams (the API's `TeamCache`), and the engines live exactly as long as
+ * their team does there.
  *
  * One generation call = one turn of one request. With `batching` (the Node server's default) every turn joins
  * its policy's continuous batch (`OnnxEngine.generateContinuous`): concurrent requests share each
@@ -47,8 +49,6 @@ export interface OnnxBackendOptions {
   readonly maxQueued?: number;
   /** Without batching: calls running at once, all teams together. 1: ORT's threads already fill the cores. */
   readonly maxConcurrent?: number;
-  /** Policies kept loaded (engines with their ORT sessions); the least recently used goes first. */
-  readonly maxCachedPolicies?: number;
   /**
    * Count ONNX Runtime's CPU time (`ortCpuMs` in stats; @troupe/engine-onnx `meterOrtCpu`, Node
    * only). Default false.
@@ -57,7 +57,6 @@ export interface OnnxBackendOptions {
 }
 
 export const DEFAULT_MAX_CONCURRENT = 1;
-export const DEFAULT_MAX_CACHED_POLICIES = 16;
 
 export interface OnnxBackendStats {
   /**
@@ -69,8 +68,8 @@ export interface OnnxBackendStats {
   /** Most calls ever running at once (without batching, never above maxConcurrent). */
   readonly maxActive: number;
   /** Loaded policies, as `name@version/policy`. */
-  readonly cached: string[];
-  /** Engines built so far (a cache hit builds none). */
+  readonly loaded: string[];
+  /** Engines built so far (a policy already loaded builds none). */
   readonly loads: number;
   /** ONNX Runtime's session runs and their CPU time in this process (zeros unless `meterCpu`). */
   readonly ortRuns: number;
@@ -79,6 +78,7 @@ export interface OnnxBackendStats {
 
 export interface OnnxBackend extends InferenceBackend {
   readonly name: "onnx";
+  unload(manifest: TeamManifest): Promise<void>;
   stats(): OnnxBackendStats;
   close(): Promise<void>;
 }
@@ -91,107 +91,81 @@ interface BackendSettings {
     readonly maxQueued?: number | undefined;
   };
   readonly maxConcurrent: number;
-  readonly maxCachedPolicies: number;
 }
 
-/** The options with their defaults; throws naming the first that is not a positive integer. */
+/** The options with their defaults; throws naming one that is not a positive integer. */
 function backendSettings(options: OnnxBackendOptions): BackendSettings {
   const maxConcurrent = options.maxConcurrent ?? DEFAULT_MAX_CONCURRENT;
-  const maxCachedPolicies = options.maxCachedPolicies ?? DEFAULT_MAX_CACHED_POLICIES;
   if (!Number.isInteger(maxConcurrent) || maxConcurrent < 1) {
     throw new Error(`createOnnxBackend: maxConcurrent must be a positive integer, got ${maxConcurrent}`);
-  }
-  if (!Number.isInteger(maxCachedPolicies) || maxCachedPolicies < 1) {
-    throw new Error(
-      `createOnnxBackend: maxCachedPolicies must be a positive integer, got ${maxCachedPolicies}`,
-    );
   }
   return {
     batching: options.batching ?? false,
     continuousBatching: { maxBatch: options.maxBatch, maxQueued: options.maxQueued },
     maxConcurrent,
-    maxCachedPolicies,
   };
 }
 
-interface CacheEntry {
-  readonly engine: Promise<OnnxEngine>;
-  /** Calls using the engine now: an evicted entry is closed when the last one leaves. */
-  users: number;
-  evicted: boolean;
-}
-
-async function closeEntry(entry: CacheEntry): Promise<void> {
-  const engine = await entry.engine.catch(() => undefined);
-  await engine?.close();
-}
-
 /**
- * The loaded engines by policy key, least recently used first (Map order). Beyond `maxEntries`
- * the oldest are dropped, and closed once no call is using them; a failed load is dropped too, so
- * the next call retries it.
+ * The engines of the loaded team versions, by policy key, each with the number of `policies()`
+ * calls holding it. There is no eviction here: what stays loaded is decided by the one cache of
+ * loaded teams above the backend (the API's `TeamCache`), which unloads a version it drops once no
+ * request is using it; an engine closes when its last holder unloads it. A failed load is
+ * forgotten, so the next `policies()` call retries it.
  */
-class EngineCache {
-  private readonly entries = new Map<string, CacheEntry>();
-  /** Engines built so far (a cache hit builds none). */
+class LoadedEngines {
+  private readonly engines = new Map<string, { engine: Promise<OnnxEngine>; holders: number }>();
+  /** Engines built so far (a policy already loaded builds none). */
   loads = 0;
 
-  constructor(private readonly maxEntries: number) {}
-
-  /** The entry of `key` (loaded by `load` if absent), counted as used until `release`. */
-  acquire(key: string, load: () => Promise<OnnxEngine>): CacheEntry {
-    let entry = this.entries.get(key);
-    if (entry === undefined) {
-      entry = this.load(key, load);
-      this.evictBeyondBound(entry);
-    } else {
-      this.entries.delete(key); // refresh its place in the LRU order
-      this.entries.set(key, entry);
+  /** The engine of `key`, loaded by `load` unless it is loaded (or loading) already; held once more. */
+  hold(key: string, load: () => Promise<OnnxEngine>): Promise<OnnxEngine> {
+    const loaded = this.engines.get(key);
+    if (loaded !== undefined) {
+      loaded.holders++;
+      return loaded.engine;
     }
-    entry.users++;
-    return entry;
+    this.loads++;
+    const entry = { engine: load(), holders: 1 };
+    entry.engine.catch(() => {
+      if (this.engines.get(key) === entry) this.engines.delete(key); // retried next time
+    });
+    this.engines.set(key, entry);
+    return entry.engine;
   }
 
-  release(entry: CacheEntry): void {
-    entry.users--;
-    if (entry.evicted && entry.users === 0) void closeEntry(entry);
+  /** The loaded engine of `key`; an unloaded one is a caller's mistake, named. */
+  get(key: string): Promise<OnnxEngine> {
+    const entry = this.engines.get(key);
+    if (entry === undefined) throw new Error(`policy ${key} is not loaded: its team was unloaded`);
+    return entry.engine;
   }
 
   keys(): string[] {
-    return [...this.entries.keys()];
+    return [...this.engines.keys()];
   }
 
-  /** Drops every entry; those in use close when their last call leaves. */
+  /** One holder less for each key; an engine nobody holds any more is closed. */
+  async release(keys: readonly string[]): Promise<void> {
+    const unheld: Promise<OnnxEngine>[] = [];
+    for (const key of keys) {
+      const entry = this.engines.get(key);
+      if (entry === undefined || --entry.holders > 0) continue;
+      this.engines.delete(key);
+      unheld.push(entry.engine);
+    }
+    await Promise.all(unheld.map(closeEngine));
+  }
+
   async close(): Promise<void> {
-    const entries = [...this.entries.values()];
-    this.entries.clear();
-    for (const entry of entries) {
-      entry.evicted = true;
-      if (entry.users === 0) await closeEntry(entry);
-    }
+    const engines = [...this.engines.values()].map((entry) => entry.engine);
+    this.engines.clear();
+    await Promise.all(engines.map(closeEngine));
   }
+}
 
-  private load(key: string, load: () => Promise<OnnxEngine>): CacheEntry {
-    this.loads++;
-    const engine = load();
-    const entry: CacheEntry = { engine, users: 0, evicted: false };
-    engine.catch(() => {
-      if (this.entries.get(key) === entry) this.entries.delete(key); // a failed load is retried next time
-    });
-    this.entries.set(key, entry);
-    return entry;
-  }
-
-  /** Drops the oldest entries other than `keep` while the cache holds more than its bound. */
-  private evictBeyondBound(keep: CacheEntry): void {
-    for (const [key, entry] of this.entries) {
-      if (this.entries.size <= this.maxEntries) break;
-      if (entry === keep) continue;
-      this.entries.delete(key);
-      entry.evicted = true;
-      if (entry.users === 0) void closeEntry(entry);
-    }
-  }
+async function closeEngine(engine: Promise<OnnxEngine>): Promise<void> {
+  await (await engine.catch(() => undefined))?.close();
 }
 
 /** Generation calls in flight, and the most ever at once. */
@@ -212,53 +186,43 @@ class CallCounter {
 /** The state one backend's policies share. */
 interface ServingState {
   readonly settings: BackendSettings;
-  readonly engines: EngineCache;
+  readonly engines: LoadedEngines;
   readonly calls: CallCounter;
   /** Without batching: the FIFO pool every call waits in. */
   readonly pool: LimitFunction;
 }
 
-/** The engine cache's key of one policy of a team version. */
+/** The key of one policy of a team version among the loaded engines. */
 function policyKey(manifest: TeamManifest, policyId: string): string {
   return `${manifest.name}@${manifest.version}/${policyId}`;
 }
 
 /** Builds the policy's engine from its published files (checksums verified by the registry). */
-function engineLoader(
+async function loadEngine(
   state: ServingState,
   manifest: TeamManifest,
   registry: TeamRegistry,
   policyId: string,
-): () => Promise<OnnxEngine> {
-  return async () => {
-    const files = await registry.readPolicyFiles(manifest, policyId); // checksums verified
-    delete files[ONNX_GRAPH_FILE]; // the engine builds its own graphs from config.json
-    return createOnnxEngine({
-      policies: [{ id: policyId, checkpoint: files }],
-      continuousBatching: state.settings.continuousBatching,
-    });
-  };
-}
-
-/** One policy's engine, as the solve loop calls it. */
-interface PolicyHandle {
-  readonly policyId: string;
-  readonly key: string;
-  readonly load: () => Promise<OnnxEngine>;
+): Promise<OnnxEngine> {
+  const files = await registry.readPolicyFiles(manifest, policyId); // checksums verified
+  delete files[ONNX_GRAPH_FILE]; // the engine builds its own graphs from config.json
+  return createOnnxEngine({
+    policies: [{ id: policyId, checkpoint: files }],
+    continuousBatching: state.settings.continuousBatching,
+  });
 }
 
 /** Each request joins the policy's running batch; the engine queues and bounds them. */
 async function generateBatched(
   state: ServingState,
-  policy: PolicyHandle,
+  policy: { readonly policyId: string; readonly key: string },
   requests: readonly GenerationRequest[],
   sampling: SamplingParams,
   call: GenerateCallOptions,
 ): Promise<Completion[]> {
-  const entry = state.engines.acquire(policy.key, policy.load);
   state.calls.enter(requests.length);
   try {
-    const engine = await entry.engine;
+    const engine = await state.engines.get(policy.key);
     return await Promise.all(
       requests.map((r) =>
         engine.generateContinuous(
@@ -273,44 +237,32 @@ async function generateBatched(
     throw error;
   } finally {
     state.calls.leave(requests.length);
-    state.engines.release(entry);
   }
 }
 
 /** One batch of requests generated together, once the FIFO pool gives this call its slot. */
 async function generateUnbatched(
   state: ServingState,
-  policy: PolicyHandle,
+  policy: { readonly policyId: string; readonly key: string },
   requests: readonly GenerationRequest[],
   sampling: SamplingParams,
   call: GenerateCallOptions,
 ): Promise<Completion[]> {
   call.signal?.throwIfAborted(); // aborted while queued: give the slot to the next caller
-  const entry = state.engines.acquire(policy.key, policy.load);
   state.calls.enter(1);
   try {
-    const engine = await entry.engine;
+    const engine = await state.engines.get(policy.key);
     return await engine.generate(
       requests.map((r) => ({ policyId: policy.policyId, observation: r.observation, seed: r.seed })),
       sampling,
     );
   } finally {
     state.calls.leave(1);
-    state.engines.release(entry);
   }
 }
 
-function servingPolicy(
-  state: ServingState,
-  manifest: TeamManifest,
-  registry: TeamRegistry,
-  policyId: string,
-): ServingPolicy {
-  const policy: PolicyHandle = {
-    policyId,
-    key: policyKey(manifest, policyId),
-    load: engineLoader(state, manifest, registry, policyId),
-  };
+function servingPolicy(state: ServingState, manifest: TeamManifest, policyId: string): ServingPolicy {
+  const policy = { policyId, key: policyKey(manifest, policyId) };
   return {
     id: policyId,
     version: manifest.version,
@@ -322,24 +274,28 @@ function servingPolicy(
   };
 }
 
-/** The manifest's policies, each loaded (and validated) now: a broken team fails here, not mid-episode. */
+/**
+ * The manifest's policies, each loaded (and validated) now, one after the other: a broken team
+ * fails here, not mid-episode. A version already loaded is not loaded again, only held once more:
+ * each call is matched by one `unload`.
+ */
 async function servingPolicies(
   state: ServingState,
   manifest: TeamManifest,
   registry: TeamRegistry,
 ): Promise<ServingPolicySet> {
   const set: Record<string, ServingPolicy> = {};
-  for (const policyId of Object.keys(manifest.policies)) {
-    set[policyId] = servingPolicy(state, manifest, registry, policyId);
-  }
-  for (const policyId of Object.keys(manifest.policies)) {
-    const load = engineLoader(state, manifest, registry, policyId);
-    const entry = state.engines.acquire(policyKey(manifest, policyId), load);
-    try {
-      await entry.engine;
-    } finally {
-      state.engines.release(entry);
+  const held: string[] = [];
+  try {
+    for (const policyId of Object.keys(manifest.policies)) {
+      const key = policyKey(manifest, policyId);
+      await state.engines.hold(key, () => loadEngine(state, manifest, registry, policyId));
+      held.push(key);
+      set[policyId] = servingPolicy(state, manifest, policyId);
     }
+  } catch (error) {
+    await state.engines.release(held); // a team loads whole or not at all
+    throw error;
   }
   return set;
 }
@@ -349,7 +305,7 @@ function backendStats(state: ServingState): OnnxBackendStats {
     active: state.calls.active,
     pending: state.pool.pendingCount,
     maxActive: state.calls.maxActive,
-    cached: state.engines.keys(),
+    loaded: state.engines.keys(),
     loads: state.engines.loads,
     ortRuns: ortCpuUsage().runs,
     ortCpuMs: ortCpuUsage().cpuMs,
@@ -361,13 +317,15 @@ export function createOnnxBackend(options: OnnxBackendOptions = {}): OnnxBackend
   if (options.meterCpu) meterOrtCpu();
   const state: ServingState = {
     settings,
-    engines: new EngineCache(settings.maxCachedPolicies),
+    engines: new LoadedEngines(),
     calls: new CallCounter(),
     pool: pLimit(settings.maxConcurrent),
   };
   return {
     name: "onnx",
     policies: (manifest, registry) => servingPolicies(state, manifest, registry),
+    unload: (manifest) =>
+      state.engines.release(Object.keys(manifest.policies).map((id) => policyKey(manifest, id))),
     stats: () => backendStats(state),
     async close(): Promise<void> {
       state.pool.clearQueue();

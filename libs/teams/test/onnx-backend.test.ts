@@ -1,7 +1,7 @@
 /**
- * The ONNX serving backend on its own: its options, the cache of loaded engines (one load per
- * policy, least recently used dropped first, a failed load retried), and a call aborted while it
- * waits in the FIFO pool.
+ * The ONNX serving backend on its own: its options, the engines it holds (one load per policy of a
+ * version, closed at the last unload, a team loaded whole or not at all, a failed load retried),
+ * and a call aborted while it waits in the FIFO pool.
  */
 import { samplingParams, userObservation } from "@troupe/core";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
@@ -27,40 +27,47 @@ describe("createOnnxBackend", () => {
     expect(() => createOnnxBackend({ maxConcurrent: 0 })).toThrow(
       "createOnnxBackend: maxConcurrent must be a positive integer, got 0",
     );
-    expect(() => createOnnxBackend({ maxCachedPolicies: 1.5 })).toThrow(
-      "createOnnxBackend: maxCachedPolicies must be a positive integer, got 1.5",
+    expect(() => createOnnxBackend({ maxConcurrent: 1.5 })).toThrow(
+      "createOnnxBackend: maxConcurrent must be a positive integer, got 1.5",
     );
   });
 
-  it("loads each policy once, and beyond maxCachedPolicies drops the least recently used", async () => {
-    const backend = createOnnxBackend({ maxCachedPolicies: 1 });
+  it("loads a version's policies once, holds them per policies() call, and closes them at the last unload", async () => {
+    const backend = createOnnxBackend();
     const policies = await backend.policies(manifest, registry);
-    // Loaded at policies(): planner, then fixer, which evicts planner.
-    expect(backend.stats()).toMatchObject({ loads: 2, cached: ["tiny@1/fixer"] });
-    await policies.fixer!.generate([request], sampling);
-    expect(backend.stats()).toMatchObject({ loads: 2, cached: ["tiny@1/fixer"] });
-    const [completion] = await policies.planner!.generate([request], sampling);
+    expect(backend.stats()).toMatchObject({ loads: 2, loaded: ["tiny@1/planner", "tiny@1/fixer"] });
+    const again = await backend.policies(manifest, registry); // a second holder: nothing built
+    expect(backend.stats()).toMatchObject({ loads: 2, loaded: ["tiny@1/planner", "tiny@1/fixer"] });
+    await backend.unload(manifest);
+    const [completion] = await again.planner!.generate([request], sampling); // still held once
     expect(completion!.tokenIds.length).toBeGreaterThan(0);
-    expect(backend.stats()).toMatchObject({ loads: 3, cached: ["tiny@1/planner"], active: 0, maxActive: 1 });
+    await backend.unload(manifest);
+    expect(backend.stats().loaded).toEqual([]);
+    await expect(policies.fixer!.generate([request], sampling)).rejects.toThrow(
+      "policy tiny@1/fixer is not loaded: its team was unloaded",
+    );
+    await backend.policies(manifest, registry); // loaded afresh
+    expect(backend.stats()).toMatchObject({ loads: 4, loaded: ["tiny@1/planner", "tiny@1/fixer"] });
     await backend.close();
-    expect(backend.stats().cached).toEqual([]);
+    expect(backend.stats().loaded).toEqual([]);
   }, 60_000);
 
-  it("keeps the loaded engines in least-recently-used order and retries a failed load", async () => {
+  it("loads a team whole or not at all, and retries a failed load", async () => {
     const backend = createOnnxBackend();
     let failures = 1;
-    const flaky: TeamRegistry = {
+    const fixerFlaky: TeamRegistry = {
       ...registry,
       readPolicyFiles: async (m, policyId) => {
-        if (failures-- > 0) throw new Error("store unavailable");
+        if (policyId === "fixer" && failures-- > 0) throw new Error("store unavailable");
         return registry.readPolicyFiles(m, policyId);
       },
     };
-    await expect(backend.policies(manifest, flaky)).rejects.toThrow("store unavailable");
-    const policies = await backend.policies(manifest, flaky);
-    expect(backend.stats().cached).toEqual(["tiny@1/planner", "tiny@1/fixer"]);
+    await expect(backend.policies(manifest, fixerFlaky)).rejects.toThrow("store unavailable");
+    expect(backend.stats()).toMatchObject({ loads: 2, loaded: [] }); // planner let go again
+    const policies = await backend.policies(manifest, fixerFlaky);
+    expect(backend.stats()).toMatchObject({ loads: 4, loaded: ["tiny@1/planner", "tiny@1/fixer"] });
     await policies.planner!.generate([request], sampling);
-    expect(backend.stats()).toMatchObject({ loads: 3, cached: ["tiny@1/fixer", "tiny@1/planner"] });
+    expect(backend.stats()).toMatchObject({ active: 0, maxActive: 1 });
     await backend.close();
   }, 60_000);
 

@@ -150,53 +150,63 @@ export function solveRoutes(deps: SolveDeps) {
         ["team"],
       );
     }
-    const team = await abortable(teams.load(manifest), signal);
-    const { input, solveOptions } = solveArguments(body, signal);
-    const teamRef = { name: team.manifest.name, version: team.manifest.version };
-    const transcript = body.options?.transcript ?? true;
+    // The team is held until this request is done with it: the cache unloads a team it dropped
+    // only once no request holds it.
+    const lease = await teams.acquire(manifest, signal);
+    const { team } = lease;
+    let leaseKept = false;
+    try {
+      const { input, solveOptions } = solveArguments(body, signal);
+      const teamRef = { name: team.manifest.name, version: team.manifest.version };
+      const transcript = body.options?.transcript ?? true;
 
-    if (body.options?.stream !== true) {
-      stats.solves += 1;
-      stats.inFlightSolves += 1;
-      try {
-        const result = await solve(team, input, solveOptions);
-        return c.json(solveResponse(teamRef, result, transcript), 200);
-      } catch (error) {
-        if (unwrapAbort(error) instanceof ClientGoneError) stats.clientAborts += 1;
-        throw error;
-      } finally {
-        stats.inFlightSolves -= 1;
-      }
-    }
-
-    // Streaming: errors from here on are `event: error` (the 200 status is already sent).
-    c.set("deadlineKept", true);
-    return streamSSE(c, async (stream) => {
-      stats.solves += 1;
-      stats.inFlightSolves += 1;
-      stream.onAbort(() => deadline.clientGone());
-      // Turns arrive through a synchronous callback; writes are chained so events keep their order.
-      let writes: Promise<void> = Promise.resolve();
-      const onTurn = (event: TurnEvent) => {
-        writes = writes.then(() => stream.writeSSE({ event: "turn", data: JSON.stringify(event) }));
-      };
-      try {
-        const result: SolveResult = await solve(team, input, solveOptions, onTurn);
-        await writes;
-        const { turns: _turns, ...withoutTurns }: SolveResponse = solveResponse(teamRef, result, false);
-        await stream.writeSSE({ event: "result", data: JSON.stringify(withoutTurns) });
-      } catch (error) {
-        if (unwrapAbort(error) instanceof ClientGoneError || stream.aborted) {
-          stats.clientAborts += 1;
-          return;
+      if (body.options?.stream !== true) {
+        stats.solves += 1;
+        stats.inFlightSolves += 1;
+        try {
+          const result = await solve(team, input, solveOptions);
+          return c.json(solveResponse(teamRef, result, transcript), 200);
+        } catch (error) {
+          if (unwrapAbort(error) instanceof ClientGoneError) stats.clientAborts += 1;
+          throw error;
+        } finally {
+          stats.inFlightSolves -= 1;
         }
-        await writes.catch(() => {});
-        const apiError = toApiError(error, deps.errors, { method: c.req.method, path: c.req.path });
-        await stream.writeSSE({ event: "error", data: JSON.stringify(apiError.body()) });
-      } finally {
-        stats.inFlightSolves -= 1;
-        deadline.dispose();
       }
-    }) as unknown as ReturnType<typeof c.json<SolveResponse, 200>>;
+
+      // Streaming: errors from here on are `event: error` (the 200 status is already sent).
+      c.set("deadlineKept", true);
+      leaseKept = true; // the stream releases it when it ends
+      return streamSSE(c, async (stream) => {
+        stats.solves += 1;
+        stats.inFlightSolves += 1;
+        stream.onAbort(() => deadline.clientGone());
+        // Turns arrive through a synchronous callback; writes are chained so events keep their order.
+        let writes: Promise<void> = Promise.resolve();
+        const onTurn = (event: TurnEvent) => {
+          writes = writes.then(() => stream.writeSSE({ event: "turn", data: JSON.stringify(event) }));
+        };
+        try {
+          const result: SolveResult = await solve(team, input, solveOptions, onTurn);
+          await writes;
+          const { turns: _turns, ...withoutTurns }: SolveResponse = solveResponse(teamRef, result, false);
+          await stream.writeSSE({ event: "result", data: JSON.stringify(withoutTurns) });
+        } catch (error) {
+          if (unwrapAbort(error) instanceof ClientGoneError || stream.aborted) {
+            stats.clientAborts += 1;
+            return;
+          }
+          await writes.catch(() => {});
+          const apiError = toApiError(error, deps.errors, { method: c.req.method, path: c.req.path });
+          await stream.writeSSE({ event: "error", data: JSON.stringify(apiError.body()) });
+        } finally {
+          stats.inFlightSolves -= 1;
+          deadline.dispose();
+          lease.release();
+        }
+      }) as unknown as ReturnType<typeof c.json<SolveResponse, 200>>;
+    } finally {
+      if (!leaseKept) lease.release();
+    }
   });
 }

@@ -7,8 +7,9 @@
  * aliases `onnxruntime-node` to `@troupe/engine-onnx/wasm`, onnxruntime-web's WebAssembly build
  * behind the same API. So at temperature 0 a Worker and the Node server write the same transcript.
  *
- * Per isolate: the backend (and so every loaded policy: weights read from R2 once, sessions
- * built once) lives as long as the app, i.e. the isolate. A team whose weights cannot fit the
+ * Per isolate: the backend lives as long as the app, i.e. the isolate; a loaded team's policies
+ * (weights read from R2 once, sessions built once) as long as the app's cache of loaded teams keeps
+ * the team (worker.ts: `EMBEDDED_TEAMS_KEPT`). A team whose weights cannot fit the
  * isolate's memory is refused before loading (embedded-limits.ts).
  */
 import type { InferenceBackend } from "@troupe/teams";
@@ -17,23 +18,18 @@ import { workerHandler } from "../worker.ts";
 import type { WorkerConfig } from "./config.ts";
 import { checkTeamFits } from "./embedded-limits.ts";
 
-/**
- * Policies kept loaded. The weight budget is per team, so this keeps about one two-policy team
- * and a second one while a deployment moves between versions.
- */
-const MAX_CACHED_POLICIES = 4;
-
 export function embeddedBackend(
   config: Pick<WorkerConfig, "TROUPE_EMBEDDED_MAX_WEIGHT_BYTES">,
 ): InferenceBackend {
   // One generation at a time: the wasm runtime has one thread, and a Worker isolate one core.
-  const onnx = createOnnxBackend({ maxConcurrent: 1, maxCachedPolicies: MAX_CACHED_POLICIES });
+  const onnx = createOnnxBackend({ maxConcurrent: 1 });
   return {
     name: "onnx",
     async policies(manifest, registry) {
       checkTeamFits(manifest, config.TROUPE_EMBEDDED_MAX_WEIGHT_BYTES);
       return onnx.policies(manifest, registry);
     },
+    unload: (manifest) => onnx.unload(manifest),
     close: () => onnx.close(),
   };
 }
