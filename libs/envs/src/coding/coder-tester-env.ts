@@ -135,6 +135,62 @@ function briefInstructions(agent: AgentId, p: CodingProblem): string {
   return agent === "tester" ? `# tester: write asserts on ${p.entryPoint}` : `# coder: write ${p.entryPoint}`;
 }
 
+/** What `agent` reads: its role, the problem, its teammate's and its own last answer, and its feedback. */
+function coderTesterPrompt(state: CoderTesterState, agent: AgentId, brief: boolean): string {
+  const p = state.problem;
+  const own = agent === "coder" ? state.code : state.tests;
+  const other = agent === "coder" ? state.tests : state.code;
+  if (brief) {
+    let text = `${briefInstructions(agent, p)}\n${p.prompt}`;
+    if (other !== null) text += `# ${agent === "coder" ? "tests" : "code"}:\n${other}\n`;
+    if (own !== null) text += `# yours:\n${own}\n`;
+    if (state.feedback[agent]) text += state.feedback[agent];
+    return text;
+  }
+  let text = `${instructions(agent, p)}\n\nProblem:\n\`\`\`python\n${p.prompt}\`\`\``;
+  if (other !== null)
+    text += `\n\nYour teammate's ${agent === "coder" ? "tests" : "code"}:\n\`\`\`python\n${other}\n\`\`\``;
+  if (own !== null)
+    text += `\n\nYour previous ${agent === "coder" ? "code" : "tests"}:\n\`\`\`python\n${own}\n\`\`\``;
+  if (state.feedback[agent]) text += `\n\n${state.feedback[agent]}`;
+  return text;
+}
+
+/**
+ * The tester's local reward from this turn's runs, with its parts. strict: the asserts against
+ * the reference and its mutants (`strictTesterReward`); otherwise validity on the reference and
+ * discrimination against a stub and a failing coder. Undefined when the tester's tests were not judged.
+ */
+function testerReward(
+  runs: {
+    readonly mutantReport: TestReport | undefined;
+    readonly canonicalReport: TestReport | undefined;
+    readonly stubReport: TestReport | undefined;
+    readonly generatedReport: TestReport | undefined;
+  },
+  hiddenAllPassed: boolean,
+): { parts: { validity: number; discrimination: number } | StrictTesterReward; reward: number } | undefined {
+  const { mutantReport, canonicalReport, stubReport, generatedReport } = runs;
+  if (mutantReport) {
+    const coderFails = generatedReport && !hiddenAllPassed ? [generatedReport.tests] : [];
+    const parts = strictTesterReward(mutantReport, coderFails);
+    return { parts, reward: parts.reward };
+  }
+  if (canonicalReport && stubReport) {
+    const validity = passFraction(canonicalReport);
+    const rejections = [rejects(stubReport)];
+    if (generatedReport && !hiddenAllPassed) rejections.push(rejects(generatedReport));
+    const discrimination = rejections.filter(Boolean).length / rejections.length;
+    return {
+      parts: { validity, discrimination },
+      reward:
+        CODER_TESTER_REWARDS.testerValidityWeight * validity +
+        CODER_TESTER_REWARDS.testerDiscriminationWeight * discrimination,
+    };
+  }
+  return undefined;
+}
+
 export function coderTesterEnv(options: CoderTesterEnvOptions): Environment<CoderTesterState, CodingProblem> {
   const maxTurns = checkMaxTurns("coderTesterEnv", options.maxTurns ?? defaultCoderTesterOptions.maxTurns);
   const feedback = options.feedback ?? diagnosticsFeedback({ revealTests: true });
@@ -182,25 +238,7 @@ export function coderTesterEnv(options: CoderTesterEnvOptions): Environment<Code
       feedback: {},
       done: false,
     }),
-    prompt(state, agent) {
-      const p = state.problem;
-      const own = agent === "coder" ? state.code : state.tests;
-      const other = agent === "coder" ? state.tests : state.code;
-      if (options.prompt === "brief") {
-        let text = `${briefInstructions(agent, p)}\n${p.prompt}`;
-        if (other !== null) text += `# ${agent === "coder" ? "tests" : "code"}:\n${other}\n`;
-        if (own !== null) text += `# yours:\n${own}\n`;
-        if (state.feedback[agent]) text += state.feedback[agent];
-        return text;
-      }
-      let text = `${instructions(agent, p)}\n\nProblem:\n\`\`\`python\n${p.prompt}\`\`\``;
-      if (other !== null)
-        text += `\n\nYour teammate's ${agent === "coder" ? "tests" : "code"}:\n\`\`\`python\n${other}\n\`\`\``;
-      if (own !== null)
-        text += `\n\nYour previous ${agent === "coder" ? "code" : "tests"}:\n\`\`\`python\n${own}\n\`\`\``;
-      if (state.feedback[agent]) text += `\n\n${state.feedback[agent]}`;
-      return text;
-    },
+    prompt: (state, agent) => coderTesterPrompt(state, agent, options.prompt === "brief"),
     async step(state, actions) {
       const p = state.problem;
       const coderActed = actions.coder !== undefined;
@@ -225,22 +263,12 @@ export function coderTesterEnv(options: CoderTesterEnvOptions): Environment<Code
 
       const localRewards: Record<AgentId, number> = {};
       if (coderActed) localRewards.coder = hidden ? passFraction(hidden) : 0;
-      let testerParts: { validity: number; discrimination: number } | StrictTesterReward | undefined;
-      if (mutantReport) {
-        const coderFails = generatedReport && !hiddenAllPassed ? [generatedReport.tests] : [];
-        const strictParts = strictTesterReward(mutantReport, coderFails);
-        testerParts = strictParts;
-        localRewards.tester = strictParts.reward;
-      } else if (canonicalReport && stubReport) {
-        const validity = passFraction(canonicalReport);
-        const rejections = [rejects(stubReport)];
-        if (generatedReport && !hiddenAllPassed) rejections.push(rejects(generatedReport));
-        const discrimination = rejections.filter(Boolean).length / rejections.length;
-        testerParts = { validity, discrimination };
-        localRewards.tester =
-          CODER_TESTER_REWARDS.testerValidityWeight * validity +
-          CODER_TESTER_REWARDS.testerDiscriminationWeight * discrimination;
-      }
+      const tester = testerReward(
+        { mutantReport, canonicalReport, stubReport, generatedReport },
+        hiddenAllPassed,
+      );
+      if (tester) localRewards.tester = tester.reward;
+      const testerParts = tester?.parts;
 
       const turn = state.turn + (coderActed ? 1 : 0);
       const testsPassed = generatedReport !== undefined && isAllPassed(generatedReport);

@@ -165,6 +165,68 @@ function rewardOf(ref: DataFileOptions["reward"]): RewardFunction {
   return reward as RewardFunction;
 }
 
+/** A row's id: its `options.id` field, or a hash of the row when it has none. */
+function rowId(options: DataFileOptions, row: Record<string, unknown>): string {
+  const id = row[options.id];
+  return typeof id === "string" || typeof id === "number" ? String(id) : stableHash(row).slice(0, 16);
+}
+
+/** A row as a task's payload: its inputs and labels (and its id, and its demonstrations), nothing else. */
+function payloadOf(
+  options: DataFileOptions,
+  row: Record<string, unknown>,
+  i: number,
+  key: string,
+): Record<string, unknown> {
+  const payload: Record<string, unknown> = { [options.id]: rowId(options, row) };
+  for (const field of [...options.inputs, ...options.labels]) {
+    if (row[field] === undefined)
+      throw new EnvironmentOptionsError(key, `row ${i + 1} has no field "${field}"`);
+    payload[field] = row[field];
+  }
+  for (const field of Object.values(options.demonstrations ?? {})) {
+    if (row[field] !== undefined) payload[field] = row[field];
+  }
+  return payload;
+}
+
+/** The train and test payloads: the `test` file's rows, or the rows held out by a hash of their id. */
+function dataSplits(options: DataFileOptions): {
+  train: Record<string, unknown>[];
+  test: Record<string, unknown>[];
+} {
+  const all = rowsOf(options.tasks, "environment.options.tasks").map((row, i) =>
+    payloadOf(options, row, i, "environment.options.tasks"),
+  );
+  if (options.test !== undefined) {
+    const test = rowsOf(options.test, "environment.options.test").map((row, i) =>
+      payloadOf(options, row, i, "environment.options.test"),
+    );
+    return { train: all, test };
+  }
+  // A row's split is a hash of its id: adding rows never moves one between train and test.
+  const held = (p: Record<string, unknown>) =>
+    Number.parseInt(stableHash(["data-file-split", p[options.id]]).slice(0, 8), 16) / 2 ** 32 <
+    options.testFraction;
+  return { train: all.filter((p) => !held(p)), test: all.filter(held) };
+}
+
+/** The payload's schemas: its inputs, its labels, and the whole payload (labels optional: a served task has none). */
+function payloadSchemas(options: DataFileOptions) {
+  const field = z.custom<unknown>((value) => value !== undefined, "missing (an input of every task)");
+  const inputs = z.object(Object.fromEntries(options.inputs.map((f) => [f, field])));
+  const labels = z.object(Object.fromEntries(options.labels.map((f) => [f, field])));
+  const demoFields = Object.fromEntries(
+    Object.values(options.demonstrations ?? {}).map((f) => [f, z.json().optional()]),
+  );
+  const payload = inputs
+    .extend(labels.partial().shape)
+    .extend(demoFields)
+    .extend({ [options.id]: z.union([z.string(), z.number()]).optional() })
+    .strict();
+  return { inputs, labels, payload };
+}
+
 export const dataFileEntry = defineEnvironment({
   description: "tasks from a JSONL or Parquet file, a prompt template per role and a reward module",
   options: DataFileOptionsSchema,
@@ -173,55 +235,9 @@ export const dataFileEntry = defineEnvironment({
     const roles = Object.keys(options.prompts);
     checkTemplates(options, roles);
     const reward = rewardOf(options.reward);
-    const idOf = (row: Record<string, unknown>) =>
-      typeof row[options.id] === "string" || typeof row[options.id] === "number"
-        ? String(row[options.id])
-        : stableHash(row).slice(0, 16);
-    const fields = [...options.inputs, ...options.labels];
-    // A row as a task's payload: its inputs and labels (and its id), nothing else.
-    const payloadOf = (row: Record<string, unknown>, i: number, key: string) => {
-      const payload: Record<string, unknown> = { [options.id]: idOf(row) };
-      for (const field of fields) {
-        if (row[field] === undefined)
-          throw new EnvironmentOptionsError(key, `row ${i + 1} has no field "${field}"`);
-        payload[field] = row[field];
-      }
-      for (const field of Object.values(options.demonstrations ?? {})) {
-        if (row[field] !== undefined) payload[field] = row[field];
-      }
-      return payload;
-    };
-    const splits = () => {
-      const all = rowsOf(options.tasks, "environment.options.tasks").map((row, i) =>
-        payloadOf(row, i, "environment.options.tasks"),
-      );
-      if (options.test !== undefined) {
-        const test = rowsOf(options.test, "environment.options.test").map((row, i) =>
-          payloadOf(row, i, "environment.options.test"),
-        );
-        return { train: all, test };
-      }
-      // A row's split is a hash of its id: adding rows never moves one between train and test.
-      const held = (p: Record<string, unknown>) =>
-        Number.parseInt(stableHash(["data-file-split", p[options.id]]).slice(0, 8), 16) / 2 ** 32 <
-        options.testFraction;
-      return { train: all.filter((p) => !held(p)), test: all.filter(held) };
-    };
-
     // Read now: a row without a field fails when the environment is built, naming the row.
-    const parts = splits();
-
-    const field = z.custom<unknown>((value) => value !== undefined, "missing (an input of every task)");
-    const inputs = z.object(Object.fromEntries(options.inputs.map((f) => [f, field])));
-    const labels = z.object(Object.fromEntries(options.labels.map((f) => [f, field])));
-    const demoFields = Object.fromEntries(
-      Object.values(options.demonstrations ?? {}).map((f) => [f, z.json().optional()]),
-    );
-    const payload = inputs
-      .extend(labels.partial().shape)
-      .extend(demoFields)
-      .extend({ [options.id]: z.union([z.string(), z.number()]).optional() })
-      .strict();
+    const parts = dataSplits(options);
+    const { inputs, labels, payload } = payloadSchemas(options);
 
     const env = textEnvironment<DataFileState, Record<string, unknown>>({
       name: "data-file",
