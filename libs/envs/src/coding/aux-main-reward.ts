@@ -65,6 +65,22 @@ export interface AuxMainRewardBreakdown {
     | `aux does no work (${NonNullable<CalleeUse["noWork"]>})`;
 }
 
+/** Every tier at 0: where `auxMainReward` starts adding. */
+function unpaidTiers() {
+  return {
+    auxDefined: 0,
+    mainDefined: 0,
+    syntax: 0,
+    tests: 0,
+    auxUsed: 0,
+    notWrapper: 0,
+    ignoredAuxResult: 0,
+  };
+}
+
+/** No tier paid: what a step that ran nothing (the `unscored` option) reports. */
+export const NO_AUX_MAIN_REWARD: AuxMainRewardBreakdown = { ...unpaidTiers(), total: 0 };
+
 /**
  * The reward from a harness report whose `functions` hold the `aux` query (label "aux") and the
  * main query (label "main", callee "aux"); `strict` also needs the run's `dependence` answer
@@ -76,15 +92,7 @@ export function auxMainReward(report: TestReport, reward: CodingReward): AuxMain
   const T = AUX_MAIN_REWARD_TIERS;
   const aux = findFunction(report, "aux");
   const main = findFunction(report, "main");
-  const parts = {
-    auxDefined: 0,
-    mainDefined: 0,
-    syntax: 0,
-    tests: 0,
-    auxUsed: 0,
-    notWrapper: 0,
-    ignoredAuxResult: 0,
-  };
+  const parts = unpaidTiers();
   let withheld: AuxMainRewardBreakdown["withheld"];
   const done = (stoppedAt?: AuxMainRewardBreakdown["stoppedAt"]): AuxMainRewardBreakdown => {
     const total = Object.values(parts).reduce((a, b) => a + b, 0);

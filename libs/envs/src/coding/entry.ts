@@ -23,6 +23,7 @@ import { z } from "zod";
 import type { CodeAnswer, TestRunAnswer } from "../answer.ts";
 import { checkedEnvironment, datasetTasks, defineEnvironment, textTeam } from "../entry.ts";
 import { type AuxMainState, auxMainEnv, auxMainProgram } from "./aux-main-env.ts";
+import { NO_AUX_MAIN_REWARD } from "./aux-main-reward.ts";
 import { type CoderTesterState, coderProgram, coderTesterEnv } from "./coder-tester-env.ts";
 import {
   CODING_MAX_CODE_CHARS,
@@ -181,16 +182,6 @@ function renderCoding(state: unknown): CodeAnswer {
 }
 
 const NOT_RUN: TestSummary = { passed: 0, total: 0, cases: [], error: "not run (unscored)" };
-const NO_REWARD = {
-  auxDefined: 0,
-  mainDefined: 0,
-  syntax: 0,
-  tests: 0,
-  auxUsed: 0,
-  notWrapper: 0,
-  ignoredAuxResult: 0,
-  total: 0,
-} as const;
 
 /** `env` whose steps record the agents' code and run nothing (the `unscored` option). */
 function unscoredEnvironment(
@@ -207,7 +198,7 @@ function unscoredEnvironment(
         const attempt = {
           aux: extractCode(actions.helper ?? ""),
           main: extractCode(actions.main ?? ""),
-          reward: NO_REWARD,
+          reward: NO_AUX_MAIN_REWARD,
           passed: 0,
           total: 0,
           tests: NOT_RUN,
