@@ -212,23 +212,27 @@ async function loadEngine(
   });
 }
 
+/** One `generate` of a served policy: its requests, their sampling and the caller's signal. */
+interface PolicyCall {
+  readonly policyId: string;
+  /** The policy's engine among the loaded ones (`policyKey`). */
+  readonly key: string;
+  readonly requests: readonly GenerationRequest[];
+  readonly sampling: SamplingParams;
+  readonly options: GenerateCallOptions;
+}
+
 /** Each request joins the policy's running batch; the engine queues and bounds them. */
-async function generateBatched(
-  state: ServingState,
-  policy: { readonly policyId: string; readonly key: string },
-  requests: readonly GenerationRequest[],
-  sampling: SamplingParams,
-  call: GenerateCallOptions,
-): Promise<Completion[]> {
-  state.calls.enter(requests.length);
+async function generateBatched(state: ServingState, c: PolicyCall): Promise<Completion[]> {
+  state.calls.enter(c.requests.length);
   try {
-    const engine = await state.engines.get(policy.key);
+    const engine = await state.engines.get(c.key);
     return await Promise.all(
-      requests.map((r) =>
+      c.requests.map((r) =>
         engine.generateContinuous(
-          { policyId: policy.policyId, observation: r.observation, seed: r.seed },
-          sampling,
-          call,
+          { policyId: c.policyId, observation: r.observation, seed: r.seed },
+          c.sampling,
+          c.options,
         ),
       ),
     );
@@ -236,25 +240,19 @@ async function generateBatched(
     if (error instanceof GenerationQueueFullError) throw new BackendOverloadedError(error.message);
     throw error;
   } finally {
-    state.calls.leave(requests.length);
+    state.calls.leave(c.requests.length);
   }
 }
 
 /** One batch of requests generated together, once the FIFO pool gives this call its slot. */
-async function generateUnbatched(
-  state: ServingState,
-  policy: { readonly policyId: string; readonly key: string },
-  requests: readonly GenerationRequest[],
-  sampling: SamplingParams,
-  call: GenerateCallOptions,
-): Promise<Completion[]> {
-  call.signal?.throwIfAborted(); // aborted while queued: give the slot to the next caller
+async function generateUnbatched(state: ServingState, c: PolicyCall): Promise<Completion[]> {
+  c.options.signal?.throwIfAborted(); // aborted while queued: give the slot to the next caller
   state.calls.enter(1);
   try {
-    const engine = await state.engines.get(policy.key);
+    const engine = await state.engines.get(c.key);
     return await engine.generate(
-      requests.map((r) => ({ policyId: policy.policyId, observation: r.observation, seed: r.seed })),
-      sampling,
+      c.requests.map((r) => ({ policyId: c.policyId, observation: r.observation, seed: r.seed })),
+      c.sampling,
     );
   } finally {
     state.calls.leave(1);
@@ -262,14 +260,15 @@ async function generateUnbatched(
 }
 
 function servingPolicy(state: ServingState, manifest: TeamManifest, policyId: string): ServingPolicy {
-  const policy = { policyId, key: policyKey(manifest, policyId) };
+  const key = policyKey(manifest, policyId);
   return {
     id: policyId,
     version: manifest.version,
-    generate(requests, sampling, call = {}) {
+    generate(requests, sampling, options = {}) {
+      const c: PolicyCall = { policyId, key, requests, sampling, options };
       return state.settings.batching
-        ? generateBatched(state, policy, requests, sampling, call)
-        : state.pool(() => generateUnbatched(state, policy, requests, sampling, call));
+        ? generateBatched(state, c)
+        : state.pool(() => generateUnbatched(state, c));
     },
   };
 }
