@@ -102,8 +102,6 @@ export const NOT_YET_MIRRORED: Readonly<Record<string, string>> = {
   "libs/envs/src/writing/dataset.ts": "not yet mirrored",
   "libs/envs/src/writing/entry.ts": "not yet mirrored",
   "libs/envs/src/writing/text-stats.ts": "not yet mirrored",
-  // libs/rl
-  "libs/rl/src/tree.ts": "not yet mirrored",
   // libs/sandbox
   "libs/sandbox/src/bubblewrap.ts": "not yet mirrored",
   "libs/sandbox/src/host.ts": "not yet mirrored",
