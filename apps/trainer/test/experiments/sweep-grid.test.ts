@@ -1,10 +1,9 @@
 /**
- * `trainer:sweep`'s grid file and its points, the plan, and the command's flags and command line
- * (unit; the sweep end to end is test/sweep.e2e.test.ts).
+ * `trainer:sweep`'s grid file and its points, and the plan (unit; the command's flags are
+ * test/commands/compare.test.ts and test/commands/sweep.test.ts, the sweep end to end is
+ * test/experiments/sweep.test.ts).
  */
 import { describe, expect, it } from "vitest";
-import { evalTasksOverride, parseSeeds } from "../../src/commands/compare.ts";
-import { commandLine } from "../../src/commands/sweep.ts";
 import {
   assignments,
   expandGrid,
@@ -164,18 +163,5 @@ grid: { optimizer.lr: [0.001, 0.003], strategy.candidates: [3] }
     );
     expect(bad("grid: { a: [1] }", { sweepId: "no spaces" })).toThrow(/^--id: "no spaces" must be/);
     expect(bad("grid: { a: [1] }", { seeds: [1, 1] })).toThrow("--seeds: a seed is repeated");
-  });
-
-  it("command-line helpers: seeds, --eval-tasks (default 500) against --set, quoting", () => {
-    expect(parseSeeds("1, 2,3")).toEqual([1, 2, 3]);
-    expect(() => parseSeeds("1,x")).toThrow('--seeds: "x" is not a non-negative integer');
-    expect(evalTasksOverride(undefined, [])).toEqual(["train.evalTasks=500"]);
-    expect(evalTasksOverride("64", ["train.steps=3"])).toEqual(["train.evalTasks=64"]);
-    expect(evalTasksOverride(undefined, ["train.evalTasks=32"])).toEqual([]);
-    expect(() => evalTasksOverride("64", ["train.evalTasks=32"])).toThrow(/once/);
-    expect(() => evalTasksOverride("0", [])).toThrow(/positive integer/);
-    expect(commandLine(["--grid", "a b.yaml", "--set", "x.y=it's"])).toBe(
-      `npx nx run trainer:sweep -- --grid 'a b.yaml' --set 'x.y=it'\\''s'`,
-    );
   });
 });

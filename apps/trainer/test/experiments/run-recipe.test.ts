@@ -11,12 +11,12 @@ import { join } from "node:path";
 import { teamPolicies } from "@troupe/core";
 import { FileStore, RunStore } from "@troupe/storage/node";
 import { describe, expect, test } from "vitest";
-import { recipeEnvironment } from "../src/envs.ts";
-import { runRecipe } from "../src/experiments/run-recipe.ts";
-import { loadRecipeText, type Recipe } from "../src/recipe.ts";
-import { quiet, TINY_BUDGET, tempRoot } from "./tiny.ts";
+import { recipeEnvironment } from "../../src/envs.ts";
+import { runRecipe } from "../../src/experiments/run-recipe.ts";
+import { loadRecipeText, type Recipe } from "../../src/recipe.ts";
+import { quiet, TINY_BUDGET, tempRoot } from "../tiny.ts";
 
-const recipesDir = join(import.meta.dirname, "..", "recipes");
+const recipesDir = join(import.meta.dirname, "..", "..", "recipes");
 const root = tempRoot("recipes");
 
 const GPU_ONLY = new Set(["qwen-gpu"]);

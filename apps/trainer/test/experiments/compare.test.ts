@@ -8,12 +8,12 @@ import { join } from "node:path";
 import { FileStore, RunStore } from "@troupe/storage/node";
 import { DOMParser } from "@xmldom/xmldom";
 import { describe, expect, it } from "vitest";
-import { compare } from "../src/experiments/compare.ts";
-import { DEFAULT_ARMS as ARMS } from "../src/experiments/compare-arms.ts";
-import { writeComparison } from "../src/experiments/compare-results.ts";
-import { loadRecipeText } from "../src/recipe.ts";
-import type { TrainReporter } from "../src/run/context.ts";
-import { TINY_ONE_TURN, tempRoot, trainerInProcess } from "./tiny.ts";
+import { compare } from "../../src/experiments/compare.ts";
+import { DEFAULT_ARMS as ARMS } from "../../src/experiments/compare-arms.ts";
+import { writeComparison } from "../../src/experiments/compare-results.ts";
+import { loadRecipeText } from "../../src/recipe.ts";
+import type { TrainReporter } from "../../src/run/context.ts";
+import { TINY_ONE_TURN, tempRoot, trainerInProcess } from "../tiny.ts";
 
 const root = tempRoot("compare");
 

@@ -2,25 +2,25 @@
  * `trainer:sweep` end to end: a 2-point × 2-seed sweep of a tiny recipe into a file:// store,
  * stopped inside a run and continued, its table, sweep.json and plots, finished runs read back
  * instead of retrained, and the command line (the grid file's unit tests are
- * src/experiments/sweep-grid.test.ts).
+ * test/experiments/sweep-grid.test.ts).
  */
 import { readFileSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { FileStore, RunStore } from "@troupe/storage/node";
 import { DOMParser, type Element } from "@xmldom/xmldom";
 import { describe, expect, it } from "vitest";
-import { runRecipe } from "../src/experiments/run-recipe.ts";
-import { resultKey, sweep } from "../src/experiments/sweep.ts";
-import { loadGridText, planSweep, type SweepPlan, seedRecipe } from "../src/experiments/sweep-grid.ts";
+import { runRecipe } from "../../src/experiments/run-recipe.ts";
+import { resultKey, sweep } from "../../src/experiments/sweep.ts";
+import { loadGridText, planSweep, type SweepPlan, seedRecipe } from "../../src/experiments/sweep-grid.ts";
 import {
   type PointResult,
   SweepFileSchema,
   summariseSweep,
   sweepRows,
   writeSweep,
-} from "../src/experiments/sweep-results.ts";
-import type { TrainReporter } from "../src/run/context.ts";
-import { tempRoot, tinySweepRecipe, trainerInProcess } from "./tiny.ts";
+} from "../../src/experiments/sweep-results.ts";
+import type { TrainReporter } from "../../src/run/context.ts";
+import { tempRoot, tinySweepRecipe, trainerInProcess } from "../tiny.ts";
 
 const root = tempRoot("sweep");
 const storeDir = join(root, "store");

@@ -15,9 +15,9 @@ import { pathToFileURL } from "node:url";
 import { FileStore } from "@troupe/storage/node";
 import { type Browser, chromium, type Page } from "playwright-core";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { runRecipe } from "../src/experiments/run-recipe.ts";
-import { loadRecipeText } from "../src/recipe.ts";
-import { TINY_PLAN_PATH, trainerInProcess } from "./tiny.ts";
+import { runRecipe } from "../../src/experiments/run-recipe.ts";
+import { loadRecipeText } from "../../src/recipe.ts";
+import { TINY_PLAN_PATH, trainerInProcess } from "../tiny.ts";
 
 const CHROMIUM = process.env.TROUPE_CHROMIUM ?? "/usr/bin/chromium";
 const root = mkdtempSync(join(tmpdir(), "troupe-report-"));
