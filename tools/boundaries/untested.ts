@@ -42,16 +42,6 @@ export const NEEDS_NO_TEST: Readonly<Record<string, string>> = {
  */
 export const NOT_YET_MIRRORED: Readonly<Record<string, string>> = {
   // libs/core
-  "libs/core/src/episode.ts": "not yet mirrored",
-  "libs/core/src/hash.ts": "not yet mirrored",
-  "libs/core/src/messages.ts": "not yet mirrored",
-  "libs/core/src/policy.ts": "not yet mirrored",
-  "libs/core/src/rng.ts": "not yet mirrored",
-  "libs/core/src/sample.ts": "not yet mirrored",
-  "libs/core/src/scripted-policy.ts": "not yet mirrored",
-  "libs/core/src/task.ts": "not yet mirrored",
-  "libs/core/src/team.ts": "not yet mirrored",
-  "libs/core/src/toy.ts": "not yet mirrored",
   // libs/engine
   "libs/engine/src/policy.ts": "not yet mirrored",
   "libs/engine/src/tensor.ts": "not yet mirrored",
