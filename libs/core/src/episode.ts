@@ -276,7 +276,7 @@ export async function runEpisodes<S, P>(
       const outputs = await guard(generateForAgents(ctx, requests));
       const generationMs = performance.now() - started;
       let k = 0;
-      for (const ep of live) {
+      const moves = live.map(() => {
         const acted: AgentAction[] = [];
         const actions: Record<AgentId, string> = {};
         for (const agent of stage) {
@@ -285,7 +285,17 @@ export async function runEpisodes<S, P>(
           acted.push({ agent, observation: request.observation, seed: request.seed, completion });
           actions[agent] = completion.text;
         }
-        const result = await guard(stepState(ctx, ep.state, actions));
+        return { acted, actions };
+      });
+      // Every live episode steps at once: an environment that runs code (the sandbox) runs the
+      // programs in parallel up to its own concurrency instead of one after another. A step is a
+      // function of (state, actions), so the results are those of one at a time, taken in order.
+      const results = await guard(
+        Promise.all(live.map((ep, e) => stepState(ctx, ep.state, moves[e]!.actions))),
+      );
+      for (const [e, ep] of live.entries()) {
+        const { acted, actions } = moves[e]!;
+        const result = results[e]!;
         const step: EpisodeStep<S> = { turn, acted, actions, result, generationMs };
         ep.steps.push(step);
         ep.state = result.state;

@@ -110,12 +110,18 @@ export async function rolloutAtgrpo<S, P>(
         tree.candidates(ep.state, agent, config.candidates, ep.task.id, turn),
       );
       const outputs = await tree.generate(requests);
+      // Every candidate of every live episode steps at once (the sandbox runs their programs in
+      // parallel); a step is a function of (state, actions), so the results are those of one at a time.
+      const stepped = await Promise.all(
+        live.flatMap((ep, e) =>
+          Array.from({ length: config.candidates }, (_, k) =>
+            tree.step(ep.state, { [agent]: outputs[e * config.candidates + k]!.text }),
+          ),
+        ),
+      );
       for (const [e, ep] of live.entries()) {
         const base = e * config.candidates;
-        const results: StepResult<S>[] = [];
-        for (let k = 0; k < config.candidates; k++) {
-          results.push(await tree.step(ep.state, { [agent]: outputs[base + k]!.text }));
-        }
+        const results: StepResult<S>[] = stepped.slice(base, base + config.candidates);
         const rewards = results.map((r) => rewardParts(r, agent, config));
         const key = groupKey({ environment: ctx.env.name, taskId: ep.task.id, turn, agent });
         const branch = ep.cursor.path;

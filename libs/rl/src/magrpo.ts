@@ -148,14 +148,22 @@ export async function rolloutMagrpo<S, P>(
         }),
       );
       node.joints = joints;
-      const results: StepResult<S>[] = [];
-      for (const joint of joints) {
-        const actions: Record<AgentId, string> = {};
-        agents.forEach((agent, i) => {
-          actions[agent] = node.candidates[i]![joint[i]!]!.completion.text;
-        });
-        results.push(await tree.step(node.state, actions));
-      }
+    }
+    // Every joint action of every open node steps at once (the sandbox runs their programs in
+    // parallel); a step is a function of (state, actions), so the results are those of one at a time.
+    const stepped = await Promise.all(
+      open.flatMap((node) =>
+        joints.map((joint) => {
+          const actions: Record<AgentId, string> = {};
+          agents.forEach((agent, i) => {
+            actions[agent] = node.candidates[i]![joint[i]!]!.completion.text;
+          });
+          return tree.step(node.state, actions);
+        }),
+      ),
+    );
+    for (const [n, node] of open.entries()) {
+      const results: StepResult<S>[] = stepped.slice(n * joints.length, (n + 1) * joints.length);
       const meanReward = mean(results.map((r) => mean(agents.map((a) => rewardParts(r, a, config).total))));
       const cut =
         config.earlyTerminationThreshold !== undefined && meanReward > config.earlyTerminationThreshold;

@@ -6,6 +6,7 @@ import { Rng } from "@troupe/core";
 import { sumToTargetEnv } from "@troupe/core/testing";
 import { describe, expect, it } from "vitest";
 import { rolloutAtgrpo, selectCandidate } from "../src/atgrpo.ts";
+import { overlapMeter } from "./concurrent-steps.ts";
 import { context, estimated, listPolicies, sumTask, twoAgentTeam } from "./helpers.ts";
 
 const env = sumToTargetEnv(["a", "b"]);
@@ -98,5 +99,22 @@ describe("AT-GRPO", () => {
       stdNormalised({ dropZeroVariance: true, dropLowestMeanFraction: 0 }),
     );
     expect(out.samples.map((s) => s.provenance.agent)).toEqual(["b", "b"]);
+  });
+
+  it("steps the K candidates of every live episode at once, with the results of one at a time", async () => {
+    // Two tasks, K = 3: each agent's turn steps 2 × 3 candidates together.
+    const metered = overlapMeter(env);
+    const policies = listPolicies(["1", "2", "x"], ["1", "2", "x"]);
+    const config = { ...handAtgrpo, candidates: 3 };
+    const tasks = [sumTask(5), sumTask(6)];
+    const out = await rolloutAtgrpo(
+      context(metered.env, policies, twoAgentTeam("sequential", 2)),
+      tasks,
+      config,
+    );
+    expect(metered.maxInFlight()).toBe(6);
+    const plain = await rolloutAtgrpo(context(env, policies, twoAgentTeam("sequential", 2)), tasks, config);
+    expect(out.samples).toEqual(plain.samples);
+    expect(out.episodes).toEqual(plain.episodes);
   });
 });

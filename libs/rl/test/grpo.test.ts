@@ -1,6 +1,7 @@
 import { sumToTargetEnv } from "@troupe/core/testing";
 import { describe, expect, it } from "vitest";
 import { rolloutGrpo } from "../src/grpo.ts";
+import { overlapMeter } from "./concurrent-steps.ts";
 import {
   context,
   estimated,
@@ -53,5 +54,18 @@ describe("GRPO rollouts (MAS without tree)", () => {
     });
     const b = out.samples.find((s) => s.provenance.agent === "b")!;
     expect(b.observation.at(-1)!.content).toContain("Total 4.");
+  });
+
+  it("steps every live episode of a stage at once, with the results of one at a time", async () => {
+    // Targets 3 and 4, G = 3: six episodes, each turn's stage steps all live ones together.
+    const metered = overlapMeter(env);
+    const policies = listPolicies(["1", "2", "3"], ["1", "2", "3"]);
+    const config = { groupSize: 3, gamma: 1, teamWeight: 1, localWeight: 1 };
+    const tasks = [sumTask(3), sumTask(4)];
+    const out = await rolloutGrpo(context(metered.env, policies, twoAgentTeam("parallel", 2)), tasks, config);
+    expect(metered.maxInFlight()).toBe(6);
+    const plain = await rolloutGrpo(context(env, policies, twoAgentTeam("parallel", 2)), tasks, config);
+    expect(out.samples).toEqual(plain.samples);
+    expect(out.episodes).toEqual(plain.episodes);
   });
 });

@@ -2,6 +2,7 @@ import { ScriptedPolicy, sumToTargetEnv } from "@troupe/core/testing";
 import { describe, expect, it } from "vitest";
 import { groupSamples } from "../src/grouping.ts";
 import { defaultMagrpoConfig, type JointMode, jointActions, rolloutMagrpo } from "../src/magrpo.ts";
+import { overlapMeter } from "./concurrent-steps.ts";
 import { context, estimated, listPolicies, meanBaseline, sumTask, twoAgentTeam } from "./helpers.ts";
 
 const env = sumToTargetEnv(["a", "b"]);
@@ -149,5 +150,22 @@ describe("MAGRPO", () => {
         groupSize: 1,
       }),
     ).rejects.toThrow(/groupSize/);
+  });
+
+  it("steps every joint action of every open node of a depth at once, with the results of one at a time", async () => {
+    // Cross mode, G = 2, two tasks never finished: depth 1 has 2 tasks × 4 joints = 8 open nodes,
+    // each stepping its 4 joint actions: 32 steps together.
+    const metered = overlapMeter(env);
+    const scripted = (id: string) =>
+      new ScriptedPolicy(id, () => ["1", "2"].map((text) => ({ text, weight: 1 })));
+    const policies = { a: scripted("a"), b: scripted("b") };
+    const config = { ...defaultsFor("cross"), groupSize: 2 };
+    const tasks = [sumTask(1000), sumTask(999)];
+    const team = twoAgentTeam("parallel", 2);
+    const out = await rolloutMagrpo(context(metered.env, policies, team), tasks, config);
+    expect(metered.maxInFlight()).toBe(32);
+    const plain = await rolloutMagrpo(context(env, policies, team), tasks, config);
+    expect(out.samples).toEqual(plain.samples);
+    expect(out.stats).toEqual(plain.stats);
   });
 });
