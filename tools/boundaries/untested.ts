@@ -58,16 +58,7 @@ export const NOT_YET_MIRRORED: Readonly<Record<string, string>> = {
   "libs/engine-onnx/src/runtime/session.ts": "not yet mirrored",
   "libs/engine-onnx/src/wasm/ort-wasm.ts": "not yet mirrored",
   // libs/engine-openai
-  "libs/engine-openai/src/config.ts": "not yet mirrored",
-  "libs/engine-openai/src/errors.ts": "not yet mirrored",
-  "libs/engine-openai/src/gate.ts": "not yet mirrored",
-  "libs/engine-openai/src/http.ts": "not yet mirrored",
   "libs/engine-openai/src/paired.ts": "not yet mirrored",
-  "libs/engine-openai/src/requests.ts": "not yet mirrored",
-  "libs/engine-openai/src/retry.ts": "not yet mirrored",
-  "libs/engine-openai/src/schemas.ts": "not yet mirrored",
-  "libs/engine-openai/src/tokens.ts": "not yet mirrored",
-  "libs/engine-openai/src/usage.ts": "not yet mirrored",
   // libs/engine-torch
   "libs/engine-torch/src/chat.ts": "not yet mirrored",
   "libs/engine-torch/src/worker-process.ts": "not yet mirrored",

@@ -538,17 +538,3 @@ describe("generate only", () => {
     await expect(engine.generate([], samplingParams({}))).rejects.toThrow(/generate: the engine is closed/);
   });
 });
-
-describe("config", () => {
-  it("names the bad field", () => {
-    expect(() => createOpenAIEngine({ baseUrl: "not a url", models: { a: { model: "m" } } })).toThrow(
-      /baseUrl: /,
-    );
-    expect(() => createOpenAIEngine({ baseUrl: "http://x", models: {} })).toThrow(
-      /models: must name at least one policy/,
-    );
-    expect(() =>
-      createOpenAIEngine({ baseUrl: "http://x", models: { a: { model: "m", tokenizer: {} as never } } }),
-    ).toThrow(/models\.a\.tokenizer: must be a Tokenizer/);
-  });
-});
