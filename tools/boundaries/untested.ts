@@ -127,12 +127,7 @@ export const NOT_YET_MIRRORED: Readonly<Record<string, string>> = {
   "apps/trainer/src/commands/sft.ts": "not yet mirrored",
   "apps/trainer/src/commands/train.ts": "not yet mirrored",
   "apps/trainer/src/commands/workspace.ts": "not yet mirrored",
-  "apps/trainer/src/engines.ts": "not yet mirrored",
-  "apps/trainer/src/envs.ts": "not yet mirrored",
   "apps/trainer/src/evaluate.ts": "not yet mirrored",
-  "apps/trainer/src/experiments/run-results.ts": "not yet mirrored",
-  "apps/trainer/src/experiments/sweep-results.ts": "not yet mirrored",
   "apps/trainer/src/recipe-files.ts": "not yet mirrored",
-  "apps/trainer/src/reports/plots.ts": "not yet mirrored",
   "apps/trainer/src/run/checkpoints.ts": "not yet mirrored",
 };

@@ -1,7 +1,8 @@
 /**
  * The environment part of a recipe: options checked against the named environment's own schema,
  * `--set environment.name=…` starting from that environment's defaults, and one `error:` line
- * naming the key for an unknown environment or an option of another one.
+ * naming the key for an unknown environment or an option of another one; the environment and team
+ * a recipe builds (a baseline's answered its own way), and a warm start refused without a solver.
  */
 import { execFile } from "node:child_process";
 import { readFileSync } from "node:fs";
@@ -9,8 +10,8 @@ import { dirname, join, resolve } from "node:path";
 import { fileURLToPath } from "node:url";
 import { promisify } from "node:util";
 import { describe, expect, it } from "vitest";
-import { recipeEnvironment } from "../src/envs.ts";
-import { loadRecipeText } from "../src/recipe.ts";
+import { checkDemonstrations, createEnvironment, recipeEnvironment } from "../src/envs.ts";
+import { loadRecipeText, RecipeError } from "../src/recipe.ts";
 
 const appRoot = resolve(dirname(fileURLToPath(import.meta.url)), "..");
 const defaultRecipe = readFileSync(join(appRoot, "recipes", "default.yaml"), "utf8");
@@ -67,5 +68,37 @@ describe("recipe environments", () => {
     expect(failed.stderr).toBe(
       `error: ${join(appRoot, "recipes", "default.yaml")}: environment.name: unknown environment "codng" (known: plan-path, sokoban, sudoku, coding, math, writing, data-file; or environment.module: your own file)\n`,
     );
+  });
+
+  it("createEnvironment makes a registry error one recipe line", () => {
+    expect(() => createEnvironment("nope", {})).toThrow(
+      new RecipeError(
+        'recipe: environment.name: unknown environment "nope" (known: plan-path, sokoban, sudoku, coding, math, writing, data-file; or environment.module: your own file)',
+      ),
+    );
+    expect(() => createEnvironment("plan-path", { rows: 1 })).toThrow(
+      "recipe: environment.options.rows: Too small: expected number to be >=2",
+    );
+    expect(createEnvironment("plan-path", { rows: 4, cols: 4 }).generateTasks("test", 2, 0)).toHaveLength(2);
+  });
+
+  it("a baseline answers with its own team; a warm start needs the environment's solver", () => {
+    const base = "name: x\nenvironment: { name: plan-path }\nstrategy: { name: atgrpo }\n";
+    const roles = (sets: string[]) =>
+      recipeEnvironment(loadRecipeText(base, sets)).team.roles.map((r) => r.id);
+    expect(roles([])).toEqual(["planner", "fixer"]);
+    expect(roles(["environment.baseline=single"])).toEqual(["single"]);
+    expect(roles(["environment.baseline=discussion"])).toEqual(["planner", "fixer"]);
+
+    const planPath = loadRecipeText(base, ["sft.steps=2"]);
+    expect(() => checkDemonstrations(planPath, recipeEnvironment(planPath).trainerEnv)).not.toThrow();
+    const writing = loadRecipeText("name: w\nenvironment: { name: writing }\nstrategy: { name: atgrpo }\n", [
+      "sft.steps=2",
+    ]);
+    expect(() => checkDemonstrations(writing, recipeEnvironment(writing).trainerEnv)).toThrow(
+      /^environment "writing" has no solver demonstrations \(an entry's demo, a data file's demonstrations\): remove the sft section/,
+    );
+    const noSft = loadRecipeText("name: w\nenvironment: { name: writing }\nstrategy: { name: atgrpo }\n");
+    expect(() => checkDemonstrations(noSft, recipeEnvironment(noSft).trainerEnv)).not.toThrow();
   });
 });
