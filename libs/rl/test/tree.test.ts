@@ -92,7 +92,8 @@ describe("TreeRollout", () => {
     const requests = rollout.candidates(state, "b", 3, "t5", "node");
     expect(requests).toHaveLength(3);
     expect(requests.map((r) => r.agent)).toEqual(["b", "b", "b"]);
-    for (const r of requests) expect(r.observation).toEqual(userObservation("You are b. Target 5. Total 0. Say one digit."));
+    for (const r of requests)
+      expect(r.observation).toEqual(userObservation("You are b. Target 5. Total 0. Say one digit."));
     expect(requests.map((r) => r.seed)).toEqual(
       [0, 1, 2].map((k) => deriveSeed(ctx.seed, "magrpo", ctx.step, "t5", "node", "b", k)),
     );

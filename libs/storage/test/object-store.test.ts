@@ -1,5 +1,98 @@
-/** One contract, two stores: every case runs against a temp folder and against Ceph's S3 gateway. */
-import { objectStoreContract } from "../src/testing.ts";
-import { storeKinds } from "./stores.ts";
+/**
+ * The ObjectStore interface's helpers: key and folder-prefix checks, joining, and the fallbacks a
+ * store without a method of its own gets. (The interface's promises themselves are the contract
+ * suite in src/testing.ts, run against each store: test/file-store.test.ts, test/s3-store.test.ts.)
+ */
+import { describe, expect, it } from "vitest";
+import {
+  checkFolderPrefix,
+  checkKey,
+  getIfPresent,
+  joinKey,
+  listFolders,
+  ObjectNotFoundError,
+  type ObjectStore,
+} from "../src/object-store.ts";
 
-for (const { name, make } of storeKinds) objectStoreContract(name, make);
+/** A map-backed store without `listFolders`, so the helpers take their fallback paths. */
+function mapStore(keys: readonly string[]): ObjectStore {
+  const objects = new Map<string, Uint8Array>(keys.map((k) => [k, new TextEncoder().encode(k)]));
+  return {
+    uri: "mem://test",
+    async get(key) {
+      const bytes = objects.get(key);
+      if (bytes === undefined) throw new ObjectNotFoundError(key, "mem://test");
+      return bytes;
+    },
+    async put(key, body) {
+      objects.set(key, body);
+    },
+    async putIfAbsent(key, body) {
+      if (objects.has(key)) return false;
+      objects.set(key, body);
+      return true;
+    },
+    async list(prefix) {
+      return [...objects]
+        .filter(([k]) => k.startsWith(prefix))
+        .map(([key, b]) => ({ key, size: b.byteLength }))
+        .sort((a, b) => (a.key < b.key ? -1 : 1));
+    },
+    async delete(key) {
+      objects.delete(key);
+    },
+    async head(key) {
+      const b = objects.get(key);
+      return b === undefined ? undefined : { key, size: b.byteLength };
+    },
+  };
+}
+
+describe("object keys", () => {
+  it("checkKey returns a good key and names what is wrong with a bad one", () => {
+    expect(checkKey("runs/r/steps/00000001/manifest.json")).toBe("runs/r/steps/00000001/manifest.json");
+    expect(() => checkKey("")).toThrow("object key is empty");
+    expect(() => checkKey("/etc/passwd")).toThrow('object key "/etc/passwd" starts with "/"');
+    expect(() => checkKey("a\\b")).toThrow('has "\\" or NUL');
+    expect(() => checkKey("a\0b")).toThrow('has "\\" or NUL');
+    for (const key of ["a//b", "a/./b", "a/../b", "a/", "..", "."])
+      expect(() => checkKey(key)).toThrow(`object key "${key}" has an empty, "." or ".." segment`);
+  });
+
+  it("joinKey joins with '/' and skips empty parts (an empty store prefix)", () => {
+    expect(joinKey("", "runs", "r")).toBe("runs/r");
+    expect(joinKey("p", "", "k")).toBe("p/k");
+    expect(joinKey()).toBe("");
+  });
+
+  it("checkFolderPrefix: the root, or a good key ending in '/'", () => {
+    expect(checkFolderPrefix("")).toBe("");
+    expect(checkFolderPrefix("runs/r/")).toBe("runs/r/");
+    expect(() => checkFolderPrefix("runs/r")).toThrow('folder prefix "runs/r" must be "" or end with "/"');
+    expect(() => checkFolderPrefix("runs//")).toThrow('has an empty, "." or ".." segment');
+  });
+});
+
+describe("store helpers", () => {
+  it("listFolders without the store's own: the distinct folders directly below the prefix, sorted", async () => {
+    const store = mapStore(["runs/b/x", "runs/a/y/z", "runs/a/w", "runs/top", "other/k"]);
+    expect(await listFolders(store, "")).toEqual(["other/", "runs/"]);
+    expect(await listFolders(store, "runs/")).toEqual(["runs/a/", "runs/b/"]);
+    expect(await listFolders(store, "runs/a/")).toEqual(["runs/a/y/"]);
+    expect(await listFolders(store, "none/")).toEqual([]);
+    await expect(listFolders(store, "runs")).rejects.toThrow('must be "" or end with "/"');
+  });
+
+  it("listFolders uses the store's delimiter listing when it has one", async () => {
+    const store = { ...mapStore(["a/b"]), listFolders: async (prefix: string) => [`${prefix}own/`] };
+    expect(await listFolders(store, "x/")).toEqual(["x/own/"]);
+  });
+
+  it("getIfPresent: the bytes, undefined for a missing key, other errors passed on", async () => {
+    const store = mapStore(["k"]);
+    expect(new TextDecoder().decode(await getIfPresent(store, "k"))).toBe("k");
+    expect(await getIfPresent(store, "missing")).toBeUndefined();
+    const broken = { ...store, get: async () => Promise.reject(new Error("connection reset")) };
+    await expect(getIfPresent(broken, "k")).rejects.toThrow("connection reset");
+  });
+});

@@ -1,15 +1,17 @@
 /**
  * The S3 path under faults: a seeded fault-injecting proxy (test/fault-proxy.ts) in front of the
  * Ceph gateway injects 500s (before and after the server acted), 503 SlowDown, delays, stalls past
- * the client timeout and cut connections (before the request, mid-response body).
+ * the client timeout and cut connections (before the request, mid-response body); and the
+ * ObjectStore contract on the gateway itself.
  */
 import { afterAll, beforeAll, describe, expect, inject, it } from "vitest";
 import type { Manifest } from "../src/manifest.ts";
 import { RunStore } from "../src/run-store.ts";
 import type { S3Store } from "../src/s3-store.ts";
+import { objectStoreContract } from "../src/testing.ts";
 import { FAULT_KINDS, type FaultProxy, startFaultProxy } from "./fault-proxy.ts";
 import { syntheticSamples } from "./samples.ts";
-import { cephStore } from "./stores.ts";
+import { cephStore, storeKinds } from "./stores.ts";
 
 const RATES = {
   error500: 0.08,
@@ -92,6 +94,9 @@ async function writeRun(run: RunStore) {
 
 // Hundreds of requests, a few held 1.5 s by the proxy: 20–25 s on a quiet machine, over 60 s when
 // two checkouts' suites share the 2 cores (measured at load 10–14). The limit only catches a hang.
+const s3Kind = storeKinds.find((kind) => kind.name.startsWith("S3Store"))!;
+objectStoreContract(s3Kind.name, s3Kind.make);
+
 describe("S3Store through a fault-injecting proxy", { timeout: 300_000 }, () => {
   it("writing and reading a run through faults gives byte-identical results to a clean run", async () => {
     const stamp = `${process.pid}-${Date.now()}`;
