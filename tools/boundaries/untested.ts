@@ -57,8 +57,6 @@ export const NOT_YET_MIRRORED: Readonly<Record<string, string>> = {
   // libs/engine-openai
   "libs/engine-openai/src/paired.ts": "not yet mirrored",
   // libs/engine-torch
-  "libs/engine-torch/src/chat.ts": "not yet mirrored",
-  "libs/engine-torch/src/worker-process.ts": "not yet mirrored",
   // libs/envs
   "libs/envs/src/baselines.ts": "not yet mirrored",
   "libs/envs/src/coding/aux-main-env.ts": "not yet mirrored",
