@@ -78,14 +78,6 @@ export const NOT_YET_MIRRORED: Readonly<Record<string, string>> = {
   "libs/envs/src/writing/dataset.ts": "not yet mirrored",
   "libs/envs/src/writing/entry.ts": "not yet mirrored",
   "libs/envs/src/writing/text-stats.ts": "not yet mirrored",
-  // libs/sandbox
-  "libs/sandbox/src/bubblewrap.ts": "not yet mirrored",
-  "libs/sandbox/src/host.ts": "not yet mirrored",
-  "libs/sandbox/src/limits.ts": "not yet mirrored",
-  "libs/sandbox/src/run-process.ts": "not yet mirrored",
-  "libs/sandbox/src/status.ts": "not yet mirrored",
-  "libs/sandbox/src/teardown.ts": "not yet mirrored",
-  "libs/sandbox/src/types.ts": "not yet mirrored",
   // libs/storage
   "libs/storage/src/testing.ts":
     "the ObjectStore contract suite itself (test code shipped as @troupe/storage/testing): run against FileStore by test/file-store.test.ts and against S3Store by test/s3-store.test.ts",

@@ -26,13 +26,7 @@ import {
   parseCgroupMounts,
   parseProcCgroup,
 } from "../src/cgroup.ts";
-import {
-  createSandbox,
-  defaultLimits,
-  perProcessShare,
-  type Sandbox,
-  SandboxUnavailableError,
-} from "../src/index.ts";
+import { createSandbox, defaultLimits, type Sandbox, SandboxUnavailableError } from "../src/index.ts";
 import {
   forkUntilRefused,
   markedPython,
@@ -155,28 +149,6 @@ describe("cgroup configuration", () => {
     );
     expect(findRunCgroupParent("4:memory:/elsewhere\n", mountinfo)).toBe(
       `cgroup ${join(memory, "elsewhere")} has no memory.limit_in_bytes`,
-    );
-  });
-});
-
-describe("without a cgroup the budget is divided between processes", () => {
-  test("the defaults: 4 processes/threads of 120 MiB, their sum within 512 MiB with both tmpfs", () => {
-    const tmpfs = 16 * MiB + 4096; // fileBytes + one input file's page slack
-    const shm = 16 * MiB;
-    const share = perProcessShare(defaultLimits, tmpfs + shm);
-    expect(share.processes).toBe(4);
-    expect(share.memoryBytes).toBe(Math.floor((512 * MiB - tmpfs - shm) / 4));
-    expect(share.processes * share.memoryBytes + tmpfs + shm).toBeLessThanOrEqual(defaultLimits.memoryBytes);
-    expect(perProcessShare({ ...defaultLimits, memoryBytes: 64 * MiB }, 32 * MiB)).toEqual({
-      ...defaultLimits,
-      memoryBytes: 32 * MiB,
-      processes: 1,
-    });
-  });
-
-  test("a budget the tmpfs leave no room in is refused with one line", () => {
-    expect(() => perProcessShare({ ...defaultLimits, memoryBytes: 40 * MiB }, 32 * MiB)).toThrow(
-      `sandbox: limits.memoryBytes (${40 * MiB} bytes) leaves ${8 * MiB} bytes for processes after the run's tmpfs (${32 * MiB} bytes); without a cgroup the run needs at least ${16 * MiB} (raise memoryBytes or lower fileBytes)`,
     );
   });
 });

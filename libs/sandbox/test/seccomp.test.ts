@@ -6,7 +6,6 @@
 import { readFileSync } from "node:fs";
 import { describe, expect, test } from "vitest";
 import { buildSeccompFilter, SECCOMP_RULES } from "../src/seccomp.ts";
-import { parseSandboxInfo } from "../src/teardown.ts";
 
 const AUDIT_ARCH = { x86_64: 0xc000003e, aarch64: 0xc00000b7 };
 const SECCOMP_RET_KILL_PROCESS = 0x80000000;
@@ -52,14 +51,4 @@ describe.each([
 test("the README documents every denied syscall", () => {
   const readme = readFileSync(new URL("../README.md", import.meta.url), "utf8");
   for (const rule of SECCOMP_RULES) for (const name of rule.syscalls) expect(readme).toContain(`\`${name}\``);
-});
-
-test("bwrap's --info-fd report: init's pid and the pid namespace, or nothing usable", () => {
-  const report =
-    '{\n    "child-pid": 4242,\n    "cgroup-namespace": 1,\n    "pid-namespace": 4026532300\n}\n';
-  expect(parseSandboxInfo(report)).toEqual({ initPid: 4242, pidNamespace: 4026532300 });
-  expect(parseSandboxInfo("")).toBeNull();
-  expect(parseSandboxInfo('{"child-pid": 4242')).toBeNull();
-  expect(parseSandboxInfo('{"child-pid": 1, "pid-namespace": 5}')).toBeNull(); // never our own pid 1
-  expect(parseSandboxInfo('{"child-pid": "4242", "pid-namespace": 5}')).toBeNull();
 });
