@@ -82,17 +82,6 @@ export const NOT_YET_MIRRORED: Readonly<Record<string, string>> = {
   "libs/storage/src/testing.ts":
     "the ObjectStore contract suite itself (test code shipped as @troupe/storage/testing): run against FileStore by test/file-store.test.ts and against S3Store by test/s3-store.test.ts",
   // apps/api
-  "apps/api/src/context.ts": "not yet mirrored",
-  "apps/api/src/docs-page.ts": "not yet mirrored",
-  "apps/api/src/playground/client.ts": "not yet mirrored",
-  "apps/api/src/playground/page.ts": "not yet mirrored",
-  "apps/api/src/playground/routes.ts": "not yet mirrored",
-  "apps/api/src/routes/common.ts": "not yet mirrored",
-  "apps/api/src/routes/health.ts": "not yet mirrored",
-  "apps/api/src/routes/team.ts": "not yet mirrored",
-  "apps/api/src/routes/teams.ts": "not yet mirrored",
-  "apps/api/src/schemas.ts": "not yet mirrored",
-  "apps/api/src/worker/config.ts": "not yet mirrored",
   // apps/eval
   "apps/eval/src/evaluate.ts": "not yet mirrored",
   "apps/eval/src/main.ts": "not yet mirrored",

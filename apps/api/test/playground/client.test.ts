@@ -14,10 +14,10 @@ import { createTeamRegistry } from "@troupe/teams";
 import { createOnnxBackend, type OnnxBackend } from "@troupe/teams/onnx";
 import { type Browser, chromium, type Page } from "playwright-core";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { createApp } from "../src/app.ts";
-import { keyAuth, sha256Hex } from "../src/auth.ts";
-import { playgroundRoutes } from "../src/playground/routes.ts";
-import { type Listening, listen, tempStore, tinyTeam } from "./fixtures.ts";
+import { createApp } from "../../src/app.ts";
+import { keyAuth, sha256Hex } from "../../src/auth.ts";
+import { playgroundRoutes } from "../../src/playground/routes.ts";
+import { type Listening, listen, tempStore, tinyTeam } from "../fixtures.ts";
 
 const CHROMIUM = process.env.TROUPE_CHROMIUM ?? "/usr/bin/chromium";
 const API_KEY = "playground-browser-key";
