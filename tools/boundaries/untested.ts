@@ -45,14 +45,6 @@ export const NOT_YET_MIRRORED: Readonly<Record<string, string>> = {
   // libs/core
   // libs/engine
   // libs/engine-onnx
-  "libs/engine-onnx/src/graph/autodiff.ts": "not yet mirrored",
-  "libs/engine-onnx/src/graph/builder.ts": "not yet mirrored",
-  "libs/engine-onnx/src/model/host-inputs.ts": "not yet mirrored",
-  "libs/engine-onnx/src/model/ppo-loss.ts": "not yet mirrored",
-  "libs/engine-onnx/src/model/rms-norm.ts": "not yet mirrored",
-  "libs/engine-onnx/src/runtime/generate.ts": "not yet mirrored",
-  "libs/engine-onnx/src/runtime/padding.ts": "not yet mirrored",
-  "libs/engine-onnx/src/runtime/session.ts": "not yet mirrored",
   "libs/engine-onnx/src/wasm/ort-wasm.ts": "not yet mirrored",
   // libs/engine-openai
   "libs/engine-openai/src/paired.ts": "not yet mirrored",

@@ -13,7 +13,7 @@ import {
 import { SMALL_QWEN_SHAPE } from "@troupe/engine/testing";
 import { describe, expect, it } from "vitest";
 import { createOnnxEngine } from "../../src/engine.ts";
-import { generateBatch, PREFILL_ROWS } from "../../src/runtime/generate.ts";
+import { generateBatch } from "../../src/runtime/generate.ts";
 import { ModelRunner } from "../../src/runtime/runner.ts";
 import { randomTokens, TINY_CONFIGS, tinyWeights } from "../fixtures.ts";
 import { uniformStream } from "../gradcheck.ts";
@@ -177,32 +177,5 @@ describe("pre-allocated KV cache", () => {
     const after = await both();
     expect(after.logprobs).not.toEqual(before.logprobs);
     await e.close();
-  });
-
-  it("a batch prefilled in groups, whose rows leave as they finish, gives each row its completion alone", async () => {
-    const config = tinyQwenConfig(SMALL_QWEN_SHAPE);
-    const runner = new ModelRunner(config);
-    const weights = tinyWeights(config, 9);
-    const tokenizer = new ByteTokenizer();
-    const rand = uniformStream(11);
-    // More rows than one prefill group takes, prompts of different lengths (left padding), and a
-    // sixth of the byte ids as stop ids, so rows end at very different steps.
-    const B = 2 * PREFILL_ROWS + 5;
-    const prompts = Array.from({ length: B }, () => randomTokens(3 + Math.floor(rand() * 10), 256, rand));
-    const seeds = prompts.map((_, b) => 100 + b);
-    const sampling = samplingParams({
-      maxTokens: 12,
-      stopTokenIds: Array.from({ length: 43 }, (_, i) => 6 * i),
-    });
-    const batched = await generateBatch(runner, weights, tokenizer, prompts, seeds, sampling);
-    const lengths = new Set(batched.map((c) => c.tokenIds.length));
-    expect(lengths.size).toBeGreaterThan(4);
-    expect(lengths.has(12)).toBe(true);
-    for (let b = 0; b < B; b++) {
-      const [alone] = await generateBatch(runner, weights, tokenizer, [prompts[b]!], [seeds[b]!], sampling);
-      expect(batched[b]!.tokenIds, `row ${b}`).toEqual(alone!.tokenIds);
-      batched[b]!.logprobs.forEach((lp, i) => expect(lp).toBeCloseTo(alone!.logprobs[i]!, 5));
-    }
-    await runner.release();
   });
 });
