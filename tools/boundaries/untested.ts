@@ -75,14 +75,6 @@ export const NOT_YET_MIRRORED: Readonly<Record<string, string>> = {
     "the ObjectStore contract suite itself (test code shipped as @troupe/storage/testing): run against FileStore by test/file-store.test.ts and against S3Store by test/s3-store.test.ts",
   // apps/api
   // apps/eval
-  "apps/eval/src/evaluate.ts": "not yet mirrored",
-  "apps/eval/src/main.ts": "not yet mirrored",
-  "apps/eval/src/nightly.ts": "not yet mirrored",
-  "apps/eval/src/render.ts": "not yet mirrored",
-  "apps/eval/src/schema.ts": "not yet mirrored",
-  "apps/eval/src/store.ts": "not yet mirrored",
-  "apps/eval/src/subjects.ts": "not yet mirrored",
-  "apps/eval/src/suite.ts": "not yet mirrored",
   // apps/trainer
   "apps/trainer/src/commands/eval.ts": "not yet mirrored",
   "apps/trainer/src/commands/report.ts": "not yet mirrored",

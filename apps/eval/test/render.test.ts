@@ -1,4 +1,4 @@
-/** Success by task difficulty: the counts, intervals and table from known episodes. */
+/** The report's tables and Markdown: success by difficulty, and the summary table of each entry. */
 import { describe, expect, it } from "vitest";
 import { successByDifficulty } from "../src/evaluate.ts";
 import { difficultyRows, reportMarkdown } from "../src/render.ts";
@@ -16,18 +16,6 @@ describe("success by difficulty", () => {
       { solved: false },
     ],
   );
-
-  it("counts each difficulty's tasks and successes, easiest first, with Wilson intervals", () => {
-    expect(byDifficulty.map((d) => [d.difficulty, d.success.n, d.success.value])).toEqual([
-      [3, 3, 2 / 3],
-      [4, 1, 0], // not judged is not solved
-      [5, 2, 0.5],
-    ]);
-    // Wilson 95% for 2/3: [0.2077, 0.9385].
-    expect(byDifficulty[0]!.success.low).toBeCloseTo(0.2077, 4);
-    expect(byDifficulty[0]!.success.high).toBeCloseTo(0.9385, 4);
-    expect(byDifficulty.every((d) => d.success.method === "wilson")).toBe(true);
-  });
 
   it("tables a column per entry that has a breakdown, a row per difficulty", () => {
     const report = craftedReport([
@@ -56,5 +44,15 @@ describe("success by difficulty", () => {
       { difficulty: 6, "alpha@v1 solved": "-", "beta@v1 solved": "1/1 (100.0%)" },
     ]);
     expect(reportMarkdown(withBreakdown)).toContain("### Success by difficulty");
+  });
+});
+
+describe("report Markdown", () => {
+  it("a row per entry: subject, environment, backend, tasks and success with its interval; tests passed for coding", () => {
+    const report = craftedReport([{ key: "alpha", success: 0.6, passAt1: 0.5, testPassRate: 0.8 }]);
+    const md = reportMarkdown(report);
+    expect(md).toContain("| subject | environment | backend | tasks | success % (95% CI) |");
+    expect(md).toContain("| alpha@v1 | plan-path | onnx | 64 | 60.0 [50.0, 70.0] |");
+    expect(md).toContain("tests passed %");
   });
 });
