@@ -45,7 +45,6 @@ export const NOT_YET_MIRRORED: Readonly<Record<string, string>> = {
   // libs/core
   // libs/engine
   // libs/engine-onnx
-  "libs/engine-onnx/src/wasm/ort-wasm.ts": "not yet mirrored",
   // libs/engine-openai
   "libs/engine-openai/src/paired.ts": "not yet mirrored",
   // libs/engine-torch
