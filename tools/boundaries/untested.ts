@@ -46,7 +46,6 @@ export const NOT_YET_MIRRORED: Readonly<Record<string, string>> = {
   // libs/engine
   // libs/engine-onnx
   // libs/engine-openai
-  "libs/engine-openai/src/paired.ts": "not yet mirrored",
   // libs/engine-torch
   // libs/envs
   "libs/envs/src/baselines.ts": "not yet mirrored",

@@ -2,7 +2,8 @@
  * A real OpenAI-compatible HTTP server for the tests (node:http on 127.0.0.1, a free port), that
  * answers like vLLM: /v1/completions (token-id or text prompts, echo scoring), /v1/chat/completions
  * (ChatML template), `token_id:N` tokens for return_tokens_as_token_ids, `token_ids` /
- * `prompt_token_ids` for return_token_ids (when `returnTokenIds`), and the LoRA adapter endpoints.
+ * `prompt_token_ids` for return_token_ids (when `returnTokenIds`), the LoRA adapter endpoints and
+ * SGLang's full-weight reload route.
  *
  * Its "model" is a deterministic function, so tests know every answer exactly: the reply to a
  * request with seed s is the UTF-8 bytes of `s<s>` (byte tokenizer ids) followed by <|im_end|>
@@ -48,6 +49,8 @@ export interface StubOptions {
 }
 
 export const IM_END_ID = 258;
+/** SGLang's full-weight reload route, which the stub serves too. */
+export const RELOAD_ROUTE = "/update_weights_from_disk";
 const tokenizer = new ByteTokenizer();
 
 /** The stub model's log-prob of token t after token p. */
@@ -67,6 +70,8 @@ export class StubOpenAIServer {
   readonly requests: ReceivedRequest[] = [];
   readonly faults: Fault[] = [];
   readonly adapters = new Map<string, string>();
+  /** The model folders POSTed to the full-weight reload route, in order. */
+  readonly reloads: string[] = [];
   inFlight = 0;
   maxInFlight = 0;
   url = "";
@@ -168,6 +173,11 @@ export class StubOpenAIServer {
         }
         res.writeHead(200, { "content-type": "text/plain" });
         res.end(`Success: LoRA adapter '${body.lora_name}' removed successfully.`);
+        return;
+      }
+      case RELOAD_ROUTE: {
+        this.reloads.push(body.model_path);
+        send(res, 200, { success: true, message: "Succeeded to update model weights." });
         return;
       }
       case "/v1/completions":
