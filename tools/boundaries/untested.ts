@@ -74,8 +74,4 @@ export const NOT_YET_MIRRORED: Readonly<Record<string, string>> = {
   "apps/trainer/src/commands/rollout-worker.ts": "not yet mirrored",
   "apps/trainer/src/commands/sft.ts": "not yet mirrored",
   "apps/trainer/src/commands/train.ts": "not yet mirrored",
-  "apps/trainer/src/commands/workspace.ts": "not yet mirrored",
-  "apps/trainer/src/evaluate.ts": "not yet mirrored",
-  "apps/trainer/src/recipe-files.ts": "not yet mirrored",
-  "apps/trainer/src/run/checkpoints.ts": "not yet mirrored",
 };
