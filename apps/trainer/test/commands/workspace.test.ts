@@ -71,7 +71,7 @@ describe("runs", () => {
     expect(await byId.readConfig()).toEqual({ name: "tiny" });
     const newest = await findNewestRun(store, recipe);
     expect(newest?.runId).toBe("tiny-20250101-000000Z");
-    expect((newest?.store as FileStore).root).toBe(legacy.root);
+    expect((newest!.store as FileStore).root).toBe(legacy.root);
     // A run id in neither layout: the store's own place, where a new run would be written.
     expect(((await runIn(store, "tiny-new")).store as FileStore).root).toBe(store.root);
   });
