@@ -42,27 +42,6 @@ export const NEEDS_NO_TEST: Readonly<Record<string, string>> = {
  * project's owner moves or writes the mirrored test file and deletes the entry.
  */
 export const NOT_YET_MIRRORED: Readonly<Record<string, string>> = {
-  // libs/envs
-  "libs/envs/src/baselines.ts": "not yet mirrored",
-  "libs/envs/src/coding/aux-main-env.ts": "not yet mirrored",
-  "libs/envs/src/coding/aux-main-reward.ts": "not yet mirrored",
-  "libs/envs/src/coding/coder-tester-env.ts": "not yet mirrored",
-  "libs/envs/src/coding/entry.ts": "not yet mirrored",
-  "libs/envs/src/coding/expert-client.ts": "not yet mirrored",
-  "libs/envs/src/coding/extract.ts": "not yet mirrored",
-  "libs/envs/src/coding/feedback.ts": "not yet mirrored",
-  "libs/envs/src/coding/load.ts": "not yet mirrored",
-  "libs/envs/src/coding/mbpp.ts": "not yet mirrored",
-  "libs/envs/src/coding/mutants.ts": "not yet mirrored",
-  "libs/envs/src/coding/split.ts": "not yet mirrored",
-  "libs/envs/src/entry.ts": "not yet mirrored",
-  "libs/envs/src/files.ts": "not yet mirrored",
-  "libs/envs/src/math/dataset.ts": "not yet mirrored",
-  "libs/envs/src/math/entry.ts": "not yet mirrored",
-  "libs/envs/src/text-env.ts": "not yet mirrored",
-  "libs/envs/src/writing/dataset.ts": "not yet mirrored",
-  "libs/envs/src/writing/entry.ts": "not yet mirrored",
-  "libs/envs/src/writing/text-stats.ts": "not yet mirrored",
   // libs/storage
   "libs/storage/src/testing.ts":
     "the ObjectStore contract suite itself (test code shipped as @troupe/storage/testing): run against FileStore by test/file-store.test.ts and against S3Store by test/s3-store.test.ts",

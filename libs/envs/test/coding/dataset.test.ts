@@ -3,8 +3,16 @@ import { createServer } from "node:http";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { gzipSync } from "node:zlib";
-import { describe, expect, it } from "vitest";
-import { codingTasks, extractCode, loadHumanEval, problemHash } from "../../src/coding/index.ts";
+import { createSandbox } from "@troupe/sandbox";
+import { describe, expect, it, test } from "vitest";
+import {
+  codingTasks,
+  HUMANEVAL_TEST_REPAIRS,
+  humanEvalProblems,
+  loadHumanEval,
+  problemHash,
+  runTests,
+} from "../../src/coding/index.ts";
 
 const row = {
   task_id: "T/0",
@@ -75,14 +83,19 @@ describe("HumanEval loader", () => {
   });
 });
 
-describe("extractCode", () => {
-  it("takes fenced python blocks, or the raw text", () => {
-    expect(extractCode("Sure:\n```python\ndef f():\n    return 1\n```\nDone.")).toBe(
-      "def f():\n    return 1",
-    );
-    expect(extractCode("```py\na = 1\n```\n```\nb = 2\n```")).toBe("a = 1\n\nb = 2");
-    expect(extractCode("```python\ndef f():\n    return 1")).toBe("def f():\n    return 1");
-    expect(extractCode("  x = 1  ")).toBe("x = 1");
-    expect(extractCode("```bash\nls\n```")).toBe("");
+describe("HumanEval's repaired tests", () => {
+  test("HumanEval/33 compares with the canonical solution's values, not with the candidate itself", async () => {
+    const p = humanEvalProblems().find((q) => q.taskId === "HumanEval/33")!;
+    expect(HUMANEVAL_TEST_REPAIRS["HumanEval/33"]).toHaveLength(3);
+    expect(p.test).not.toContain("sort_third(");
+    // A function that returns its input used to pass the 3 self-comparisons; now only the first
+    // assert, whose expected list is the input itself.
+    const report = await runTests(await createSandbox(), {
+      program: "def sort_third(l):\n    return list(l)\n",
+      tests: p.test,
+      style: "check",
+      entryPoint: p.entryPoint,
+    });
+    expect(report.tests.map((t) => t.passed)).toEqual([true, false, false, false, false, false, false]);
   });
 });

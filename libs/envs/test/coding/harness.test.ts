@@ -189,3 +189,234 @@ describe("test harness", () => {
     600_000,
   );
 });
+
+describe("harness: does main's result depend on aux? (dependence)", () => {
+  const ask = (aux: string, main: string, dependence = true) =>
+    runTests(
+      runner,
+      {
+        program: `${doubleSum.prompt}\n${aux}\n\n${main}\n`,
+        tests: doubleSum.test,
+        style: "check",
+        entryPoint: "double_sum",
+        trusted: doubleSum.prompt,
+        ...(dependence ? { dependence: { callee: "aux" } } : {}),
+      },
+      { perTestTimeoutMs: 3000 },
+    );
+  const sum = "def aux(xs):\n    return sum(xs)";
+  const identity = "def aux(x):\n    return x";
+
+  it.each([
+    ["aux's result is used", sum, "def double_sum(xs):\n    s = aux(xs)\n    return 2 * s", true],
+    [
+      "main returns aux's result",
+      "def aux(xs):\n    return 2 * sum(xs)",
+      "def double_sum(xs):\n    return aux(xs)",
+      true,
+    ],
+    [
+      "aux takes no argument",
+      "def aux():\n    return 2",
+      "def double_sum(xs):\n    return aux() * sum(xs)",
+      true,
+    ],
+    // A raise with the stand-in is no evidence: the blank (0) breaks `1 // aux(xs)`, whose result
+    // main then multiplies by zero.
+    [
+      "the stand-in only makes main raise",
+      sum,
+      "def double_sum(xs):\n    k = 0 * (1 // (aux(xs) or 1))\n    return 2 * sum(xs) + k",
+      false,
+    ],
+    [
+      "a call in dead code",
+      identity,
+      "def double_sum(xs):\n    if False:\n        _unused = aux(0)\n    return 2 * sum(xs)",
+      false,
+    ],
+    ["a result never used", sum, "def double_sum(xs):\n    y = aux(xs)\n    return 2 * sum(xs)", false],
+    // The blank changes main's answer here (aux's answer is main's), but aux does no work:
+    // `calleeUse.noWork`, which the reward reads.
+    [
+      "an identity helper threaded through the return",
+      identity,
+      "def double_sum(xs):\n    t = 2 * sum(xs)\n    return aux(t)",
+      true,
+    ],
+    // Without the control replay, the drifting answer would pass for a dependence.
+    [
+      "main's answers drift by themselves (the control replay catches it)",
+      identity,
+      "_n = [0]\ndef double_sum(xs):\n    _n[0] += 1\n    y = aux(xs)\n    return 2 * sum(xs) + (0 if _n[0] <= 3 else _n[0])",
+      false,
+    ],
+  ])("%s", async (_what, aux, main, expected) => {
+    const r = await ask(aux, main);
+    expect([r.passed, r.total]).toEqual([3, 3]);
+    expect(r.calleeMatters).toBe(expected);
+  });
+
+  it("is asked only on request, only when every test passes, and the tests are unchanged by it", async () => {
+    const main = "def double_sum(xs):\n    s = aux(xs)\n    return 2 * s if xs else 1";
+    const plain = await ask(sum, main, false);
+    const asked = await ask(sum, main);
+    expect(plain.calleeMatters).toBeUndefined();
+    expect(asked.tests).toEqual(plain.tests);
+    expect([asked.passed, asked.total, asked.calleeMatters]).toEqual([2, 3, false]);
+    expect(asked.calleeUse).toEqual({
+      compared: 0,
+      changed: 0,
+      failed: 0,
+      matters: false,
+      wrapper: false,
+      skipped: "not every test passes",
+    });
+  });
+
+  // [case, helper, main, calleeUse without `compared` (always 3: the three test calls)]
+  it.each([
+    [
+      "aux's work used",
+      sum,
+      "def double_sum(xs):\n    s = aux(xs)\n    return 2 * s",
+      { changed: 2, matters: true, wrapper: false },
+    ],
+    // The blank of 0 is 0: the empty list's answer does not change, the other two do.
+    [
+      "a wrapper written in three lines",
+      "def aux(xs):\n    return 2 * sum(xs)",
+      "def double_sum(xs):\n    v = aux(xs)\n    w = v\n    return w",
+      { changed: 2, matters: true, wrapper: true },
+    ],
+    [
+      "a constant helper",
+      "def aux():\n    return 2",
+      "def double_sum(xs):\n    return aux() * sum(xs)",
+      { changed: 2, matters: true, wrapper: false, noWork: "returns the same value for every input" },
+    ],
+    [
+      "an identity helper",
+      identity,
+      "def double_sum(xs):\n    return aux(2 * sum(xs))",
+      { changed: 2, matters: true, wrapper: true, noWork: "returns its argument" },
+    ],
+    [
+      "aux never called",
+      identity,
+      "def double_sum(xs):\n    if False:\n        aux(0)\n    return 2 * sum(xs)",
+      { changed: 0, matters: false, wrapper: false, noWork: "not called" },
+    ],
+    // The old stand-in turned 0 into a list: `[] * 0` is `[]` and `r + []` raised, which counted.
+    [
+      "a contribution of zero",
+      "def aux(xs):\n    return len(xs)",
+      "def double_sum(xs):\n    return 2 * sum(xs) + aux(xs) * 0",
+      { changed: 0, matters: false, wrapper: false },
+    ],
+    // In place: the stand-in runs aux on a copy of its arguments, so the doubling does not reach
+    // main; aux returns None every time but works through its argument.
+    [
+      "aux works in place on its argument",
+      "def aux(xs):\n    xs[:] = [2 * x for x in xs]",
+      "def double_sum(xs):\n    ys = list(xs)\n    aux(ys)\n    return sum(ys)",
+      { changed: 2, matters: true, wrapper: false },
+    ],
+    // A generator's blank is an iterator that yields nothing; its results are not plain data, so
+    // they are never "the same value for every input".
+    [
+      "aux is a generator",
+      "def aux(xs):\n    for x in xs:\n        yield 2 * x",
+      "def double_sum(xs):\n    return sum(aux(xs))",
+      { changed: 2, matters: true, wrapper: false },
+    ],
+  ] as const)("calleeUse: %s", async (_what, aux, main, expected) => {
+    const r = await ask(aux, main);
+    expect([r.passed, r.total]).toEqual([3, 3]);
+    expect(r.calleeUse).toEqual({ compared: 3, failed: 0, ...expected });
+  });
+
+  // One test call: whether aux's one value is a constant is asked of aux itself, in a probe run
+  // (its recorded arguments blanked: [1, 2] becomes [0, 0]).
+  it.each([
+    [
+      "a constant gate",
+      "def aux(xs):\n    return 7",
+      "def double_sum(xs):\n    if aux(xs) != 7:\n        return None\n    return 2 * sum(xs)",
+      "returns the same value for every input",
+    ],
+    ["aux's work used", sum, "def double_sum(xs):\n    return 2 * aux(xs)", undefined],
+  ])("calleeUse with one test call: %s", async (_what, aux, main, noWork) => {
+    const r = await runTests(runner, {
+      program: `${doubleSum.prompt}\n${aux}\n\n${main}\n`,
+      tests: "def check(candidate):\n    assert candidate([1, 2]) == 6\n",
+      style: "check",
+      entryPoint: "double_sum",
+      dependence: { callee: "aux" },
+    });
+    expect([r.passed, r.total, r.calleeUse?.compared, r.calleeUse?.matters]).toEqual([1, 1, 1, true]);
+    expect(r.calleeUse?.noWork).toBe(noWork);
+  });
+
+  // A selector returns one of its arguments, but not the same one on every call: that is work (the
+  // answer of HumanEval/74 and /150 is one of the arguments).
+  it("calleeUse: a helper that selects one of its arguments does work", async () => {
+    const r = await runTests(runner, {
+      program:
+        'def bigger(a, b):\n    """The list with the larger sum."""\n\n' +
+        "def aux(a, b):\n    return a if sum(a) >= sum(b) else b\n\n" +
+        "def bigger(a, b):\n    return aux(a, b)\n",
+      tests:
+        "def check(candidate):\n    assert candidate([1], [2]) == [2]\n    assert candidate([3], [1]) == [3]\n",
+      style: "check",
+      entryPoint: "bigger",
+      dependence: { callee: "aux" },
+    });
+    expect([r.passed, r.total]).toEqual([2, 2]);
+    expect(r.calleeUse).toEqual({ compared: 2, changed: 2, failed: 0, matters: true, wrapper: true });
+  });
+
+  it("calleeUse: each main tell of the old in-process probe sees nothing (fresh processes, same order, same names)", async () => {
+    const tells = [
+      "def double_sum(xs, _aux=aux):\n    if aux is not _aux:\n        return None\n    _ = aux(xs)\n    return 2 * sum(xs)",
+      "def double_sum(xs):\n    if aux.__name__ != 'aux' or aux.__code__.co_name != 'aux':\n        return None\n    _ = aux(xs)\n    return 2 * sum(xs)",
+      "import sys\ndef double_sum(xs):\n    if sys._getframe(1).f_globals is globals():\n        return None\n    _ = aux(xs)\n    return 2 * sum(xs)",
+      "_n = {}\ndef double_sum(xs):\n    _n[repr(xs)] = _n.get(repr(xs), 0) + 1\n    if _n[repr(xs)] >= 2:\n        return None\n    _ = aux(xs)\n    return 2 * sum(xs)",
+    ];
+    for (const main of tells) {
+      const r = await ask(sum, main);
+      expect([r.passed, r.total], main).toEqual([3, 3]);
+      expect(r.calleeUse?.changed, main).toBe(0);
+    }
+  });
+
+  it("is false when the program does not compile", async () => {
+    const r = await ask(sum, "def double_sum(xs:\n    return aux(xs)");
+    expect([r.syntaxOk, r.calleeMatters]).toEqual([false, false]);
+  });
+});
+
+describe("harness: the same tests against other functions of the program (variants)", () => {
+  it("rebinds the entry point to each variant; a missing one runs nothing", async () => {
+    const program =
+      `${doubleSum.prompt}${doubleSum.canonicalSolution}\n` +
+      "def m0(xs):\n    return None\n\ndef m1(xs):\n    return 2 * sum(xs) if xs else 1\n\n" +
+      "def m2(xs):\n    while True:\n        pass\n";
+    const tests = "assert double_sum([1]) == 2\nassert double_sum([]) == 0";
+    const r = await runTests(
+      runner,
+      { program, tests, style: "asserts", entryPoint: "double_sum", variants: ["m0", "m1", "m2", "nope"] },
+      { perTestTimeoutMs: 300 },
+    );
+    expect([r.passed, r.total]).toEqual([2, 2]);
+    expect(r.variants!.map((v) => [v.name, v.passed, v.total])).toEqual([
+      ["m0", 0, 2],
+      ["m1", 1, 2],
+      ["m2", 0, 2],
+      ["nope", 0, 2],
+    ]);
+    expect(r.variants![1]!.tests[1]).toMatchObject({ passed: false, error: "AssertionError" });
+    expect(r.variants![2]!.tests.map((t) => t.timedOut)).toEqual([true, true]);
+    expect(r.variants![3]!.error).toMatch(/^not run: could not bind double_sum to nope \(NameError/);
+  });
+});

@@ -15,15 +15,7 @@ import {
   CodingOptionsSchema,
   type CodingProblem,
   createEnvironment,
-  HUMANEVAL_TEST_REPAIRS,
-  humanEvalProblems,
   isAllPassed,
-  loadJsonl,
-  MBPP_DROPPED,
-  MBPP_PATH,
-  MBPP_REFERENCE_REPAIRS,
-  MbppRowSchema,
-  mbppProblems,
   runTests,
 } from "../../src/index.ts";
 
@@ -73,42 +65,4 @@ describe("every reference of every split passes through the reward", () => {
     expect([...coop.values()].filter((p) => p.canonicalSolution !== "")).toEqual([]);
     expect(await failingReferences([...train.values(), ...test.values()])).toEqual([]);
   }, 600_000);
-});
-
-describe("the repairs", () => {
-  test("MBPP: the four tasks no solution can pass are dropped, 123 keeps its own answers", async () => {
-    const ids = new Set(mbppProblems().map((p) => p.taskId));
-    expect(Object.keys(MBPP_DROPPED).filter((id) => ids.has(`mbpp/${id}`))).toEqual([]);
-    expect([ids.size, Object.keys(MBPP_DROPPED)]).toEqual([970, ["367", "533", "601", "927"]]);
-    // The faster reference returns what the original returns: around and at amicable numbers, bad
-    // inputs (the original takes O(n²) per call, so no long range of them).
-    const original = (await loadJsonl(MBPP_PATH, MbppRowSchema, "task_id")).find((r) => r.task_id === 123)!;
-    const run = await sandbox.run({
-      language: "python",
-      code: [
-        "original, repaired = {}, {}",
-        `exec(${JSON.stringify(original.code)}, original)`,
-        `exec(${JSON.stringify(MBPP_REFERENCE_REPAIRS[123])}, repaired)`,
-        "inputs = [-3, 0, 1, 2, 219, 220, 284, 285, 1184, 1210, 1500, 2.5, '7', None]",
-        "print([x for x in inputs if original['amicable_numbers_sum'](x) != repaired['amicable_numbers_sum'](x)])",
-      ].join("\n"),
-      limits: { wallMs: 30_000, cpuSeconds: 30 },
-    });
-    expect([run.status, run.stdout]).toEqual(["ok", "[]\n"]);
-  });
-
-  test("HumanEval/33 compares with the canonical solution's values, not with the candidate itself", async () => {
-    const p = humanEvalProblems().find((q) => q.taskId === "HumanEval/33")!;
-    expect(HUMANEVAL_TEST_REPAIRS["HumanEval/33"]).toHaveLength(3);
-    expect(p.test).not.toContain("sort_third(");
-    // A function that returns its input used to pass the 3 self-comparisons; now only the first
-    // assert, whose expected list is the input itself.
-    const report = await runTests(sandbox, {
-      program: "def sort_third(l):\n    return list(l)\n",
-      tests: p.test,
-      style: "check",
-      entryPoint: p.entryPoint,
-    });
-    expect(report.tests.map((t) => t.passed)).toEqual([true, false, false, false, false, false, false]);
-  });
 });

@@ -1,6 +1,14 @@
 import { deepFreeze, Rng, type Task } from "@troupe/core";
 import { describe, expect, it } from "vitest";
-import { type CodingProblem, coderTesterEnv, codingTasks, loadHumanEval } from "../../src/coding/index.ts";
+import {
+  type CodingProblem,
+  coderTesterEnv,
+  codingTasks,
+  loadHumanEval,
+  strictTesterReward,
+  type TestCaseResult,
+  type TestReport,
+} from "../../src/coding/index.ts";
 import { doubleSum, py } from "./fixtures.ts";
 import { testRunner } from "./local-python-runner.ts";
 
@@ -8,7 +16,7 @@ const { runner } = await testRunner();
 const task: Task<CodingProblem> = { id: doubleSum.taskId, split: "test", payload: doubleSum };
 
 describe("coder + tester environment", () => {
-  // The tester's paper reward (Stronger-MAS); its strict default is tested in strict-rewards.test.ts.
+  // The tester's paper reward (Stronger-MAS); its strict default is tested in "strict tester reward" below.
   it("sequential tester → coder: exact local and team rewards (paper)", async () => {
     const env = coderTesterEnv({ runner, maxTurns: 3, reward: "paper" });
     const s0 = deepFreeze(await env.reset(task, 0));
@@ -104,4 +112,54 @@ describe("coder + tester environment", () => {
       }
     }
   }, 60_000);
+});
+
+describe("strict tester reward", () => {
+  const cases = (...passed: boolean[]): TestCaseResult[] =>
+    passed.map((p, i) => ({ source: `t${i}`, passed: p }));
+  const report = (tests: TestCaseResult[], variants: TestCaseResult[][]): TestReport => ({
+    syntaxOk: true,
+    tests,
+    passed: tests.filter((t) => t.passed).length,
+    total: tests.length,
+    setupErrors: [],
+    output: "",
+    functions: [],
+    runStatus: "ok",
+    variants: variants.map((v, i) => ({ name: `m${i}`, tests: v, passed: 0, total: v.length })),
+  });
+
+  it("counts a rejection only by an assert the reference passes, and not a lost program", () => {
+    const reference = report(cases(true, true, false), [
+      cases(false, true, false), // rejected by t0
+      cases(true, true, false), // fails only t2, which the reference fails too: not rejected
+      [...cases(true), { source: "t1", passed: false, noResult: true }, ...cases(false)], // lost: not rejected
+    ]);
+    const coder = cases(true, false, true); // rejected by t1
+    expect(strictTesterReward(reference, [coder])).toEqual({
+      validity: 2 / 3,
+      discrimination: 2 / 4,
+      wrongPrograms: 4,
+      rejected: 2,
+      reward: (2 / 3) * (2 / 4),
+    });
+    expect(strictTesterReward(report(cases(true), [])).reward).toBe(0);
+  });
+
+  // double_sum's mutants: return None, return 0, 3 * sum(xs).
+  it.each([
+    ["checks a value", "assert double_sum([1]) == 2", 1, 1],
+    ["checks nothing but `is not None`: only the stub", "assert double_sum([1]) is not None", 1, 1 / 3],
+    ["checks the empty list only: return 0 and 3 * sum survive", "assert double_sum([]) == 0", 1, 1 / 3],
+    ["one wrong assert: validity 1/2", "assert double_sum([1]) == 2\nassert double_sum([]) == 5", 0.75, 0.5],
+  ])("%s", async (_what, tests, paper, strict) => {
+    for (const [kind, expected] of [
+      ["paper", paper],
+      ["strict", strict],
+    ] as const) {
+      const env = coderTesterEnv({ runner, reward: kind });
+      const r = await env.step(await env.reset(task, 0), { tester: py(tests) });
+      expect(r.localRewards.tester, kind).toBeCloseTo(expected, 12);
+    }
+  });
 });

@@ -1,9 +1,10 @@
+/** The helper + main environment: turns, feedback, frozen states, reward bounds, its options. */
 import { deepFreeze, Rng, type Task } from "@troupe/core";
 import { describe, expect, it } from "vitest";
 import {
-  AUX_MAIN_REWARD_TIERS,
   auxMainEnv,
   type CodingProblem,
+  type CodingReward,
   codingTasks,
   loadHumanEval,
   passFailFeedback,
@@ -14,97 +15,6 @@ import { testRunner } from "./local-python-runner.ts";
 const { runner } = await testRunner();
 
 const task: Task<CodingProblem> = { id: doubleSum.taskId, split: "test", payload: doubleSum };
-
-/** CoMLRL's tiers as published: `reward: "paper"` (the strict default is tested in strict-rewards.test.ts). */
-async function reward(helper: string, main: string) {
-  const env = auxMainEnv({ runner, reward: "paper" });
-  const state = deepFreeze(await env.reset(task, 0));
-  const r = await env.step(state, { helper: py(helper), main: py(main) });
-  return r;
-}
-
-describe("helper + main tiered reward (CoMLRL)", () => {
-  it("keeps the tier table in one constant", () => {
-    expect(AUX_MAIN_REWARD_TIERS).toEqual({
-      auxDefined: 0.4,
-      mainDefined: 0.6,
-      syntax: 0.5,
-      tests: 1.0,
-      auxUsed: 0.5,
-      notWrapper: 1.0,
-      ignoredAuxResult: -0.5,
-      max: 4.0,
-    });
-  });
-
-  // Each case: hand-computed sum of the tiers it reaches.
-  const cases: [string, string, string, number, Record<string, unknown>][] = [
-    [
-      "full marks: aux used non-trivially",
-      "def aux(xs):\n    return sum(xs)",
-      "def double_sum(xs):\n    s = aux(xs)\n    return 2 * s",
-      0.4 + 0.6 + 0.5 + 1.0 + 0.5 + 1.0,
-      { stoppedAt: undefined },
-    ],
-    [
-      "main is a trivial wrapper of aux",
-      "def aux(xs):\n    return 2 * sum(xs)",
-      "def double_sum(xs):\n    return aux(xs)",
-      0.4 + 0.6 + 0.5 + 1.0 + 0.5,
-      { notWrapper: 0 },
-    ],
-    [
-      "aux result thrown away",
-      "def aux(xs):\n    return sum(xs)",
-      "def double_sum(xs):\n    aux(xs)\n    return 2 * sum(xs)",
-      0.4 + 0.6 + 0.5 + 1.0 + 0.5 + 1.0 - 0.5,
-      { ignoredAuxResult: -0.5 },
-    ],
-    [
-      "main missing: stop at structure",
-      "def aux(xs):\n    return sum(xs)",
-      "def other(xs):\n    return 1",
-      0.4,
-      { stoppedAt: "structure" },
-    ],
-    [
-      "syntax error in aux: stop at syntax",
-      "def aux(xs):\n    return sum(xs",
-      "def double_sum(xs):\n    return 2 * sum(xs)",
-      0.4 + 0.6,
-      { stoppedAt: "syntax" },
-    ],
-    [
-      "2 of 3 asserts, no aux use",
-      "def aux(xs):\n    return 0",
-      "def double_sum(xs):\n    return 2 * sum(xs) if xs else 1",
-      0.4 + 0.6 + 0.5 + 2 / 3,
-      { auxUsed: 0 },
-    ],
-    [
-      "aux without return still unlocks the bonus (as in CoMLRL)",
-      "def aux(xs):\n    print('hi')",
-      "def double_sum(xs):\n    t = aux(xs)\n    return 2 * sum(xs)",
-      0.6 + 0.5 + 1.0 + 0.5 + 1.0,
-      { auxDefined: 0 },
-    ],
-    [
-      "no test passes: no bonus even though aux is used",
-      "def aux(xs):\n    return 7",
-      "def double_sum(xs):\n    t = aux(xs)\n    return t + 100",
-      0.4 + 0.6 + 0.5,
-      { auxUsed: 0 },
-    ],
-  ];
-  it.each(cases)("%s", async (_name, helper, main, expected, parts) => {
-    const r = await reward(helper, main);
-    expect(r.teamReward).toBeCloseTo(expected, 12);
-    const breakdown = (r.info as { reward: Record<string, unknown> }).reward;
-    for (const [k, v] of Object.entries(parts)) expect(breakdown[k], k).toBe(v);
-    expect(r.done).toBe(true);
-    expect(r.localRewards).toEqual({ helper: breakdown.auxDefined, main: breakdown.mainDefined });
-  });
-});
 
 describe("helper + main environment", () => {
   it("runs several turns with feedback, never mutating the (frozen) state", async () => {
@@ -164,4 +74,10 @@ describe("helper + main environment", () => {
       }
     }
   }, 60_000);
+
+  it("rejects a bad reward name in one line", () => {
+    expect(() => auxMainEnv({ runner, reward: "strcit" as CodingReward })).toThrow(
+      'auxMainEnv: reward must be "strict" or "paper", got "strcit"',
+    );
+  });
 });
