@@ -42,9 +42,6 @@ export const NEEDS_NO_TEST: Readonly<Record<string, string>> = {
  * project's owner moves or writes the mirrored test file and deletes the entry.
  */
 export const NOT_YET_MIRRORED: Readonly<Record<string, string>> = {
-  // libs/storage
-  "libs/storage/src/testing.ts":
-    "the ObjectStore contract suite itself (test code shipped as @troupe/storage/testing): run against FileStore by test/file-store.test.ts and against S3Store by test/s3-store.test.ts",
   // apps/api
   // apps/eval
   // apps/trainer

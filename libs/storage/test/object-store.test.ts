@@ -10,43 +10,10 @@ import {
   getIfPresent,
   joinKey,
   listFolders,
-  ObjectNotFoundError,
-  type ObjectStore,
 } from "../src/object-store.ts";
+import { memoryStore } from "./memory-store.ts";
 
-/** A map-backed store without `listFolders`, so the helpers take their fallback paths. */
-function mapStore(keys: readonly string[]): ObjectStore {
-  const objects = new Map<string, Uint8Array>(keys.map((k) => [k, new TextEncoder().encode(k)]));
-  return {
-    uri: "mem://test",
-    async get(key) {
-      const bytes = objects.get(key);
-      if (bytes === undefined) throw new ObjectNotFoundError(key, "mem://test");
-      return bytes;
-    },
-    async put(key, body) {
-      objects.set(key, body);
-    },
-    async putIfAbsent(key, body) {
-      if (objects.has(key)) return false;
-      objects.set(key, body);
-      return true;
-    },
-    async list(prefix) {
-      return [...objects]
-        .filter(([k]) => k.startsWith(prefix))
-        .map(([key, b]) => ({ key, size: b.byteLength }))
-        .sort((a, b) => (a.key < b.key ? -1 : 1));
-    },
-    async delete(key) {
-      objects.delete(key);
-    },
-    async head(key) {
-      const b = objects.get(key);
-      return b === undefined ? undefined : { key, size: b.byteLength };
-    },
-  };
-}
+const mapStore = (keys: readonly string[]) => memoryStore(keys);
 
 describe("object keys", () => {
   it("checkKey returns a good key and names what is wrong with a bad one", () => {
