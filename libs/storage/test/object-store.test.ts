@@ -4,13 +4,7 @@
  * suite in src/testing.ts, run against each store: test/file-store.test.ts, test/s3-store.test.ts.)
  */
 import { describe, expect, it } from "vitest";
-import {
-  checkFolderPrefix,
-  checkKey,
-  getIfPresent,
-  joinKey,
-  listFolders,
-} from "../src/object-store.ts";
+import { checkFolderPrefix, checkKey, getIfPresent, joinKey, listFolders } from "../src/object-store.ts";
 import { memoryStore } from "./memory-store.ts";
 
 const mapStore = (keys: readonly string[]) => memoryStore(keys);
