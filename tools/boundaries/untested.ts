@@ -45,9 +45,4 @@ export const NOT_YET_MIRRORED: Readonly<Record<string, string>> = {
   // apps/api
   // apps/eval
   // apps/trainer
-  "apps/trainer/src/commands/eval.ts": "not yet mirrored",
-  "apps/trainer/src/commands/report.ts": "not yet mirrored",
-  "apps/trainer/src/commands/rollout-worker.ts": "not yet mirrored",
-  "apps/trainer/src/commands/sft.ts": "not yet mirrored",
-  "apps/trainer/src/commands/train.ts": "not yet mirrored",
 };

@@ -43,6 +43,17 @@ export function trainerProcess(args: readonly string[], env: NodeJS.ProcessEnv =
 export async function trainerInProcess(
   argv: string[],
 ): Promise<{ code: number; stdout: string; stderr: string }> {
+  return inProcess(() => main(argv));
+}
+
+/**
+ * A command of the trainer (`main`, or one command's function) in this process: its exit code and
+ * what it wrote to stdout and stderr, captured; the signal handlers it installed are removed after
+ * it. A thrown error is thrown again, after the streams are restored.
+ */
+export async function inProcess(
+  command: () => Promise<number>,
+): Promise<{ code: number; stdout: string; stderr: string }> {
   const written = { stdout: "", stderr: "" };
   const spies = (["stdout", "stderr"] as const).map((stream) =>
     vi.spyOn(process[stream], "write").mockImplementation((chunk) => {
@@ -53,7 +64,7 @@ export async function trainerInProcess(
   const signals = ["SIGINT", "SIGTERM"] as const;
   const before = signals.map((s) => process.listeners(s));
   try {
-    const code = await main(argv);
+    const code = await command();
     return { code, ...written };
   } finally {
     for (const spy of spies) spy.mockRestore();
