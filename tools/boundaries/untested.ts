@@ -1,7 +1,8 @@
 /**
  * The modules that have no test file at their mirrored path (`src/a/b.ts` → `test/a/b.test.ts`),
- * each with why; check.ts fails on any other module without one, and on an entry here that no
- * longer applies (the module is gone, or has its test now), so this list only shrinks.
+ * each with why: only modules without logic of their own. check.ts fails on any other module
+ * without its test, and on an entry here that no longer applies (the module is gone, or has its
+ * test now).
  *
  *   node --import tsx tools/boundaries/check.ts --untested   lists every module without its test
  */
@@ -35,10 +36,3 @@ export const NEEDS_NO_TEST: Readonly<Record<string, string>> = {
   "apps/trainer/src/index.ts": "re-exports",
   "apps/trainer/src/run/context.ts": "types only",
 };
-
-/**
- * Modules with logic whose tests are not yet at the mirrored path: most are covered by a suite
- * named after a behaviour (an integration or end-to-end test) rather than after the module. Each
- * project's owner moves or writes the mirrored test file and deletes the entry.
- */
-export const NOT_YET_MIRRORED: Readonly<Record<string, string>> = {};
