@@ -3,36 +3,23 @@
  * or of `?ref=` (alias, vN, N); 404 naming the path's name for an unknown team, version or alias;
  * 400 naming the field for a malformed name or ref.
  */
-import { createTeamRegistry, type TeamManifest, type TeamRegistry } from "@troupe/teams";
-import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { describe, expect, it } from "vitest";
 import { getTeamRoutes } from "../../src/routes/team.ts";
 import { ErrorSchema, TeamManifestResponseSchema } from "../../src/schemas.ts";
-import { tempStore, tinyTeam } from "../fixtures.ts";
-import { mounted } from "./routes-fixture.ts";
+import { mounted, tinyRegistry } from "./routes-fixture.ts";
 
-const tmp = tempStore();
-let registry: TeamRegistry;
-let v1: TeamManifest;
-let v2: TeamManifest;
+const tiny = tinyRegistry();
 
-beforeAll(async () => {
-  registry = createTeamRegistry(tmp.store);
-  v1 = await registry.publish(await tinyTeam("tiny"));
-  v2 = await registry.publish(await tinyTeam("tiny"));
-  await registry.setAlias("tiny", "stable", 1);
-}, 60_000);
-afterAll(() => tmp.cleanup());
-
-const get = (path: string) => mounted(getTeamRoutes({ registry })).app.request(path);
+const get = (path: string) => mounted(getTeamRoutes({ registry: tiny.registry })).app.request(path);
 
 describe("GET /v1/teams/{name}", () => {
   it("the latest version's manifest, or the one `?ref=` names", async () => {
     for (const [query, manifest] of [
-      ["", () => v2],
-      ["?ref=latest", () => v2],
-      ["?ref=stable", () => v1],
-      ["?ref=v1", () => v1],
-      ["?ref=2", () => v2],
+      ["", () => tiny.v2],
+      ["?ref=latest", () => tiny.v2],
+      ["?ref=stable", () => tiny.v1],
+      ["?ref=v1", () => tiny.v1],
+      ["?ref=2", () => tiny.v2],
     ] as const) {
       const res = await get(`/v1/teams/tiny${query}`);
       expect(res.status, query).toBe(200);

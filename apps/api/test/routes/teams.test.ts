@@ -3,30 +3,17 @@
  * published teams (a corrupt one logged by name and left out), one manifest by ref, and the
  * errors naming the path or query field.
  */
-import { createTeamRegistry, type TeamManifest, type TeamRegistry } from "@troupe/teams";
-import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { describe, expect, it } from "vitest";
 import { listTeamsRoutes } from "../../src/routes/teams.ts";
 import { TeamListSchema } from "../../src/schemas.ts";
-import { tempStore, tinyTeam } from "../fixtures.ts";
-import { mounted } from "./routes-fixture.ts";
+import { tinyTeam } from "../fixtures.ts";
+import { mounted, tinyRegistry } from "./routes-fixture.ts";
 
-const tmp = tempStore();
-let registry: TeamRegistry;
-let v1: TeamManifest;
-let v2: TeamManifest;
-
-beforeAll(async () => {
-  registry = createTeamRegistry(tmp.store);
-  v1 = await registry.publish(await tinyTeam("tiny"));
-  v2 = await registry.publish(await tinyTeam("tiny"));
-  await registry.setAlias("tiny", "stable", 1);
-  await registry.publish(await tinyTeam("other"));
-}, 60_000);
-afterAll(() => tmp.cleanup());
+const tiny = tinyRegistry(async (registry) => registry.publish(await tinyTeam("other")));
 
 describe("GET /v1/teams", () => {
   it("lists every team with its versions, aliases and latest version's environment and roles", async () => {
-    const { app, logged } = mounted(listTeamsRoutes({ registry, log: () => {} }));
+    const { app, logged } = mounted(listTeamsRoutes({ registry: tiny.registry, log: () => {} }));
     const res = await app.request("/v1/teams");
     expect(res.status).toBe(200);
     const body = TeamListSchema.parse(await res.json());
@@ -35,20 +22,23 @@ describe("GET /v1/teams", () => {
       name: "tiny",
       versions: [1, 2],
       aliases: { stable: 1 },
-      latest: { version: 2, environment: v2.environment, roles: v2.roles },
+      latest: { version: 2, environment: tiny.v2.environment, roles: tiny.v2.roles },
     });
-    expect(v1.version).toBe(1);
+    expect(tiny.v1.version).toBe(1);
     expect(logged).toEqual([]);
   });
 
   it("a corrupt manifest: the other teams listed, the bad one logged by name with its error", async () => {
     const logged: { level: string; message: string; fields?: Record<string, unknown> }[] = [];
     const { app } = mounted(
-      listTeamsRoutes({ registry, log: (level, message, fields) => logged.push({ level, message, fields }) }),
+      listTeamsRoutes({
+        registry: tiny.registry,
+        log: (level, message, fields) => logged.push({ level, message, fields }),
+      }),
     );
     const key = "teams/broken/versions/00000001/manifest.json";
-    await tmp.store.put(key, new TextEncoder().encode("{ not json"));
-    const res = await Promise.resolve(app.request("/v1/teams")).finally(() => tmp.store.delete(key));
+    await tiny.store.put(key, new TextEncoder().encode("{ not json"));
+    const res = await Promise.resolve(app.request("/v1/teams")).finally(() => tiny.store.delete(key));
     expect(res.status).toBe(200);
     expect(
       TeamListSchema.parse(await res.json())
