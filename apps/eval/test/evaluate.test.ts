@@ -4,20 +4,11 @@
  */
 import type { SolveAnswer } from "@troupe/teams";
 import { describe, expect, it } from "vitest";
-import { successByDifficulty, testFraction, tInterval } from "../src/evaluate.ts";
+import { testFraction, tInterval } from "../src/evaluate.ts";
+import { sixEpisodesByDifficulty } from "./fixtures.ts";
 
 describe("success by difficulty", () => {
-  const byDifficulty = successByDifficulty(
-    [5, 3, 3, 5, 4, 3],
-    [
-      { solved: false },
-      { solved: true },
-      { solved: true },
-      { solved: true },
-      { solved: null },
-      { solved: false },
-    ],
-  );
+  const byDifficulty = sixEpisodesByDifficulty();
 
   it("counts each difficulty's tasks and successes, easiest first, with Wilson intervals", () => {
     expect(byDifficulty.map((d) => [d.difficulty, d.success.n, d.success.value])).toEqual([

@@ -10,6 +10,7 @@ import { FileStore, type ObjectStore } from "@troupe/storage/node";
 import { createTeamRegistry } from "@troupe/teams";
 import { vi } from "vitest";
 import { tinyTeamInput } from "../../../libs/teams/test/fixtures.ts";
+import { successByDifficulty } from "../src/evaluate.ts";
 import { main } from "../src/main.ts";
 import { type Estimate, EVAL_REPORT_SCHEMA_VERSION, type EvalEntry, type EvalReport } from "../src/schema.ts";
 
@@ -18,6 +19,23 @@ export async function publishTinyTeam(store: ObjectStore, name: string, alias?: 
   const input = await tinyTeamInput(name, { seed: 11, temperature: 0, runId: "eval-fixture" });
   return createTeamRegistry(store).publish({ ...input, ...(alias ? { alias } : {}) });
 }
+
+/**
+ * Success by difficulty of six known episodes: difficulty 3 solved 2 of 3, 4 not judged (so not
+ * solved), 5 solved 1 of 2.
+ */
+export const sixEpisodesByDifficulty = () =>
+  successByDifficulty(
+    [5, 3, 3, 5, 4, 3],
+    [
+      { solved: false },
+      { solved: true },
+      { solved: true },
+      { solved: true },
+      { solved: null },
+      { solved: false },
+    ],
+  );
 
 export function tempDir(prefix: string): { root: string; store: FileStore; cleanup: () => void } {
   const root = mkdtempSync(join(tmpdir(), prefix));

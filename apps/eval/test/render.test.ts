@@ -2,20 +2,10 @@
 import { describe, expect, it } from "vitest";
 import { successByDifficulty } from "../src/evaluate.ts";
 import { difficultyRows, reportMarkdown } from "../src/render.ts";
-import { craftedReport } from "./fixtures.ts";
+import { craftedReport, sixEpisodesByDifficulty } from "./fixtures.ts";
 
 describe("success by difficulty", () => {
-  const byDifficulty = successByDifficulty(
-    [5, 3, 3, 5, 4, 3],
-    [
-      { solved: false },
-      { solved: true },
-      { solved: true },
-      { solved: true },
-      { solved: null },
-      { solved: false },
-    ],
-  );
+  const byDifficulty = sixEpisodesByDifficulty();
 
   it("tables a column per entry that has a breakdown, a row per difficulty", () => {
     const report = craftedReport([
