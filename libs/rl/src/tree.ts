@@ -23,16 +23,7 @@ import { buildSample, type RolloutNode, type RolloutResult, type SampleDraft } f
 
 /** The root of a tree: the task's initial state, reached by no action. */
 export function rootNode(): RolloutNode {
-  return {
-    path: [],
-    turn: 0,
-    actions: {},
-    teamReward: 0,
-    localRewards: {},
-    done: false,
-    returns: {},
-    children: [],
-  };
+  return edgeNode([], 0, {}, { state: null, teamReward: 0, localRewards: {}, done: false });
 }
 
 /** The node an environment step leads to: `actions` taken in `turn`, with the step's rewards. */

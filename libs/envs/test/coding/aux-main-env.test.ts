@@ -1,20 +1,17 @@
 /** The helper + main environment: turns, feedback, frozen states, reward bounds, its options. */
-import { deepFreeze, Rng, type Task } from "@troupe/core";
+import { deepFreeze, Rng } from "@troupe/core";
 import { describe, expect, it } from "vitest";
 import {
   auxMainEnv,
-  type CodingProblem,
   type CodingReward,
   codingTasks,
   loadHumanEval,
   passFailFeedback,
 } from "../../src/coding/index.ts";
-import { doubleSum, py } from "./fixtures.ts";
+import { py, doubleSumTask as task } from "./fixtures.ts";
 import { testRunner } from "./local-python-runner.ts";
 
 const { runner } = await testRunner();
-
-const task: Task<CodingProblem> = { id: doubleSum.taskId, split: "test", payload: doubleSum };
 
 describe("helper + main environment", () => {
   it("runs several turns with feedback, never mutating the (frozen) state", async () => {

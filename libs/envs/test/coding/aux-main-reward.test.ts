@@ -1,17 +1,10 @@
-import { deepFreeze, type Task } from "@troupe/core";
+import { deepFreeze } from "@troupe/core";
 import { describe, expect, it } from "vitest";
-import {
-  AUX_MAIN_REWARD_TIERS,
-  auxMainEnv,
-  type CodingProblem,
-  type CodingReward,
-} from "../../src/coding/index.ts";
-import { doubleSum, py } from "./fixtures.ts";
+import { AUX_MAIN_REWARD_TIERS, auxMainEnv, type CodingReward } from "../../src/coding/index.ts";
+import { py, doubleSumTask as task } from "./fixtures.ts";
 import { testRunner } from "./local-python-runner.ts";
 
 const { runner } = await testRunner();
-
-const task: Task<CodingProblem> = { id: doubleSum.taskId, split: "test", payload: doubleSum };
 
 /** CoMLRL's tiers as published: `reward: "paper"` (the strict default is tested below). */
 async function reward(helper: string, main: string) {
@@ -22,17 +15,11 @@ async function reward(helper: string, main: string) {
 }
 
 describe("helper + main tiered reward (CoMLRL)", () => {
-  it("keeps the tier table in one constant", () => {
-    expect(AUX_MAIN_REWARD_TIERS).toEqual({
-      auxDefined: 0.4,
-      mainDefined: 0.6,
-      syntax: 0.5,
-      tests: 1.0,
-      auxUsed: 0.5,
-      notWrapper: 1.0,
-      ignoredAuxResult: -0.5,
-      max: 4.0,
-    });
+  // Each tier's value is pinned by the hand-computed totals below; here: full marks is their sum.
+  it("max is the sum of the tiers a full-marks answer reaches", () => {
+    const { auxDefined, mainDefined, syntax, tests, auxUsed, notWrapper, max } = AUX_MAIN_REWARD_TIERS;
+    expect(auxDefined + mainDefined + syntax + tests + auxUsed + notWrapper).toBe(max);
+    expect(max).toBe(4);
   });
 
   // Each case: hand-computed sum of the tiers it reaches.

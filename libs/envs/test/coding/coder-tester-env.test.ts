@@ -1,7 +1,6 @@
-import { deepFreeze, Rng, type Task } from "@troupe/core";
+import { deepFreeze, Rng } from "@troupe/core";
 import { describe, expect, it } from "vitest";
 import {
-  type CodingProblem,
   coderTesterEnv,
   codingTasks,
   loadHumanEval,
@@ -9,11 +8,10 @@ import {
   type TestCaseResult,
   type TestReport,
 } from "../../src/coding/index.ts";
-import { doubleSum, py } from "./fixtures.ts";
+import { py, doubleSumTask as task } from "./fixtures.ts";
 import { testRunner } from "./local-python-runner.ts";
 
 const { runner } = await testRunner();
-const task: Task<CodingProblem> = { id: doubleSum.taskId, split: "test", payload: doubleSum };
 
 describe("coder + tester environment", () => {
   // The tester's paper reward (Stronger-MAS); its strict default is tested in "strict tester reward" below.

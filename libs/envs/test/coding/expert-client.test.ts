@@ -1,7 +1,7 @@
 import { createServer, type IncomingMessage } from "node:http";
 import { describe, expect, it } from "vitest";
 import { chatClientOptions, expertFeedback, type TestReport } from "../../src/coding/index.ts";
-import { doubleSum } from "./fixtures.ts";
+import { doubleSum, feedbackContext } from "./fixtures.ts";
 
 interface Received {
   readonly url: string | undefined;
@@ -59,15 +59,7 @@ const report: TestReport = {
   runStatus: "ok",
 };
 
-const context = {
-  problem: doubleSum,
-  agent: "main",
-  responsibility: "the main function `double_sum`",
-  code: "def double_sum(xs):\n    return 1",
-  program: "program text",
-  report,
-  turn: 0,
-};
+const context = feedbackContext(report);
 
 describe("expert feedback transition", () => {
   it("posts an OpenAI-shaped request and returns the expert's text", async () => {

@@ -5,12 +5,11 @@ import {
   checkReward,
   describeReport,
   diagnosticsFeedback,
-  type FeedbackContext,
   passFailFeedback,
   selfRevisionFeedback,
 } from "../../src/coding/feedback.ts";
 import type { TestReport } from "../../src/coding/harness.ts";
-import { doubleSum } from "./fixtures.ts";
+import { feedbackContext as context } from "./fixtures.ts";
 
 const passing: TestReport = {
   syntaxOk: true,
@@ -38,16 +37,6 @@ const failing: TestReport = {
   setupErrors: ["zero = [] -> NameError: name 'x' is not defined"],
   output: "debug 1\n",
 };
-
-const context = (report: TestReport): FeedbackContext => ({
-  problem: doubleSum,
-  agent: "main",
-  responsibility: "the main function `double_sum`",
-  code: "def double_sum(xs):\n    return 1",
-  program: "program text",
-  report,
-  turn: 0,
-});
 
 describe("describeReport", () => {
   it("hides the failing asserts and the setup's source unless tests are revealed", () => {

@@ -1,4 +1,5 @@
-import type { CodingProblem } from "../../src/coding/index.ts";
+import type { Task } from "@troupe/core";
+import type { CodingProblem, FeedbackContext, TestReport } from "../../src/coding/index.ts";
 
 /** A hand-made problem with three counted asserts (`assert True` is not a test) and one setup line. */
 export const doubleSum: CodingProblem = {
@@ -19,4 +20,18 @@ export const doubleSum: CodingProblem = {
   entryPoint: "double_sum",
 };
 
+/** `doubleSum` as a test-split task, the one the two-agent environments are stepped on. */
+export const doubleSumTask: Task<CodingProblem> = { id: doubleSum.taskId, split: "test", payload: doubleSum };
+
 export const py = (code: string) => `\`\`\`python\n${code}\n\`\`\``;
+
+/** What a feedback source sees after main's wrong `double_sum` ran with `report`. */
+export const feedbackContext = (report: TestReport): FeedbackContext => ({
+  problem: doubleSum,
+  agent: "main",
+  responsibility: "the main function `double_sum`",
+  code: "def double_sum(xs):\n    return 1",
+  program: "program text",
+  report,
+  turn: 0,
+});
