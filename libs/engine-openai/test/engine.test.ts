@@ -14,7 +14,14 @@ import {
   ResponseFormatError,
   UnsupportedOperationError,
 } from "../src/index.ts";
-import { chainLogprobs, IM_END_ID, StubOpenAIServer, type StubOptions, stubReply } from "./stub-server.ts";
+import {
+  chainLogprobs,
+  IM_END_ID,
+  retryableFaults,
+  StubOpenAIServer,
+  type StubOptions,
+  stubReply,
+} from "./stub-server.ts";
 
 const tokenizer = new ByteTokenizer();
 const observation = userObservation("2+2?", "Be brief.");
@@ -230,11 +237,7 @@ describe("openai dialect", () => {
 describe("retries", () => {
   it("retries 500, 429 and a dropped connection, then succeeds with the same request", async () => {
     await setup();
-    stub.schedule(
-      { kind: "status", status: 500 },
-      { kind: "status", status: 429, retryAfter: "0" },
-      { kind: "drop" },
-    );
+    stub.schedule(...retryableFaults());
     const [c] = await engine.generate([{ policyId: "writer", observation, seed: 7 }], samplingParams({}));
     expect(c!.tokenIds).toEqual([115, 55, IM_END_ID]);
     expect(stub.requests).toHaveLength(4);
@@ -318,12 +321,7 @@ describe("timeouts", () => {
 describe("concurrency limit", () => {
   it("never has more requests in flight than the limit, retries included", async () => {
     await setup({ latencyMs: 20 }, { concurrency: 3 });
-    stub.schedule(
-      { kind: "status", status: 500 },
-      { kind: "status", status: 429, retryAfter: "0" },
-      { kind: "drop" },
-      { kind: "status", status: 502 },
-    );
+    stub.schedule(...retryableFaults(), { kind: "status", status: 502 });
     const requests = Array.from({ length: 24 }, (_, i) => ({
       policyId: i % 2 === 0 ? "writer" : "critic",
       observation,

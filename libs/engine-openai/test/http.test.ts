@@ -7,7 +7,7 @@ import { afterEach, describe, expect, it } from "vitest";
 import { OpenAIRequestError } from "../src/errors.ts";
 import { HttpClient, type HttpClientOptions } from "../src/http.ts";
 import { BackoffConfigSchema } from "../src/retry.ts";
-import { StubOpenAIServer } from "./stub-server.ts";
+import { retryableFaults, StubOpenAIServer } from "./stub-server.ts";
 
 let stub: StubOpenAIServer;
 let client: HttpClient;
@@ -59,11 +59,7 @@ describe("HttpClient", () => {
 
   it("retries 5xx, 429 and a dropped connection with the same body, counting attempts", async () => {
     await setup();
-    stub.schedule(
-      { kind: "status", status: 502 },
-      { kind: "status", status: 429, retryAfter: "0" },
-      { kind: "drop" },
-    );
+    stub.schedule(...retryableFaults(502));
     const result = await client.post("/v1/completions", BODY);
     expect([result.status, result.attempts]).toEqual([200, 4]);
     expect(stub.requests.map((r) => JSON.stringify(r.body))).toEqual(Array(4).fill(JSON.stringify(BODY)));

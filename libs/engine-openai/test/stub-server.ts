@@ -28,6 +28,11 @@ export type Fault =
   | { readonly kind: "json"; readonly json: unknown }
   | { readonly kind: "raw"; readonly text: string };
 
+/** One of each failure a client retries: a server error (`status`), a 429 to retry at once, a drop. */
+export function retryableFaults(status = 500): Fault[] {
+  return [{ kind: "status", status }, { kind: "status", status: 429, retryAfter: "0" }, { kind: "drop" }];
+}
+
 export interface ReceivedRequest {
   readonly path: string;
   // biome-ignore lint/suspicious/noExplicitAny: request bodies are inspected field by field in tests
