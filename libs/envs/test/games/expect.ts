@@ -1,6 +1,7 @@
 /** Checks the game tests share. */
-import type { Environment, StepResult } from "@troupe/core";
+import type { Environment, StepResult, Task } from "@troupe/core";
 import { expect } from "vitest";
+import { stepSync } from "./step-sync.ts";
 
 type RewardBounds = NonNullable<Environment<unknown>["rewardBounds"]>;
 
@@ -22,4 +23,16 @@ export function thrownMessage(f: () => unknown, otherwise: string): string {
     return (error as Error).message;
   }
   return otherwise;
+}
+
+/** The demo's plan for a generated level, as the planner's one action, solves it in the level's optimal moves. */
+export function expectDemoOptimal<P extends { optimal: number }, S extends { movesTaken: number }>(
+  env: Pick<Environment<S, P>, "name" | "step"> & { reset(task: Task<P>, seed: number): S },
+  task: Task<P>,
+  demo: (task: Task<P>, state: S, agent: string) => string,
+): void {
+  const s0 = env.reset(task, 0);
+  const r = stepSync(env, s0, { planner: demo(task, s0, "planner") });
+  expect(r.success).toBe(true);
+  expect(r.state.movesTaken).toBe(task.payload.optimal);
 }

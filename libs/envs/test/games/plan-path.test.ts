@@ -9,7 +9,7 @@ import {
   renderPlanPath,
   shortestPlanPath,
 } from "../../src/games/index.ts";
-
+import { expectDemoOptimal } from "./expect.ts";
 import { puzzle, task } from "./hand-4x4.ts";
 import { stepSync } from "./step-sync.ts";
 
@@ -192,9 +192,7 @@ describe("plan-path generation", () => {
       expect(p.grid.join("").split("#").length - 1).toBe(22);
       expect(referenceDistance(p)).toBe(p.optimal);
       expect(p.optimal).toBeGreaterThanOrEqual(4);
-      const r = stepSync(env, env.reset(t, 0), { planner: planPathDemo(t, env.reset(t, 0), "planner") });
-      expect(r.success).toBe(true);
-      expect(r.state.movesTaken).toBe(p.optimal);
+      expectDemoOptimal(env, t, planPathDemo);
     }
   });
 

@@ -9,6 +9,7 @@ import {
   sokobanGame,
   solveSokoban,
 } from "../../src/games/index.ts";
+import { expectDemoOptimal } from "./expect.ts";
 import { oneBox } from "./hand-puzzles.ts";
 import { stepSync } from "./step-sync.ts";
 
@@ -117,10 +118,7 @@ describe("sokoban generation by reverse play", () => {
       expect(p.walls).toHaveLength(6);
       expect(p.boxes).toHaveLength(1);
       expect(p.optimal).toBeGreaterThanOrEqual(4);
-      const s0 = env.reset(t, 0);
-      const r = stepSync(env, s0, { planner: sokobanDemo(t, s0, "planner") });
-      expect(r.success).toBe(true);
-      expect(r.state.movesTaken).toBe(p.optimal);
+      expectDemoOptimal(env, t, sokobanDemo);
     }
   });
 
