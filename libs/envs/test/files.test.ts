@@ -26,17 +26,15 @@ describe("file references", () => {
     registerFile({ path: "a/tasks.jsonl", sha256: sha("1") }, { rows });
     // Another path with the same content is the same file.
     expect(registeredFile({ path: "b/copy.jsonl", sha256: sha("1") }, "k").rows).toBe(rows);
-    const error = (() => {
-      try {
-        registeredFile({ path: "missing.jsonl", sha256: sha("2") }, "environment.options.file");
-      } catch (e) {
-        return e;
-      }
-    })();
-    expect(error).toBeInstanceOf(EnvironmentOptionsError);
-    expect((error as EnvironmentOptionsError).key).toBe("environment.options.file");
-    expect((error as Error).message).toBe(
-      "environment.options.file: missing.jsonl was not loaded (the trainer, eval:run and api:serve load an environment's files before building it)",
+    const missing = () =>
+      registeredFile({ path: "missing.jsonl", sha256: sha("2") }, "environment.options.file");
+    expect(missing).toThrow(EnvironmentOptionsError);
+    expect(missing).toThrow(
+      expect.objectContaining({
+        key: "environment.options.file",
+        message:
+          "environment.options.file: missing.jsonl was not loaded (the trainer, eval:run and api:serve load an environment's files before building it)",
+      }),
     );
     // A path not yet resolved to a reference has not been loaded either.
     expect(() => registeredFile("raw/path.jsonl", "k")).toThrow("k: raw/path.jsonl was not loaded");
