@@ -25,14 +25,16 @@ export function thrownMessage(f: () => unknown, otherwise: string): string {
   return otherwise;
 }
 
-/** The demo's plan for a generated level, as the planner's one action, solves it in the level's optimal moves. */
-export function expectDemoOptimal<P extends { optimal: number }, S extends { movesTaken: number }>(
+/** The demo's plan for each generated level, as the planner's one action, solves it in the level's optimal moves. */
+export function expectDemosOptimal<P extends { optimal: number }, S extends { movesTaken: number }>(
   env: Pick<Environment<S, P>, "name" | "step"> & { reset(task: Task<P>, seed: number): S },
-  task: Task<P>,
+  tasks: readonly Task<P>[],
   demo: (task: Task<P>, state: S, agent: string) => string,
 ): void {
-  const s0 = env.reset(task, 0);
-  const r = stepSync(env, s0, { planner: demo(task, s0, "planner") });
-  expect(r.success).toBe(true);
-  expect(r.state.movesTaken).toBe(task.payload.optimal);
+  for (const task of tasks) {
+    const s0 = env.reset(task, 0);
+    const r = stepSync(env, s0, { planner: demo(task, s0, "planner") });
+    expect(r.success).toBe(true);
+    expect(r.state.movesTaken).toBe(task.payload.optimal);
+  }
 }

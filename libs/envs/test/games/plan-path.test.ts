@@ -9,7 +9,7 @@ import {
   renderPlanPath,
   shortestPlanPath,
 } from "../../src/games/index.ts";
-import { expectDemoOptimal } from "./expect.ts";
+import { expectDemosOptimal } from "./expect.ts";
 import { puzzle, task } from "./hand-4x4.ts";
 import { stepSync } from "./step-sync.ts";
 
@@ -186,14 +186,12 @@ describe("plan-path generation", () => {
   const tasks = generatePlanPathTasks("train", 400, { seed: 7 });
 
   it("every instance is solvable, optimal = BFS, 22% blocked, distance ≥ minPathLength, and the demo is optimal", () => {
-    const env = planPathEnv();
-    for (const t of tasks) {
-      const p = t.payload;
-      expect(p.grid.join("").split("#").length - 1).toBe(22);
-      expect(referenceDistance(p)).toBe(p.optimal);
-      expect(p.optimal).toBeGreaterThanOrEqual(4);
-      expectDemoOptimal(env, t, planPathDemo);
+    for (const { payload } of tasks) {
+      expect(payload.grid.join("").split("#").length - 1).toBe(22);
+      expect(referenceDistance(payload)).toBe(payload.optimal);
+      expect(payload.optimal).toBeGreaterThanOrEqual(4);
     }
+    expectDemosOptimal(planPathEnv(), tasks, planPathDemo);
   });
 
   it("maxPathLength bounds the BFS distance; without it the same seed gives the same tasks", () => {

@@ -9,7 +9,7 @@ import {
   sokobanGame,
   solveSokoban,
 } from "../../src/games/index.ts";
-import { expectDemoOptimal } from "./expect.ts";
+import { expectDemosOptimal } from "./expect.ts";
 import { oneBox } from "./hand-puzzles.ts";
 import { stepSync } from "./step-sync.ts";
 
@@ -112,14 +112,12 @@ describe("sokoban generation by reverse play", () => {
   const tasks = generateSokobanTasks("train", 300, { seed: 3 });
 
   it("every level is solvable, its optimum ≥ minSolutionLength, and the demo solves it optimally", () => {
-    const env = sokobanEnv();
-    for (const t of tasks) {
-      const p = t.payload;
-      expect(p.walls).toHaveLength(6);
-      expect(p.boxes).toHaveLength(1);
-      expect(p.optimal).toBeGreaterThanOrEqual(4);
-      expectDemoOptimal(env, t, sokobanDemo);
+    for (const { payload } of tasks) {
+      expect(payload.walls).toHaveLength(6);
+      expect(payload.boxes).toHaveLength(1);
+      expect(payload.optimal).toBeGreaterThanOrEqual(4);
     }
+    expectDemosOptimal(sokobanEnv(), tasks, sokobanDemo);
   });
 
   it("two-box levels are solvable too", () => {
