@@ -6,12 +6,7 @@ import { deriveSeed } from "@troupe/core";
 import { describe, expect, it } from "vitest";
 import { torchProcessOptions, torchTeamLayout, torchWorkerArgs } from "../src/engines.ts";
 import { loadRecipeText, type TorchEngineRecipe } from "../src/recipe.ts";
-
-const minimal = `
-name: demo
-environment: { name: plan-path }
-strategy: { name: atgrpo }
-`;
+import { MINIMAL_RECIPE as minimal } from "./minimal-recipe.ts";
 
 describe("torch engine", () => {
   it("defaults a torch engine and maps it to worker flags", () => {

@@ -3,12 +3,7 @@ import { join } from "node:path";
 import { fileURLToPath } from "node:url";
 import { describe, expect, it } from "vitest";
 import { applyOverrides, loadRecipeText, parseOverrideValue } from "../src/recipe.ts";
-
-const minimal = `
-name: demo
-environment: { name: plan-path }
-strategy: { name: atgrpo }
-`;
+import { MINIMAL_RECIPE as minimal } from "./minimal-recipe.ts";
 
 describe("recipes", () => {
   it("fills every default from the papers and the engine", () => {

@@ -107,23 +107,40 @@ export const TINY_THREE_STEPS = `${TINY_ATGRPO}
 train: { steps: 3, tasksPerStep: 2, evalEvery: 0, evalTasks: 4 }`;
 
 /**
- * Writes the recipe file `root/recipe.yaml`: its name and seed, a store in the folder `root/store`,
- * the tiny environment and model, then `lines` (YAML: strategy, train, …).
+ * A tiny recipe's text: its name and seed, a store in the folder `storeRoot`, the tiny environment
+ * and model, then `lines` (YAML: strategy, train, …).
  */
-export function writeTinyRecipe(root: string, name: string, seed: number, lines: string) {
-  const recipePath = join(root, "recipe.yaml");
-  const storeRoot = join(root, "store");
-  writeFileSync(
-    recipePath,
-    `
+export const tinyRecipeText = (name: string, seed: number, storeRoot: string, lines: string) => `
 name: ${name}
 seed: ${seed}
 store: file://${storeRoot}
 ${TINY_PLAN_PATH}
 ${lines}
-`,
-  );
+`;
+
+/** Writes tinyRecipeText as the recipe file `root/recipe.yaml`, its store in the folder `root/store`. */
+export function writeTinyRecipe(root: string, name: string, seed: number, lines: string) {
+  const recipePath = join(root, "recipe.yaml");
+  const storeRoot = join(root, "store");
+  writeFileSync(recipePath, tinyRecipeText(name, seed, storeRoot, lines));
   return { recipePath, storeRoot };
+}
+
+/**
+ * The recipe of a command test, written by writeTinyRecipe in a fresh temp folder `root` (seed 5):
+ * AT-GRPO with two candidates and 6-token answers, then `sections` (YAML lines: train, sft, …).
+ */
+export function tinyCommandRecipe(name: string, sections: string) {
+  const root = tempRoot(`${name}-command`);
+  const recipe = writeTinyRecipe(
+    root,
+    name,
+    5,
+    `strategy: { name: atgrpo, candidates: 2 }
+sampling: { temperature: 1, maxTokens: 6 }
+${sections}`,
+  );
+  return { root, ...recipe };
 }
 
 /**

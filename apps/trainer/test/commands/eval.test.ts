@@ -9,16 +9,11 @@ import { beforeAll, describe, expect, it } from "vitest";
 import { commandEval } from "../../src/commands/eval.ts";
 import { commandTrain } from "../../src/commands/train.ts";
 import { RecipeError } from "../../src/recipe.ts";
-import { inProcess, tempRoot, writeTinyRecipe } from "../tiny.ts";
+import { inProcess, tinyCommandRecipe, writeTinyRecipe } from "../tiny.ts";
 
-const root = tempRoot("eval-command");
-const { recipePath, storeRoot } = writeTinyRecipe(
-  root,
+const { root, recipePath, storeRoot } = tinyCommandRecipe(
   "ev",
-  5,
-  `strategy: { name: atgrpo, candidates: 2 }
-sampling: { temperature: 1, maxTokens: 6 }
-train: { steps: 2, tasksPerStep: 2, evalEvery: 0, evalTasks: 2, checkpointEvery: 10 }`,
+  `train: { steps: 2, tasksPerStep: 2, evalEvery: 0, evalTasks: 2, checkpointEvery: 10 }`,
 );
 const evalRun = (...args: string[]) => inProcess(() => commandEval(["--recipe", recipePath, ...args]));
 

@@ -10,16 +10,11 @@ import { appRoot, workspaceRoot } from "../../src/app-paths.ts";
 import { commandReport } from "../../src/commands/report.ts";
 import { commandTrain } from "../../src/commands/train.ts";
 import { RecipeError } from "../../src/recipe.ts";
-import { inProcess, tempRoot, writeTinyRecipe } from "../tiny.ts";
+import { inProcess, tinyCommandRecipe } from "../tiny.ts";
 
-const root = tempRoot("report-command");
-const { recipePath, storeRoot } = writeTinyRecipe(
-  root,
+const { root, recipePath, storeRoot } = tinyCommandRecipe(
   "rp",
-  5,
-  `strategy: { name: atgrpo, candidates: 2 }
-sampling: { temperature: 1, maxTokens: 6 }
-train: { steps: 1, tasksPerStep: 2, evalEvery: 0, evalTasks: 2 }`,
+  `train: { steps: 1, tasksPerStep: 2, evalEvery: 0, evalTasks: 2 }`,
 );
 const context = {
   workspaceRoot,

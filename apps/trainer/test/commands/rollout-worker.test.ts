@@ -11,19 +11,18 @@ import { FileStore, RolloutQueue, RunStore } from "@troupe/storage/node";
 import { describe, expect, it } from "vitest";
 import { commandRolloutWorker } from "../../src/commands/rollout-worker.ts";
 import { loadRecipeText } from "../../src/recipe.ts";
-import { inProcess, TINY_ATGRPO, TINY_PLAN_PATH, tempRoot, trainerProcess } from "../tiny.ts";
+import { inProcess, TINY_ATGRPO, tempRoot, tinyRecipeText, trainerProcess } from "../tiny.ts";
 
 const root = tempRoot("rollout-worker");
 const store = join(root, "store");
-const text = `
-name: rw
-seed: 11
-store: file://${store}
-${TINY_PLAN_PATH}
-${TINY_ATGRPO}
+const text = tinyRecipeText(
+  "rw",
+  11,
+  store,
+  `${TINY_ATGRPO}
 train: { steps: 2, tasksPerStep: 2, evalEvery: 0, evalTasks: 2 }
-maxStaleness: 0
-`;
+maxStaleness: 0`,
+);
 const recipePath = join(root, "rw.yaml");
 writeFileSync(recipePath, text);
 

@@ -8,16 +8,11 @@ import { join } from "node:path";
 import { describe, expect, it } from "vitest";
 import { commandSft } from "../../src/commands/sft.ts";
 import { RecipeError } from "../../src/recipe.ts";
-import { inProcess, tempRoot, writeTinyRecipe } from "../tiny.ts";
+import { inProcess, tinyCommandRecipe } from "../tiny.ts";
 
-const root = tempRoot("sft-command");
-const { recipePath, storeRoot } = writeTinyRecipe(
-  root,
+const { recipePath, storeRoot } = tinyCommandRecipe(
   "sf",
-  5,
-  `strategy: { name: atgrpo, candidates: 2 }
-sampling: { temperature: 1, maxTokens: 6 }
-sft: { steps: 1, batchSize: 4 }
+  `sft: { steps: 1, batchSize: 4 }
 train: { steps: 1, tasksPerStep: 2, evalEvery: 0, evalTasks: 2 }`,
 );
 const sft = (...args: string[]) => inProcess(() => commandSft(["--recipe", recipePath, ...args]));

@@ -11,16 +11,11 @@ import { join } from "node:path";
 import { describe, expect, it } from "vitest";
 import { commandTrain } from "../../src/commands/train.ts";
 import { RecipeError } from "../../src/recipe.ts";
-import { inProcess, tempRoot, writeTinyRecipe } from "../tiny.ts";
+import { inProcess, tinyCommandRecipe } from "../tiny.ts";
 
-const root = tempRoot("train-command");
-const { recipePath, storeRoot } = writeTinyRecipe(
-  root,
+const { recipePath, storeRoot } = tinyCommandRecipe(
   "tr",
-  5,
-  `strategy: { name: atgrpo, candidates: 2 }
-sampling: { temperature: 1, maxTokens: 6 }
-sft: { steps: 1, batchSize: 4 }
+  `sft: { steps: 1, batchSize: 4 }
 train: { steps: 1, tasksPerStep: 2, evalEvery: 0, evalTasks: 2, checkpointEvery: 10 }`,
 );
 const train = (...args: string[]) => inProcess(() => commandTrain(["--recipe", recipePath, ...args]));

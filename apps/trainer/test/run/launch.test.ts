@@ -11,21 +11,28 @@ import { describe, expect, it } from "vitest";
 import { runRecipe } from "../../src/experiments/run-recipe.ts";
 import { loadRecipeText, type Recipe, RecipeError } from "../../src/recipe.ts";
 import { checkRun, launchRun, writeRunConfig } from "../../src/run/launch.ts";
-import { quiet, TINY_ATGRPO, TINY_PLAN_PATH, tempRoot, trainerInProcess, trainRun } from "../tiny.ts";
+import {
+  quiet,
+  TINY_ATGRPO,
+  TINY_PLAN_PATH,
+  tempRoot,
+  tinyRecipeText,
+  trainerInProcess,
+  trainRun,
+} from "../tiny.ts";
 
 const root = tempRoot("launch");
 
 /** The tiny AT-GRPO recipe of one step, storing in `store`, with `--set` overrides. */
 const tinyRecipe = (store: string, overrides: readonly string[] = []) =>
   loadRecipeText(
-    `
-name: tiny
-seed: 3
-store: file://${store}
-${TINY_PLAN_PATH}
-${TINY_ATGRPO}
-train: { steps: 1, tasksPerStep: 1, evalEvery: 0, evalTasks: 1 }
-`,
+    tinyRecipeText(
+      "tiny",
+      3,
+      store,
+      `${TINY_ATGRPO}
+train: { steps: 1, tasksPerStep: 1, evalEvery: 0, evalTasks: 1 }`,
+    ),
     overrides,
   );
 
