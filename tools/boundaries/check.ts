@@ -77,7 +77,8 @@ export function readProjects(workspace: string): Project[] {
   return projects;
 }
 
-function* sourceFiles(dir: string): Generator<string> {
+/** The source files below `dir` (not declarations; dependency, build and hidden folders skipped). */
+export function* sourceFiles(dir: string): Generator<string> {
   for (const entry of readdirSync(dir, { withFileTypes: true })) {
     if (SKIP.has(entry.name) || entry.name.startsWith(".")) continue;
     const path = join(dir, entry.name);

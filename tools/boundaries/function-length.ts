@@ -7,10 +7,11 @@
  *
  *   node --import tsx tools/boundaries/function-length.ts [workspace root]   lists the long ones, exits 1 if any
  */
-import { readdirSync, readFileSync } from "node:fs";
+import { existsSync, readFileSync } from "node:fs";
 import { join, relative, resolve, sep } from "node:path";
 import { fileURLToPath } from "node:url";
 import ts from "typescript";
+import { readProjects, sourceFiles } from "./check.ts";
 
 export const MAX_FUNCTION_LINES = 120;
 
@@ -61,37 +62,17 @@ export function longFunctions(file: string, text: string, maxLines = MAX_FUNCTIO
   return found;
 }
 
-const SKIP = new Set(["node_modules", "dist", ".venv", "__pycache__", "coverage"]);
-
-/** The shipped TypeScript of every project: `libs/* /src` and `apps/* /src`. */
-function shippedSources(workspace: string): string[] {
-  const files: string[] = [];
-  const walk = (dir: string) => {
-    for (const entry of readdirSync(dir, { withFileTypes: true })) {
-      if (SKIP.has(entry.name)) continue;
-      const path = join(dir, entry.name);
-      if (entry.isDirectory()) walk(path);
-      else if (/\.(ts|tsx|mts)$/.test(entry.name) && !/\.d\.ts$/.test(entry.name)) files.push(path);
-    }
-  };
-  for (const folder of ["libs", "apps"]) {
-    for (const project of readdirSync(join(workspace, folder), { withFileTypes: true })) {
-      if (!project.isDirectory()) continue;
-      const src = join(workspace, folder, project.name, "src");
-      try {
-        walk(src);
-      } catch {
-        // a project without src/
-      }
-    }
-  }
-  return files.sort();
-}
-
+/** The long functions of every project's shipped code (its `src/`), files in path order. */
 export function checkFunctionLengths(workspace: string, maxLines = MAX_FUNCTION_LINES): LongFunction[] {
-  return shippedSources(workspace).flatMap((path) =>
-    longFunctions(relative(workspace, path).split(sep).join("/"), readFileSync(path, "utf8"), maxLines),
-  );
+  const files = readProjects(workspace).flatMap((project) => {
+    const src = join(workspace, project.root, "src");
+    return existsSync(src) ? [...sourceFiles(src)] : [];
+  });
+  return files
+    .sort()
+    .flatMap((path) =>
+      longFunctions(relative(workspace, path).split(sep).join("/"), readFileSync(path, "utf8"), maxLines),
+    );
 }
 
 if (process.argv[1] !== undefined && resolve(process.argv[1]) === fileURLToPath(import.meta.url)) {
