@@ -275,13 +275,13 @@ export async function runEpisodes<S, P>(
       const started = performance.now();
       const outputs = await guard(generateForAgents(ctx, requests));
       const generationMs = performance.now() - started;
-      let k = 0;
-      const moves = live.map(() => {
+      // Requests are live × stage, episode-major: episode e's agent j asked request e·|stage| + j.
+      const moves = live.map((_, e) => {
         const acted: AgentAction[] = [];
         const actions: Record<AgentId, string> = {};
-        for (const agent of stage) {
-          const request = requests[k]!;
-          const completion = outputs[k++]!;
+        for (const [j, agent] of stage.entries()) {
+          const request = requests[e * stage.length + j]!;
+          const completion = outputs[e * stage.length + j]!;
           acted.push({ agent, observation: request.observation, seed: request.seed, completion });
           actions[agent] = completion.text;
         }
