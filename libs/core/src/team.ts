@@ -71,6 +71,7 @@ export function roleOf(team: Team, agent: AgentId): Role {
 
 /** Checks a team against an environment: valid shape, and its roles are exactly the environment's agents. */
 export function checkTeam(team: Team, env: Pick<Environment, "name" | "agents">): Team {
+  if (fitted.get(team) === env) return team;
   const parsed = TeamSchema.safeParse(team);
   if (!parsed.success) {
     const issue = parsed.error.issues[0]!;
@@ -86,8 +87,16 @@ export function checkTeam(team: Team, env: Pick<Environment, "name" | "agents">)
         (extra.length ? `; unknown roles: ${extra.join(", ")}` : ""),
     );
   }
+  fitted.set(team, env);
   return team;
 }
+
+/**
+ * The environment each team object was last found to fit: a server checks the same team against
+ * the same environment for every solve (a zod parse each time), and teams are data nothing
+ * mutates after they are made.
+ */
+const fitted = new WeakMap<Team, Pick<Environment, "name" | "agents">>();
 
 /** Every role speaks through one policy. */
 export function sharedPolicyTeam(

@@ -7,10 +7,13 @@ import { createOnnxEngine } from "../src/engine.ts";
 import { meterOrtCpu, ortCpuUsage } from "../src/ort-cpu.ts";
 
 describe("meterOrtCpu", () => {
-  it("counts every session run, and its CPU time within the process's", async () => {
+  it("counts every session run, and (timing each) its CPU time within the process's", async () => {
     expect(ortCpuUsage()).toEqual({ runs: 0, cpuMs: 0 }); // nothing before it starts
-    meterOrtCpu();
-    meterOrtCpu(); // idempotent: runs are not counted twice
+    expect(() => meterOrtCpu({ sampleEvery: 0 })).toThrow(
+      "meterOrtCpu: sampleEvery must be an integer ≥ 1, got 0",
+    );
+    meterOrtCpu({ sampleEvery: 1 });
+    meterOrtCpu(); // idempotent: runs are not counted twice, and the first call's sampling holds
     const engine = await createOnnxEngine({
       policies: [{ id: "p", config: tinyQwenConfig(SMALL_QWEN_SHAPE), seed: 3 }],
     });

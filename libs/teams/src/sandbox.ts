@@ -20,8 +20,21 @@ interface ManifestEnvironment {
  */
 export function needsSandbox(environment: ManifestEnvironment): boolean {
   checkModuleLoaded(environment);
-  return entryNeedsSandbox(environment);
+  let answer = answered.get(environment);
+  if (answer === undefined) {
+    answer = entryNeedsSandbox(environment);
+    answered.set(environment, answer);
+  }
+  return answer;
 }
+
+/**
+ * The registry's answer per environment section: it validates the options with zod, ~20 µs that a
+ * server would pay on every request for the same manifest object (the API's team cache hands out
+ * one per team for seconds at a time). The answer depends on the section's name and options
+ * alone, which nothing changes after a manifest is read.
+ */
+const answered = new WeakMap<ManifestEnvironment, boolean>();
 
 /** UnsupportedTeamError unless the environment's own module (if any) is loaded with the recorded content. */
 export function checkModuleLoaded(environment: ManifestEnvironment, label = "this team"): void {

@@ -186,6 +186,19 @@ function turnLog(team: Team, onTurn: ((event: TurnEvent) => void) | undefined) {
 }
 
 /**
+ * The loaded team with a request's turn limit, one object per (team, limit): the episode runner
+ * checks a team once per object, so a server's solves with the same limit share that check.
+ */
+function teamWithTurns(loaded: LoadedTeam, maxTurns: number): Team {
+  let byTurns = teamsByTurns.get(loaded);
+  if (byTurns === undefined) teamsByTurns.set(loaded, (byTurns = new Map()));
+  let team = byTurns.get(maxTurns);
+  if (team === undefined) byTurns.set(maxTurns, (team = { ...loaded.team, maxTurns }));
+  return team;
+}
+const teamsByTurns = new WeakMap<LoadedTeam, Map<number, Team>>();
+
+/**
  * One episode of a loaded team on one task. The request's signal is the one abort path: the solve
  * rejects with SolveAbortedError as soon as it fires (the work underneath stops at its next step:
  * the backend at its next token, the episode before its next generation).
@@ -214,7 +227,7 @@ async function solveEpisode(
   const task: Task<unknown> = await resolveTask(loaded.environment, env, input);
   const { seed: givenSeed, ...samplingOverrides } = overrides;
   const seed = givenSeed ?? Math.floor(Math.random() * 2 ** 31);
-  const team = { ...loaded.team, maxTurns };
+  const team = teamWithTurns(loaded, maxTurns);
   const ctx: RolloutContext = {
     runId: `serve-${loaded.manifest.name}-v${loaded.manifest.version}`,
     step: 0,

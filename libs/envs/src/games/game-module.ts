@@ -63,9 +63,15 @@ export function gameModule<
     const generation = generationSchema.parse(parsed) as z.output<G>;
     return { parsed, generation, game: spec.game(parsed, generation) };
   };
+  // Payloads that passed the check: a task is reset many times (a group's K rollouts, every served
+  // solve of the same generated task), and its check, a zod parse plus the game's own (a BFS for a
+  // maze), is the same each time. Puzzles are data nothing mutates after they are made.
+  const checked = new WeakSet<object>();
   const checkPuzzle = (payload: unknown, taskId: string): Puzzle => {
+    if (typeof payload === "object" && payload !== null && checked.has(payload)) return payload as Puzzle;
     const where = `${name} task ${taskId}`;
     spec.checkPuzzle(parseOptions(`${where}: payload`, spec.puzzleSchema, payload) as Puzzle, where);
+    if (typeof payload === "object" && payload !== null) checked.add(payload);
     // Keep the caller's object (not zod's copy) so per-puzzle caches and identity checks hold.
     return payload as Puzzle;
   };
