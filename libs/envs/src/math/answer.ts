@@ -85,3 +85,12 @@ export function answersMatch(a: number | null, b: number | null): boolean {
   if (a === null || b === null) return false;
   return Math.abs(a - b) <= ANSWER_RELATIVE_TOLERANCE * Math.max(1, Math.abs(b));
 }
+
+/**
+ * The numbers of a question in the order they appear, as a Python list literal's items would read
+ * them: digits with optional thousands commas and decimals ("1,200" → 1200, "2.5" → 2.5), no signs
+ * (a word problem's "-" is a hyphen). What the tool agent's program finds in `N` (toolInputs).
+ */
+export function questionNumbers(question: string): number[] {
+  return [...question.matchAll(/\d+(?:,\d{3})*(?:\.\d+)?/g)].map((m) => Number(m[0].replace(/,/g, "")));
+}

@@ -17,6 +17,7 @@
  */
 import type { Rng, Split, Task } from "@troupe/core";
 import { generateSplitTasks } from "../games/splits.ts";
+import { questionNumbers } from "./answer.ts";
 import type { MathProblem } from "./dataset.ts";
 
 /** One step of the worked solution: `left=value`. */
@@ -183,6 +184,18 @@ export function arithmeticSolution(steps: readonly Step[]): string {
 /** The tool agent's program: print the expression. */
 export function arithmeticProgram(expression: string): string {
   return `\`\`\`python\nprint(${expression})\n\`\`\``;
+}
+
+/**
+ * The expression over `N` (toolInputs `numbers`): its i-th number becomes `N[i]` when its numbers
+ * are the question's, in order (every template's are); otherwise it is left as it is.
+ */
+export function indexedExpression(expression: string, question: string): string {
+  const given = questionNumbers(question);
+  const used = [...expression.matchAll(/\d+/g)].map((m) => Number(m[0]));
+  if (used.length !== given.length || used.some((n, i) => n !== given[i])) return expression;
+  let i = 0;
+  return expression.replace(/\d+/g, () => `N[${i++}]`);
 }
 
 /** A generated problem: GSM8K's fields plus the template's expression (what the tool's demonstration prints). */

@@ -10,7 +10,8 @@
  * Demonstrations: the reasoner writes the reference solution ending in `\boxed{answer}`; once its
  * teammate's program has printed the right answer, it checks it and agrees. The tool writes a
  * program that prints the answer: for a generated problem the template's expression (the tool
- * copies, Python computes); for GSM8K the answer itself (a format the full models adapt).
+ * copies, Python computes; with `toolInputs: numbers` over `N`, the question's numbers, so there is
+ * nothing to copy); for GSM8K the answer itself (a format the full models adapt).
  */
 import type { CodeRunner } from "@troupe/sandbox";
 import { z } from "zod";
@@ -19,7 +20,12 @@ import { loadJsonlSync } from "../coding/load.ts";
 import { checkedEnvironment, datasetTasks, defineEnvironment, textTeam } from "../entry.ts";
 import { GSM8K_PATHS } from "../math/dataset.ts";
 import { answersMatch, parseNumber } from "./answer.ts";
-import { type ArithmeticProblem, arithmeticProgram, arithmeticTasks } from "./arithmetic.ts";
+import {
+  type ArithmeticProblem,
+  arithmeticProgram,
+  arithmeticTasks,
+  indexedExpression,
+} from "./arithmetic.ts";
 import {
   Gsm8kRowSchema,
   MATH_MAX_ANSWER_CHARS,
@@ -41,6 +47,11 @@ export const MathOptionsSchema = z
     roles: z.enum(["team", "single"]).default("team"),
     /** The prompts' instructions: full sentences, or brief ones for a tiny model trained from scratch. */
     instructions: z.enum(["full", "brief"]).default("full"),
+    /**
+     * What the tool's program is given: `numbers` starts it with `N = [...]`, the question's
+     * numbers in order (reasoner-tool-env.ts), so it composes operations without copying digits.
+     */
+    toolInputs: z.enum(["none", "numbers"]).default(defaultReasonerToolOptions.toolInputs),
   })
   .strict();
 
@@ -145,7 +156,11 @@ export const mathEntry = defineEnvironment({
       demo: (task, state, agent) => {
         const p = task.payload as MathProblem;
         if (agent === "reasoner") return reasonerDemo(p, state as ReasonerToolState);
-        return arithmeticProgram("expression" in p ? (p as ArithmeticProblem).expression : String(p.answer));
+        if (!("expression" in p)) return arithmeticProgram(String(p.answer));
+        const { expression } = p as ArithmeticProblem;
+        return arithmeticProgram(
+          options.toolInputs === "numbers" ? indexedExpression(expression, p.question) : expression,
+        );
       },
     };
   },

@@ -22,7 +22,7 @@ import type { AgentId, Environment } from "@troupe/core";
 import type { CodeRunner, RunStatus } from "@troupe/sandbox";
 import { extractCode } from "../coding/extract.ts";
 import { checkMaxTurns, type TurnState, textEnvironment } from "../text-env.ts";
-import { answersMatch, extractAnswer } from "./answer.ts";
+import { answersMatch, extractAnswer, questionNumbers } from "./answer.ts";
 import type { MathProblem } from "./dataset.ts";
 
 export const MATH_AGENTS = ["reasoner", "tool"] as const;
@@ -44,6 +44,14 @@ export interface ReasonerToolEnvOptions {
   readonly single?: boolean;
   /** The prompts' instructions: full sentences, or brief ones for a model trained from scratch. */
   readonly instructions?: "full" | "brief";
+  /**
+   * What the tool's program is given: nothing (`none`), or `numbers`: it starts with
+   * `N = [...]`, the question's numbers in order, so a program can compute with them without
+   * writing them out (`print(N[0]*N[1]+N[2])`). A model trained from scratch on characters does
+   * not learn to copy multi-digit numbers from the question in minutes; the composition of the
+   * operations, which is the tool's part of the work, it does.
+   */
+  readonly toolInputs?: "none" | "numbers";
 }
 
 export const defaultReasonerToolOptions = {
@@ -53,6 +61,7 @@ export const defaultReasonerToolOptions = {
   maxFeedbackChars: 500,
   single: false,
   instructions: "full",
+  toolInputs: "none",
 } as const;
 
 export interface AgentAnswer {
@@ -82,16 +91,20 @@ export function reasonerAnswer(text: string): AgentAnswer {
   };
 }
 
-/** Runs the tool's program; its answer is the last number on the last non-empty line it printed. */
+/**
+ * Runs the tool's program (after `prelude`, e.g. the `N = [...]` of toolInputs); its answer is the
+ * last number on the last non-empty line it printed.
+ */
 export async function toolAnswer(
   runner: CodeRunner,
   text: string,
   wallMs: number,
   maxChars: number,
+  prelude = "",
 ): Promise<AgentAnswer> {
   const code = extractCode(text);
   if (!/```/.test(text) || code.trim() === "") return { answer: null, formatOk: false, runStatus: "no-code" };
-  const result = await runner.run({ language: "python", code, limits: { wallMs } });
+  const result = await runner.run({ language: "python", code: prelude + code, limits: { wallMs } });
   const lastLine =
     result.stdout
       .split("\n")
@@ -117,6 +130,8 @@ export async function toolAnswer(
 interface PromptWords {
   readonly reasoner: string;
   readonly tool: string;
+  /** Added to the tool's instruction when its program is given the question's numbers. */
+  readonly toolNumbers: string;
   readonly single: string;
   retry(turn: number, maxTurns: number, own: string, teammate: string): string;
   retrySingle(turn: number, maxTurns: number, own: string): string;
@@ -130,6 +145,7 @@ const FULL_WORDS: PromptWords = {
   tool:
     "Solve the math problem by writing one ```python block. The program must print the final answer " +
     "(a single number) on its last line of output. Your teammate solves it by reasoning.",
+  toolNumbers: " The program starts with N, the list of the problem's numbers in order.",
   single: "Solve the math problem step by step. End with the final answer as \\boxed{number}.",
   retry: (turn, maxTurns, own, teammate) =>
     `Turn ${turn} of ${maxTurns}. Your last answer: ${own}. Your teammate's last answer: ${teammate}. ` +
@@ -147,11 +163,17 @@ const FULL_WORDS: PromptWords = {
 const BRIEF_WORDS: PromptWords = {
   reasoner: "Reasoner. End with \\boxed{number}.",
   tool: "Tool. Write a ```python program that prints the answer.",
+  toolNumbers: " N: the numbers.",
   single: "End with \\boxed{number}.",
   retry: (turn, maxTurns, own, teammate) => `Turn ${turn}/${maxTurns}. You: ${own}. Teammate: ${teammate}.`,
   retrySingle: (turn, maxTurns, own) => `Turn ${turn}/${maxTurns}. You: ${own}.`,
   error: (stderr) => `Error: ${stderr.trim().split("\n").at(-1) ?? ""}`,
 };
+
+/** `N = [37, 24, 15]\n`: the question's numbers, as the tool's program receives them (toolInputs). */
+export function numbersPrelude(question: string): string {
+  return `N = [${questionNumbers(question).join(", ")}]\n`;
+}
 
 function fmt(a: AgentAnswer | undefined): string {
   return a?.answer === null || a === undefined ? "no answer" : String(a.answer);
@@ -184,7 +206,11 @@ export function reasonerToolEnv(
     }),
     prompt(state, agent) {
       const words = o.instructions === "brief" ? BRIEF_WORDS : FULL_WORDS;
-      const intro = o.single ? words.single : agent === "reasoner" ? words.reasoner : words.tool;
+      const intro = o.single
+        ? words.single
+        : agent === "reasoner"
+          ? words.reasoner
+          : words.tool + (o.toolInputs === "numbers" ? words.toolNumbers : "");
       let text = `${intro}\n\nProblem: ${state.problem.question}`;
       if (state.turn === 0) return text;
       if (o.single)
@@ -201,7 +227,13 @@ export function reasonerToolEnv(
       const localRewards: Record<AgentId, number> = {};
       if (actions.reasoner !== undefined) last.reasoner = reasonerAnswer(actions.reasoner);
       if (actions.tool !== undefined && runner !== undefined)
-        last.tool = await toolAnswer(runner, actions.tool, o.toolWallMs, o.maxFeedbackChars);
+        last.tool = await toolAnswer(
+          runner,
+          actions.tool,
+          o.toolWallMs,
+          o.maxFeedbackChars,
+          o.toolInputs === "numbers" ? numbersPrelude(state.problem.question) : "",
+        );
       for (const agent of agents) {
         if (actions[agent] === undefined) continue;
         const a = last[agent]!;

@@ -7,8 +7,10 @@ import {
   arithmeticSolution,
   arithmeticTasks,
   drawProblem,
+  indexedExpression,
 } from "../../src/math/arithmetic.ts";
 import { extractAnswer, reasonerToolEnv } from "../../src/math/index.ts";
+import { numbersPrelude } from "../../src/math/reasoner-tool-env.ts";
 import { testRunner } from "../coding/local-python-runner.ts";
 
 const { runner } = await testRunner();
@@ -89,6 +91,54 @@ describe("generated arithmetic problems", () => {
         localRewards: { reasoner: 1, tool: 1 },
       });
     }
+  });
+});
+
+describe("the tool given the question's numbers (toolInputs: numbers)", () => {
+  it("a known draw: the prelude, the expression over N, the tool's prompt", async () => {
+    const [task] = arithmeticTasks("train", 1, 1);
+    const { question, expression } = task!.payload;
+    expect(numbersPrelude(question)).toBe("N = [425, 17, 14]\n");
+    expect(indexedExpression(expression, question)).toBe("N[0]//N[1]-N[2]");
+    // Numbers that are not the question's, in its order, are left as they are.
+    expect(indexedExpression("17*425", question)).toBe("17*425");
+    expect(numbersPrelude("A $1,200 bike, 2.5 hours, 3 kids")).toBe("N = [1200, 2.5, 3]\n");
+    const env = reasonerToolEnv({ runner, maxTurns: 2, instructions: "brief", toolInputs: "numbers" });
+    const s0 = await env.reset(task!, 0);
+    expect(env.observe(s0, "tool").messages[0]!.content).toBe(
+      `Tool. Write a \`\`\`python program that prints the answer. N: the numbers.\n\nProblem: ${question}`,
+    );
+  });
+
+  it("every template's expression over N: N[0], N[1], N[2] in order, and the program prints the answer in the sandbox", async () => {
+    for (const template of ARITHMETIC_TEMPLATES) {
+      for (let i = 0; i < 100; i++) {
+        const drawn = drawProblem(template, new Rng(i + 1));
+        const indexed = indexedExpression(drawn.expression, drawn.question);
+        expect(indexed.match(/N\[\d\]/g)).toEqual(["N[0]", "N[1]", "N[2]"]);
+        expect(indexed.replace(/N\[(\d)\]/g, (_, k) => String(drawn.numbers[Number(k)]))).toBe(
+          drawn.expression,
+        );
+      }
+    }
+    const env = reasonerToolEnv({ runner, maxTurns: 2, toolInputs: "numbers" });
+    for (const task of arithmeticTasks("test", 8, 0)) {
+      const p = task.payload;
+      const r = await env.step(await env.reset(task, 0), {
+        reasoner: p.solution,
+        tool: arithmeticProgram(indexedExpression(p.expression, p.question)),
+      });
+      expect(r).toMatchObject({ done: true, success: true, localRewards: { reasoner: 1, tool: 1 } });
+    }
+    // Without the option there is no N: the same program fails.
+    const plain = reasonerToolEnv({ runner, maxTurns: 2 });
+    const [task] = arithmeticTasks("test", 1, 0);
+    const r = await plain.step(await plain.reset(task!, 0), {
+      reasoner: "\\boxed{1}",
+      tool: arithmeticProgram(indexedExpression(task!.payload.expression, task!.payload.question)),
+    });
+    expect(r.state.last.tool).toMatchObject({ answer: null, runStatus: "error" });
+    expect(r.state.last.tool?.error).toContain("NameError: name 'N' is not defined");
   });
 });
 
