@@ -137,13 +137,14 @@ export class Graph {
   }
 
   /**
-   * Emits one node. `outputs` gives each output's dtype and shape; `grad` is its gradient rule
-   * (undefined: not differentiable, e.g. Shape or Equal).
+   * Emits one node. `outputs` gives each output's dtype and shape (`omitted`: an optional output
+   * left unnamed, which the kernel does not produce); `grad` is its gradient rule (undefined: not
+   * differentiable, e.g. Shape or Equal).
    */
   op(
     opType: string,
     inputs: readonly (Value | undefined)[],
-    outputs: readonly { dtype: DType; shape: Shape }[],
+    outputs: readonly { dtype: DType; shape: Shape; omitted?: boolean }[],
     attrs: Readonly<Record<string, AttrValue>> = {},
     grad?: GradRule,
     domain = "",
@@ -154,11 +155,11 @@ export class Graph {
     }
     const outs: Value[] = outputs.map((o) => ({
       graph: this,
-      name: this.fresh(opType.toLowerCase()),
+      name: o.omitted ? "" : this.fresh(opType.toLowerCase()),
       dtype: o.dtype,
       shape: o.shape,
     }));
-    for (const v of outs) this.valueInfo.set(v.name, v);
+    for (const v of outs) if (v.name !== "") this.valueInfo.set(v.name, v);
     this.nodes.push({
       opType,
       inputs: inputs.map((v) => v?.name ?? ""),

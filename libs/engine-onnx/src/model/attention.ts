@@ -105,27 +105,24 @@ export function cachedAttention(
 
 /**
  * Attention of one new token per row over a pre-allocated cache [B, KV, C, d_head]. With T = 1 the
- * heads need no transposes: q [B, 1, H, D] is [B, KV, G, D] (head h = kv·G + g) and the new k, v
- * are [B, KV, 1, D] by reshapes alone. Scores of the cache columns and of the token itself are
- * concatenated, normalised by one softmax with the bias [B, 1, 1, C + 1], and split again by
- * static slices (the last column is the token's own).
+ * heads need no transposes: q (scaled) is [B, KV, G, D] (head h = kv·G + g) and the new k, v are
+ * [B, KV, 1, D], all by reshapes alone (the caller's). Scores of the cache columns and of the token
+ * itself are concatenated, normalised by one softmax with the bias [B, 1, 1, C + 1], and split
+ * again by static slices (the last column is the token's own).
  * Returns the merged heads [B, H·D] and the token's key/value [B, KV, 1, D] for the cache.
  */
 export function singleTokenAttention(
-  q: Value,
-  k: Value,
-  v: Value,
+  q4: Value,
+  k4: Value,
+  v4: Value,
   cache: { readonly k: Value; readonly v: Value },
   bias: Value,
   dims: HeadDims,
 ): { merged: Value; present: { k: Value; v: Value } } {
-  const graph = q.graph;
+  const graph = q4.graph;
   const { KV, G, D } = dims;
   return graph.untaped(() => {
     const B = DIM.batch;
-    const q4 = op.reshape(q, graph.ints([-1, KV, G, D]), [B, KV, G, D]);
-    const k4 = op.reshape(k, graph.ints([-1, KV, 1, D]), [B, KV, 1, D]);
-    const v4 = op.reshape(v, graph.ints([-1, KV, 1, D]), [B, KV, 1, D]);
     const C = cache.k.shape[2]!;
     const scores = op.add(
       op.concat(

@@ -25,7 +25,7 @@ import {
   windowedLayer,
 } from "./decoder.ts";
 import { DIM } from "./dims.ts";
-import { mlp } from "./mlp.ts";
+import { mlp, swiGlu } from "./mlp.ts";
 import { queryWindow } from "./query-window.ts";
 import { rmsNorm } from "./rms-norm.ts";
 import { applyRopeByMatMul } from "./rope.ts";
@@ -44,6 +44,11 @@ export interface DecodeOutputs {
 /**
  * One new token per row over per layer caches [B, KV, C, d_head]; `attnBias` [B, 1, 1, 1, C + 1].
  * Returns hidden rows [B, d] and the token's keys/values [B, KV, 1, d_head].
+ *
+ * In float32 each residual Add and the RMSNorm after it are one SkipSimplifiedLayerNormalization
+ * (ORT's com.microsoft kernel: the sum and its norm in one pass; ORT does not fuse them itself
+ * here): 4 kernels fewer per layer than the plain spelling, which float64 graphs keep (the fused
+ * kernels' float64 variants are not what the references are checked against).
  */
 export function stepForward(
   config: QwenConfig,
@@ -51,40 +56,107 @@ export function stepForward(
   inputs: DecoderInputs,
   cache: LayerCache,
 ): DecodeOutputs {
-  let { x, context: c } = embed(config, weights, inputs);
+  const { x: embedded, context: c } = embed(config, weights, inputs);
   // The bias [B, 1, 1, 1, C + 1] as [B, 1, 1, C + 1], once for all layers.
-  const bias = op.reshape(inputs.attnBias, x.graph.ints([0, 1, 1, -1]), [DIM.batch, 1, 1, "C+1"]);
+  const bias = op.reshape(inputs.attnBias, embedded.graph.ints([0, 1, 1, -1]), [DIM.batch, 1, 1, "C+1"]);
+  const rope = stepRope(c);
   const present: { k: Value; v: Value }[] = [];
+  if (embedded.dtype !== "float32") {
+    let x = embedded;
+    weights.layers.forEach((layer, i) => {
+      const step = stepAttention(rmsNorm(x, layer.inputNorm, c.eps), layer, c, rope, cache[i]!, bias);
+      present.push(step.present);
+      x = mlp(op.add(x, op.linear(step.merged, layer.o.weight, layer.o.bias)), layer, c.eps);
+    });
+    return { hidden: rmsNorm(x, weights.norm, c.eps), present };
+  }
+  let x = embedded;
+  let h = simplifiedNorm(x, weights.layers[0]!.inputNorm, c.eps);
   weights.layers.forEach((layer, i) => {
-    const step = stepAttention(x, layer, c, cache[i]!, bias);
+    const step = stepAttention(h, layer, c, rope, cache[i]!, bias);
     present.push(step.present);
-    x = mlp(op.add(x, op.linear(step.merged, layer.o.weight, layer.o.bias)), layer, c.eps);
+    const attended = op.linear(step.merged, layer.o.weight, layer.o.bias);
+    const post = skipNorm(attended, x, layer.postNorm, c.eps); // x + attended, normed
+    const [gate, up] = layer.gateUp(post.normed);
+    const mlpOut = op.linear(swiGlu(gate, up), layer.down);
+    const next = skipNorm(mlpOut, post.sum, weights.layers[i + 1]?.inputNorm ?? weights.norm, c.eps);
+    x = next.sum;
+    h = next.normed;
   });
-  return { hidden: rmsNorm(x, weights.norm, c.eps), present };
+  return { hidden: h, present };
 }
 
-/** The step's attention: q [B, 1, H, D], k [B, 1, KV, D] by constant reshapes, RoPE as one MatMul. */
+/** RMSNorm over the last axis as ORT's SimplifiedLayerNormalization kernel (float32 graphs). */
+function simplifiedNorm(x: Value, weight: Value, eps: number): Value {
+  return x.graph.untaped(
+    () =>
+      x.graph.op("SimplifiedLayerNormalization", [x, weight], [{ dtype: x.dtype, shape: x.shape }], {
+        axis: -1,
+        epsilon: { float: eps },
+        stash_type: 1,
+      })[0]!,
+  );
+}
+
+/** sum = skip + input and RMSNorm(sum) in one com.microsoft SkipSimplifiedLayerNormalization kernel. */
+function skipNorm(input: Value, skip: Value, weight: Value, eps: number): { normed: Value; sum: Value } {
+  const graph = input.graph;
+  return graph.untaped(() => {
+    const out = { dtype: input.dtype, shape: input.shape };
+    const stat = { dtype: input.dtype, shape: [], omitted: true };
+    const [normed, , , sum] = graph.op(
+      "SkipSimplifiedLayerNormalization",
+      [input, skip, weight],
+      [out, stat, stat, out],
+      { epsilon: { float: eps } },
+      undefined,
+      "com.microsoft",
+    );
+    return { normed: normed!, sum: sum! };
+  });
+}
+
+/**
+ * The step's RoPE tables: for keys cos/sin [B, 1, 1, D] as given; for queries scaled by 1/√d_head
+ * once here instead of a Mul per layer when that scale is a power of two (d_head = 16, 64, 256):
+ * then RoPE(q)·s = q·(cos·s) + rotate_half(q)·(sin·s) exactly (scaling by 2^k rounds nothing).
+ */
+function stepRope(c: DecoderContext): { cos: Value; sin: Value; qCos: Value; qSin: Value; qScaled: boolean } {
+  const scale = 1 / Math.sqrt(c.dims.D);
+  if (!Number.isInteger(Math.log2(scale)))
+    return { cos: c.cos, sin: c.sin, qCos: c.cos, qSin: c.sin, qScaled: false };
+  return {
+    cos: c.cos,
+    sin: c.sin,
+    qCos: op.mul(c.cos, c.scale),
+    qSin: op.mul(c.sin, c.scale),
+    qScaled: true,
+  };
+}
+
+/**
+ * The step's attention from the normed rows h [B, d]: q reshaped straight to [B, KV, G, D] (head
+ * h = kv·G + g) and k, v to [B, KV, 1, D], qwen3's head norms, RoPE with rotate_half as one MatMul,
+ * then `singleTokenAttention` over the cache.
+ */
 function stepAttention(
-  x: Value,
+  h: Value,
   layer: LayerWeights,
   c: DecoderContext,
+  rope: ReturnType<typeof stepRope>,
   cache: { readonly k: Value; readonly v: Value },
   bias: Value,
 ) {
-  const { H, KV, D } = c.dims;
-  const h = rmsNorm(x, layer.inputNorm, c.eps);
+  const { KV, G, D } = c.dims;
   const [q, k, v] = layer.qkv(h);
-  const heads = (rows: Value, n: number) =>
-    op.reshape(rows, x.graph.ints([-1, 1, n, D]), [DIM.batch, 1, n, D]);
-  const norm = (heads: Value, weight: Value | undefined) =>
-    weight === undefined ? heads : rmsNorm(heads, weight, c.eps);
-  const qHeads = heads(q, H);
-  const kHeads = heads(k, KV);
-  const qNormed = norm(qHeads, layer.qNorm);
-  const kNormed = norm(kHeads, layer.kNorm);
-  const qRotated = applyRopeByMatMul(qNormed, c.cos, c.sin, D);
-  const kRotated = applyRopeByMatMul(kNormed, c.cos, c.sin, D);
-  return singleTokenAttention(op.mul(qRotated, c.scale), kRotated, v, cache, bias, c.dims);
+  const heads = (rows: Value, n: number, m: number) =>
+    op.reshape(rows, h.graph.ints([-1, n, m, D]), [DIM.batch, n, m, D]);
+  const norm = (x: Value, weight: Value | undefined) =>
+    weight === undefined ? x : rmsNorm(x, weight, c.eps);
+  const qRotated = applyRopeByMatMul(norm(heads(q, KV, G), layer.qNorm), rope.qCos, rope.qSin, D);
+  const kRotated = applyRopeByMatMul(norm(heads(k, KV, 1), layer.kNorm), rope.cos, rope.sin, D);
+  const qScaled = rope.qScaled ? qRotated : op.mul(qRotated, c.scale);
+  return singleTokenAttention(qScaled, kRotated, heads(v, KV, 1), cache, bias, c.dims);
 }
 
 /**

@@ -39,9 +39,9 @@ export interface ModelRunnerOptions {
   /**
    * Score and train with the windowed graphs (`ScoringOptions.window`): sequences left-padded, and
    * the last layer's queries, MLP and the output head run only on the trailing columns that
-   * predict completion tokens; generation's prefill runs its last layer on the last column only.
-   * The same logprobs, gradients and samples up to float rounding, for less work where prompts are
-   * long next to completions (the games' prompts: ≈ 10× their answers).
+   * predict completion tokens. The same logprobs and gradients up to float rounding, for less work
+   * where prompts are long next to completions (the games' prompts: ≈ 10× their answers).
+   * (Generation's prefill runs its last layer on the last column only either way.)
    */
   readonly completionWindow?: boolean;
 }
@@ -73,7 +73,6 @@ export class ModelRunner {
     this.sequences = new SequenceRunner(this.memory, label, { completionWindow, arenaLimit });
     this.decoder = new DecodeRunner(this.memory, label, {
       maxConstantParameters: options.maxConstantParameters ?? DEFAULT_MAX_CONSTANT_PARAMETERS,
-      lastColumnOnly: completionWindow,
       arenaLimit,
     });
   }
