@@ -11,7 +11,10 @@
  * (peak RSS of a Qwen2.5-0.5B-sized model while generating).
  *
  * Environment: BENCH_REPEATS (default 5), BENCH_TORCH=0 skips the torch comparison,
- * BENCH_MEMORY=0 the memory measurement.
+ * BENCH_MEMORY=0 the memory measurement. BENCH_COMPARE=<another checkout of this repository> (e.g. a
+ * `git worktree` of the commit before) runs `bench/sample-compare.ts` after the cached sampling:
+ * `sample_kv_cache` of this checkout and of that one alternating in one process (a before/after
+ * under the same load), and whether their tokens are the same.
  */
 import { execFileSync } from "node:child_process";
 import { loadavg } from "node:os";
@@ -148,6 +151,16 @@ for (const v of sampleVariants) {
     );
   });
   printSampling(v.bench, SAMPLE_TOKENS, { ms, cpuMs });
+}
+
+if (process.env.BENCH_COMPARE) {
+  // In a child process: the other checkout's modules and ORT sessions apart from this engine's.
+  const script = join(dirname(fileURLToPath(import.meta.url)), "sample-compare.ts");
+  const out = execFileSync(process.execPath, ["--conditions=@troupe/source", "--import", "tsx", script], {
+    encoding: "utf8",
+    stdio: ["ignore", "pipe", "ignore"],
+  });
+  for (const line of out.trim().split("\n")) if (line.startsWith("{")) console.log(line);
 }
 
 /**

@@ -52,6 +52,38 @@ describe("graph builder", () => {
     expect(graph.valueInfo.get(y.name)).toEqual(y);
   });
 
+  it("an omitted optional output is left unnamed, and the graph runs without it", async () => {
+    // SkipSimplifiedLayerNormalization: outputs normed, (mean, inv_std_var: omitted), input + skip.
+    const graph = new Graph("g");
+    const x = graph.input("x", "float32", [1, 2]);
+    const skip = graph.input("skip", "float32", [1, 2]);
+    const w = graph.input("w", "float32", [2]);
+    const stat = { dtype: "float32", shape: [], omitted: true } as const;
+    const [normed, mean, , sum] = graph.op(
+      "SkipSimplifiedLayerNormalization",
+      [x, skip, w],
+      [{ dtype: "float32", shape: [1, 2] }, stat, stat, { dtype: "float32", shape: [1, 2] }],
+      { epsilon: { float: 0 } },
+      undefined,
+      "com.microsoft",
+    );
+    expect(mean!.name).toBe("");
+    expect(graph.nodes.at(-1)!.outputs).toEqual([normed!.name, "", "", sum!.name]);
+    expect(graph.valueInfo.has("")).toBe(false);
+    graph.output(normed!, "normed");
+    graph.output(sum!, "sum");
+    const out = await runGraph(graph, {
+      x: { data: Float32Array.of(1, 2), dims: [1, 2] },
+      skip: { data: Float32Array.of(2, 2), dims: [1, 2] },
+      w: { data: Float32Array.of(1, 2), dims: [2] },
+    });
+    expect([...out.sum!]).toEqual([3, 4]);
+    // rms(3, 4) = √12.5: (3, 4) / √12.5 · (1, 2)
+    expect([...(out.normed as Float32Array)].map((v) => v.toFixed(5))).toEqual(
+      [3 / Math.sqrt(12.5), 8 / Math.sqrt(12.5)].map((v) => v.toFixed(5)),
+    );
+  });
+
   it("serialises to an ONNX model: opset, inputs with symbolic dims, initializers, renamed outputs", () => {
     const graph = new Graph("g");
     const x = graph.input("x", "float32", ["B", 2]);

@@ -4,10 +4,12 @@
  * the growing cache of the exported graph (Concat of the past), and through the pre-allocated cache
  * of the prefill and single-token step (weights as inputs and baked in, spare capacity masked).
  */
-import { logSoftmax } from "@troupe/engine";
+import { logSoftmax, type QwenConfig, tinyQwenConfig } from "@troupe/engine";
 import { describe, expect, it } from "vitest";
+import type { FloatDType } from "../../src/graph/builder.ts";
 import { graphWeightSpecs } from "../../src/model/fused-weights.ts";
 import {
+  buildCachedDecodeGraph,
   buildDecodeGraph,
   pastKeyName,
   pastValueName,
@@ -135,5 +137,34 @@ describe.each(Object.entries(TINY_CONFIGS))("%s", (_, config) => {
     }
     expect(runner.decoder.bakedSessionsBuilt).toBe(1);
     await runner.release();
+  });
+});
+
+describe("the single-token step graph", () => {
+  /** Node count by op type of the step graph built for `config` in `dtype`. */
+  const opCounts = (config: QwenConfig, dtype: FloatDType) => {
+    const counts = new Map<string, number>();
+    for (const n of buildCachedDecodeGraph(config, dtype, { singleToken: true }).nodes)
+      counts.set(n.opType, (counts.get(n.opType) ?? 0) + 1);
+    return counts;
+  };
+
+  it("float32: each residual Add and the norm after it are one kernel; a power-of-two scale rides on RoPE", () => {
+    const config = tinyQwenConfig({ num_key_value_heads: 2 }); // d_head 64: scale 1/8
+    const L = config.num_hidden_layers;
+    const counts = opCounts(config, "float32");
+    // After attention and after the MLP of every layer (the last one's into the final norm).
+    expect(counts.get("SkipSimplifiedLayerNormalization")).toBe(2 * L);
+    expect(counts.get("SimplifiedLayerNormalization")).toBe(1); // the first layer's input norm
+    // d_head 48 (scale 1/√48): the queries are scaled by a Mul in every layer instead of two Muls
+    // (cos·s, sin·s) once, and nothing else differs.
+    const odd = opCounts(tinyQwenConfig({ num_key_value_heads: 2, head_dim: 48 }), "float32");
+    expect(odd.get("Mul")! - counts.get("Mul")!).toBe(L - 2);
+  });
+
+  it("float64 keeps the plain spelling (no com.microsoft norms)", () => {
+    const plain = opCounts(tinyQwenConfig({ num_key_value_heads: 2 }), "float64");
+    expect(plain.has("SkipSimplifiedLayerNormalization")).toBe(false);
+    expect(plain.has("SimplifiedLayerNormalization")).toBe(false);
   });
 });

@@ -3,17 +3,29 @@
  * layer's queries, MLP and output head on the trailing columns that predict completion tokens only.
  * In float64 they must give the full graphs' numbers — logprobs, entropies, loss and every weight's
  * gradient — on a batch whose prompts and completions all differ in length (so each row's window
- * holds prompt columns of its own and the left padding differs per row). Generation's prefill then
- * runs its last layer on the last column only: the same completions.
+ * holds prompt columns of its own and the left padding differs per row). Generation's prefill runs
+ * its last layer on the last column only (always): the full prefill's logits and the same keys and
+ * values.
  */
-import { samplingParams } from "@troupe/core";
-import { aggregationWeights, ByteTokenizer, tinyQwenConfig } from "@troupe/engine";
-import { FULL_POLICY_LOSS, SMALL_QWEN_SHAPE } from "@troupe/engine/testing";
+import { aggregationWeights } from "@troupe/engine";
+import { FULL_POLICY_LOSS } from "@troupe/engine/testing";
 import { describe, expect, it } from "vitest";
-import { generateBatch } from "../../src/runtime/generate.ts";
+import { graphWeightSpecs } from "../../src/model/fused-weights.ts";
+import {
+  buildCachedDecodeGraph,
+  cacheKeyName,
+  cacheValueName,
+  newKeyName,
+  newValueName,
+} from "../../src/model/graphs.ts";
+import { ropeTables } from "../../src/model/host-inputs.ts";
+import { cacheDims, cachedAttentionBias, fixedCache } from "../../src/runtime/kv-cache.ts";
+import { padBatch } from "../../src/runtime/padding.ts";
 import { ModelRunner } from "../../src/runtime/runner.ts";
 import type { LossSequenceInput } from "../../src/runtime/sequence-runner.ts";
-import { randomTokens, TINY_CONFIGS, tinyWeights, toFloat64 } from "../fixtures.ts";
+import type { TypedArray } from "../../src/runtime/session.ts";
+import { weightFeeds } from "../../src/runtime/weight-feeds.ts";
+import { randomTokens, runGraph, TINY_CONFIGS, tinyWeights, toFloat64 } from "../fixtures.ts";
 import { uniformStream } from "../gradcheck.ts";
 
 function batch(vocab: number, seed: number): LossSequenceInput[] {
@@ -78,25 +90,48 @@ describe.each(Object.entries(TINY_CONFIGS))("completion window, %s (float64)", (
   });
 });
 
-describe("completion window, generation", () => {
-  it("the prefill on the last column only samples the same completions, with the same logprobs", async () => {
-    const config = tinyQwenConfig(SMALL_QWEN_SHAPE);
-    const weights = tinyWeights(config, 9);
-    const tokenizer = new ByteTokenizer();
-    const rand = uniformStream(4);
-    const prompts = Array.from({ length: 9 }, () => randomTokens(3 + Math.floor(rand() * 12), 256, rand));
-    const seeds = prompts.map((_, b) => 40 + b);
-    const sampling = samplingParams({ maxTokens: 10, stopTokenIds: [7, 77] });
-    const full = new ModelRunner(config);
-    const windowed = new ModelRunner(config, "float32", "windowed", { completionWindow: true });
-    const a = await generateBatch(full, weights, tokenizer, prompts, seeds, sampling);
-    const b = await generateBatch(windowed, weights, tokenizer, prompts, seeds, sampling);
-    expect(new Set(a.map((c) => c.tokenIds.length)).size).toBeGreaterThan(1);
-    for (let i = 0; i < prompts.length; i++) {
-      expect(b[i]!.tokenIds, `row ${i}`).toEqual(a[i]!.tokenIds);
-      b[i]!.logprobs.forEach((lp, j) => expect(lp).toBeCloseTo(a[i]!.logprobs[j]!, 5));
-    }
-    await full.release();
-    await windowed.release();
-  });
-});
+describe.each(Object.entries(TINY_CONFIGS))(
+  "the prefill on the last column only, %s (float64)",
+  (_, config) => {
+    it("gives the full prefill's last-column logits and every column's keys and values", async () => {
+      // Generation's prefill (DecodeRunner) always runs its last layer on the last column only.
+      const weights = toFloat64(tinyWeights(config, 8));
+      const rand = uniformStream(12);
+      const prompts = [7, 3, 5].map((n) => randomTokens(n, config.vocab_size, rand));
+      const padded = padBatch(prompts, "left");
+      const { num_key_value_heads: KV, head_dim: D, num_hidden_layers: L } = config;
+      const B = prompts.length;
+      const T = padded.time;
+      const empty = fixedCache(cacheDims(config, "float64"), B, 0);
+      const rope = ropeTables(padded.positions, D, config.rope_theta, "float64");
+      const feeds: Record<string, { data: TypedArray; dims: readonly number[] }> = {
+        input_ids: { data: padded.ids, dims: [B, T] },
+        rope_cos: { data: rope.cos, dims: [B, T, 1, D] },
+        rope_sin: { data: rope.sin, dims: [B, T, 1, D] },
+        attn_bias: { data: cachedAttentionBias(empty, padded.valid, T, "float64"), dims: [B, 1, 1, T, T] },
+      };
+      for (const [name, t] of weightFeedArrays(weights, config)) feeds[name] = t;
+      for (let i = 0; i < L; i++) {
+        feeds[cacheKeyName(i)] = { data: new Float64Array(0), dims: [B, KV, 0, D] };
+        feeds[cacheValueName(i)] = { data: new Float64Array(0), dims: [B, KV, 0, D] };
+      }
+      const full = await runGraph(buildCachedDecodeGraph(config, "float64"), feeds);
+      const last = await runGraph(buildCachedDecodeGraph(config, "float64", { lastColumnOnly: true }), feeds);
+      expect(last.logits).toHaveLength(B * config.vocab_size);
+      const logits = full.logits as Float64Array;
+      (last.logits as Float64Array).forEach((x, i) => expect(Math.abs(x - logits[i]!)).toBeLessThan(1e-10));
+      for (let i = 0; i < L; i++) {
+        expect(last[newKeyName(i)]).toEqual(full[newKeyName(i)]);
+        expect(last[newValueName(i)]).toEqual(full[newValueName(i)]);
+      }
+    });
+  },
+);
+
+/** The decode graphs' weight inputs (fused groups) as host arrays, for `runGraph`. */
+function weightFeedArrays(weights: ReturnType<typeof toFloat64>, config: (typeof TINY_CONFIGS)[string]) {
+  const feeds = weightFeeds(weights, graphWeightSpecs(config, true), "float64", "test");
+  return Object.entries(feeds).map(
+    ([name, t]) => [name, { data: t.data as TypedArray, dims: t.dims }] as const,
+  );
+}
