@@ -18,8 +18,15 @@
  * Group filters (optional, `filters`; the controller applies them to the step's groups before
  * estimating advantages): drop groups whose rewards are all equal; drop the lowest-mean fraction.
  *
- * Turn order: agents act one at a time in role order; a team with turnOrder "parallel" is rolled
- * out the same way (each agent's candidates are stepped with only that agent's action).
+ * Turn order: a sequential team's agents act one at a time in role order, as above. The agents of
+ * a parallel team answer the same state together (an environment's step is then one joint action:
+ * the math team's reasoner and tool both answer, and a turn ends). Each samples its K candidates
+ * from that state, and their k-th candidates form the k-th joint action, stepped on its own copy of
+ * s (as MAGRPO's K joint actions); agent i's candidate k is rewarded from that step,
+ *        r_ik = w_team · team_k + w_local · local_ik,
+ * its group is still (task, turn, agent), and the joint action with the largest Σ_i r_ik continues.
+ * (Stepping each agent's candidates with its action alone would make every agent's answer a turn of
+ * its own: the tool would answer after the reasoner's turn, never beside it.)
  */
 import {
   deriveSeed,
@@ -29,6 +36,7 @@ import {
   type RolloutSample,
   type StepResult,
   type Task,
+  turnStages,
 } from "@troupe/core";
 import { z } from "zod";
 import { groupKey } from "./grouping.ts";
@@ -86,7 +94,7 @@ export async function rolloutAtgrpo<S, P>(
 ): Promise<RolloutResult> {
   checkCount("atgrpo", "candidates", config.candidates, 1);
   const tree = new TreeRollout(ctx, tasks, "atgrpo");
-  const order = ctx.team.roles.map((r) => r.id);
+  const K = config.candidates;
   const episodes: ChosenPath<S>[] = [];
   for (const task of tasks) {
     const root = rootNode();
@@ -103,57 +111,59 @@ export async function rolloutAtgrpo<S, P>(
   }
   const samples: RolloutSample[] = [];
   for (let turn = 0; turn < ctx.team.maxTurns; turn++) {
-    for (const agent of order) {
+    for (const stage of turnStages(ctx.team)) {
       const live = episodes.filter((ep) => !ep.done);
       if (live.length === 0) break;
+      // Per live episode, per agent of the stage, its K candidates: request (e·A + a)·K + k.
+      const A = stage.length;
       const requests = live.flatMap((ep) =>
-        tree.candidates(ep.state, agent, config.candidates, ep.task.id, turn),
+        stage.flatMap((agent) => tree.candidates(ep.state, agent, K, ep.task.id, turn)),
       );
       const outputs = await tree.generate(requests);
-      // Every candidate of every live episode steps at once (the sandbox runs their programs in
+      const at = (e: number, a: number, k: number) => (e * A + a) * K + k;
+      const jointAction = (e: number, k: number) =>
+        Object.fromEntries(stage.map((agent, a) => [agent, outputs[at(e, a, k)]!.text]));
+      // Every joint action of every live episode steps at once (the sandbox runs their programs in
       // parallel); a step is a function of (state, actions), so the results are those of one at a time.
       const stepped = await Promise.all(
-        live.flatMap((ep, e) =>
-          Array.from({ length: config.candidates }, (_, k) =>
-            tree.step(ep.state, { [agent]: outputs[e * config.candidates + k]!.text }),
-          ),
-        ),
+        live.flatMap((ep, e) => Array.from({ length: K }, (_, k) => tree.step(ep.state, jointAction(e, k)))),
       );
       for (const [e, ep] of live.entries()) {
-        const base = e * config.candidates;
-        const results: StepResult<S>[] = stepped.slice(base, base + config.candidates);
-        const rewards = results.map((r) => rewardParts(r, agent, config));
-        const key = groupKey({ environment: ctx.env.name, taskId: ep.task.id, turn, agent });
+        const results: StepResult<S>[] = stepped.slice(e * K, (e + 1) * K);
         const branch = ep.cursor.path;
-        for (let k = 0; k < config.candidates; k++) {
-          samples.push(
-            tree.sample({
-              task: ep.task,
-              episode: 0,
-              turn,
-              agent,
-              branch,
-              candidate: k,
-              seed: requests[base + k]!.seed,
-              observation: requests[base + k]!.observation,
-              completion: outputs[base + k]!,
-              reward: rewards[k]!,
-              return: rewards[k]!.total,
-              groupKey: key,
-              success: results[k]!.success,
-            }),
-          );
-          ep.cursor.children.push(
-            edgeNode([...branch, k], turn, { [agent]: outputs[base + k]!.text }, results[k]!, {
-              [agent]: rewards[k]!.total,
-            }),
-          );
+        // rewards[a][k]: agent a's candidate k, rewarded from the k-th joint step.
+        const rewards = stage.map((agent) => results.map((r) => rewardParts(r, agent, config)));
+        for (const [a, agent] of stage.entries()) {
+          const key = groupKey({ environment: ctx.env.name, taskId: ep.task.id, turn, agent });
+          for (let k = 0; k < K; k++) {
+            samples.push(
+              tree.sample({
+                task: ep.task,
+                episode: 0,
+                turn,
+                agent,
+                branch,
+                candidate: k,
+                seed: requests[at(e, a, k)]!.seed,
+                observation: requests[at(e, a, k)]!.observation,
+                completion: outputs[at(e, a, k)]!,
+                reward: rewards[a]![k]!,
+                return: rewards[a]![k]!.total,
+                groupKey: key,
+                success: results[k]!.success,
+              }),
+            );
+          }
+        }
+        for (let k = 0; k < K; k++) {
+          const returns = Object.fromEntries(stage.map((agent, a) => [agent, rewards[a]![k]!.total]));
+          ep.cursor.children.push(edgeNode([...branch, k], turn, jointAction(e, k), results[k]!, returns));
         }
         const chosen = selectCandidate(
-          rewards.map((r) => r.total),
+          results.map((_, k) => rewards.reduce((sum, r) => sum + r[k]!.total, 0)),
           config.selection,
           config.selectionTemperature,
-          new Rng(deriveSeed(ctx.seed, "atgrpo-select", ctx.step, ep.task.id, turn, agent)),
+          new Rng(deriveSeed(ctx.seed, "atgrpo-select", ctx.step, ep.task.id, turn, ...stage)),
         );
         const result = results[chosen]!;
         ep.state = result.state;

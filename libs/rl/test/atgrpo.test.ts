@@ -83,6 +83,52 @@ describe("AT-GRPO", () => {
     ]);
   });
 
+  it("a parallel team: both agents answer the same state, their k-th candidates step as the k-th joint action", async () => {
+    // Target 3, K = 2, parallel, α = 1. a says ["1","x"], b says ["2","5"]: joint 0 = {a:"1", b:"2"}
+    // → total 3 = target (team +1): r_a0 = 1 + 0, r_b0 = 1 + 0; joint 1 = {a:"x", b:"5"} → total 5 > 3
+    // (team −1): r_a1 = −1 − 0.5, r_b1 = −1 + 0. Joint 0 has the larger Σ r (2 against −2.5), continues
+    // and ends the episode in one turn: one step of the environment with both agents' answers.
+    const ctx = context(env, listPolicies(["1", "x"], ["2", "5"]), twoAgentTeam("parallel", 3));
+    const out = await rolloutAtgrpo(ctx, [sumTask(3)], handAtgrpo);
+    expect(out.samples.map((s) => [s.provenance.agent, s.provenance.candidate, s.completionText])).toEqual([
+      ["a", 0, "1"],
+      ["a", 1, "x"],
+      ["b", 0, "2"],
+      ["b", 1, "5"],
+    ]);
+    expect(out.samples.map((s) => s.reward)).toEqual([
+      { team: 1, local: 0, total: 1 },
+      { team: -1, local: -0.5, total: -1.5 },
+      { team: 1, local: 0, total: 1 },
+      { team: -1, local: 0, total: -1 },
+    ]);
+    // Both observed the initial state (nothing said yet), and each agent's K make one group.
+    for (const sample of out.samples) expect(sample.observation.at(-1)!.content).toContain("Total 0. Say");
+    expect([...new Set(out.samples.map((s) => s.groupKey))]).toEqual([
+      "sum-to-target/t3/turn=0/agent=a",
+      "sum-to-target/t3/turn=0/agent=b",
+    ]);
+    expect(out.trees[0]!.children.map((c) => c.actions)).toEqual([
+      { a: "1", b: "2" },
+      { a: "x", b: "5" },
+    ]);
+    expect(out.episodes).toEqual([{ taskId: "t3", episode: 0, success: true, teamReturn: 1, turns: 1 }]);
+
+    // Target 5: no joint action hits it in turn 0, so turn 1 starts from the
+    // chosen joint's state, with both agents again answering that same state.
+    const two = await rolloutAtgrpo(
+      context(env, listPolicies(["1", "x"], ["1", "x"]), twoAgentTeam("parallel", 2)),
+      [sumTask(5)],
+      handAtgrpo,
+    );
+    // Turn 0: {1,1} → total 2 (r = 0 each), {x,x} → total 0 (r = −0.5 each): {1,1} continues.
+    // Turn 1: {1,1} → 4 (r = 0), {x,x} → 2: neither hits 5; 2 turns at most, so it ends unsolved.
+    const turn1 = two.samples.filter((s) => s.provenance.turn === 1);
+    expect(turn1.map((s) => s.provenance.agent)).toEqual(["a", "a", "b", "b"]);
+    for (const sample of turn1) expect(sample.observation.at(-1)!.content).toContain("Total 2.");
+    expect(two.episodes).toEqual([{ taskId: "t5", episode: 0, success: false, teamReturn: 0, turns: 2 }]);
+  });
+
   it("ties are broken by the seed, not always towards the first candidate", () => {
     const picks = new Set<number>();
     for (let seed = 0; seed < 64; seed++)
