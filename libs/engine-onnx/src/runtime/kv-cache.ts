@@ -263,11 +263,13 @@ function writeKeyColumns(
   at: { rowHeads: number; T: number; D: number; C: number; from: number; to: number },
 ): void {
   const { rowHeads, T, D, C } = at;
+  // Row by row of the destination (d), so the writes run along its columns; a row-head's source
+  // block [T, D] stays in L1 while it is read across.
   for (let r = 0; r < rowHeads; r++) {
-    for (let t = at.from; t < T; t++) {
-      const src = (r * T + t) * D;
-      const dst = r * D * C + at.to + t - at.from;
-      for (let d = 0; d < D; d++) keys[dst + d * C] = news[src + d]!;
+    for (let d = 0; d < D; d++) {
+      const dst = (r * D + d) * C + at.to - at.from;
+      const src = r * T * D + d;
+      for (let t = at.from; t < T; t++) keys[dst + t] = news[src + t * D]!;
     }
   }
 }
