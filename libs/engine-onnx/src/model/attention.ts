@@ -67,13 +67,10 @@ export function attention(q: Value, k: Value, v: Value, bias: Value): Value {
 }
 
 /**
- * Attention over a pre-allocated cache — keys stored transposed, kᵀ [B, KV, D, C], values
- * [B, KV, C, D] — followed by the T new keys/values [B, KV, T, D], without joining them: the
- * scores of both blocks are concatenated (a [B, KV, G·T, C + T] tensor, small next to the cache),
- * one softmax normalises over both, and the probabilities are split again to weight each block's
- * values. The keys' layout makes q kᵀ a plain product: MLAS packs the cache's [D, C] blocks by
- * copying them, where [C, D] keys needed a transposing pack (1.4–1.7× slower per product on one
- * thread; the same numbers). Prefill of the cached decode (no gradient rules needed).
+ * Attention over a pre-allocated cache [B, KV, C, D] followed by the T new keys/values, without
+ * joining them: the scores of both blocks are concatenated (a [B, KV, G·T, C + T] tensor, small
+ * next to the cache), one softmax normalises over both, and the probabilities are split again to
+ * weight each block's values. Prefill of the cached decode (no gradient rules needed).
  */
 export function cachedAttention(
   q: Value,
@@ -85,11 +82,11 @@ export function cachedAttention(
   const graph = q.graph;
   return graph.untaped(() => {
     const kT = (x: Value) => op.transpose(x, [0, 1, 3, 2]);
-    const scores = op.add(op.concat([op.matmul(q, cache.k), op.matmul(q, kT(k))], -1), bias);
+    const scores = op.add(op.concat([op.matmul(q, kT(cache.k)), op.matmul(q, kT(k))], -1), bias);
     const probs = op.softmax(scores, -1); // [B, KV, G·T, C + T]
     // Split at run time: C and T are dynamic, so the split sizes come from the shapes.
     const sizes = op.concat(
-      [op.slice(op.shapeOf(cache.v), 0, 2, 3, [1]), op.slice(op.shapeOf(k), 0, 2, 3, [1])],
+      [op.slice(op.shapeOf(cache.k), 0, 2, 3, [1]), op.slice(op.shapeOf(k), 0, 2, 3, [1])],
       0,
     );
     const [B, KV, GT] = q.shape;
@@ -97,7 +94,7 @@ export function cachedAttention(
       "Split",
       [probs, sizes],
       [
-        { dtype: probs.dtype, shape: [B!, KV!, GT!, cache.v.shape[2]!] },
+        { dtype: probs.dtype, shape: [B!, KV!, GT!, cache.k.shape[2]!] },
         { dtype: probs.dtype, shape: [B!, KV!, GT!, k.shape[2]!] },
       ],
       { axis: 3 },
@@ -107,8 +104,7 @@ export function cachedAttention(
 }
 
 /**
- * Attention of one new token per row over a pre-allocated cache (keys kᵀ [B, KV, D, C], values
- * [B, KV, C, D], as `cachedAttention`'s). With T = 1 the
+ * Attention of one new token per row over a pre-allocated cache [B, KV, C, d_head]. With T = 1 the
  * heads need no transposes: q (scaled) is [B, KV, G, D] (head h = kv·G + g) and the new k, v are
  * [B, KV, 1, D], all by reshapes alone (the caller's). Scores of the cache columns and of the token
  * itself are concatenated, normalised by one softmax with the bias [B, 1, 1, C + 1], and split
@@ -127,9 +123,12 @@ export function singleTokenAttention(
   const { KV, G, D } = dims;
   return graph.untaped(() => {
     const B = DIM.batch;
-    const C = cache.v.shape[2]!;
+    const C = cache.k.shape[2]!;
     const scores = op.add(
-      op.concat([op.matmul(q4, cache.k), op.matmul(q4, op.transpose(k4, [0, 1, 3, 2]))], -1), // [B, KV, G, C + 1]
+      op.concat(
+        [op.matmul(q4, op.transpose(cache.k, [0, 1, 3, 2])), op.matmul(q4, op.transpose(k4, [0, 1, 3, 2]))],
+        -1,
+      ), // [B, KV, G, C + 1]
       bias,
     );
     const probs = op.softmax(scores, -1);

@@ -31,7 +31,7 @@ import { rmsNorm } from "./rms-norm.ts";
 import { applyRopeByMatMul } from "./rope.ts";
 import type { LayerWeights, ModelWeights } from "./weights.ts";
 
-/** Per layer keys and values [B, KV, ·, d_head] (a pre-allocated cache's keys: kᵀ [B, KV, d_head, C]). */
+/** Per layer keys and values [B, KV, ·, d_head]. */
 export type LayerCache = readonly { readonly k: Value; readonly v: Value }[];
 
 export interface DecodeOutputs {
@@ -42,8 +42,7 @@ export interface DecodeOutputs {
 }
 
 /**
- * One new token per row over per layer caches (keys kᵀ [B, KV, d_head, C], values [B, KV, C, d_head]);
- * `attnBias` [B, 1, 1, 1, C + 1].
+ * One new token per row over per layer caches [B, KV, C, d_head]; `attnBias` [B, 1, 1, 1, C + 1].
  * Returns hidden rows [B, d] and the token's keys/values [B, KV, 1, d_head].
  *
  * In float32 each residual Add and the RMSNorm after it are one SkipSimplifiedLayerNormalization
@@ -161,8 +160,7 @@ function stepAttention(
 }
 
 /**
- * T new tokens per row after per layer caches (keys kᵀ [B, KV, d_head, C], values [B, KV, C, d_head]),
- * read as they are: attention runs
+ * T new tokens per row after per layer caches [B, KV, C, d_head], read as they are: attention runs
  * over the C cache columns and then the T new ones (`attnBias` [B, 1, 1, T, C + T]), and `present`
  * holds only the new tokens' keys/values [B, KV, T, d_head] (the caller writes them into the
  * cache). No Concat copies the cache. With `lastColumnOnly` the last layer runs on the last column

@@ -187,8 +187,7 @@ export const newValueName = (layer: number) => `new_value.${layer}`;
 
 /**
  * Cached decode graph: new tokens [B, T] after the first P columns of a pre-allocated cache
- * `cache_key.i` [B, KV, d_head, C] (keys transposed) and `cache_value.i` [B, KV, C, d_head]
- * (C ≥ P, any columns past P masked by
+ * `cache_key.i`/`cache_value.i` [B, KV, C, d_head] (C ≥ P, any columns past P masked by
  * `attn_bias` [B, 1, 1, T, C + T], whose last T columns are the new tokens). Outputs `logits`
  * [B, V] of the last column and only the new tokens' `new_key.i`/`new_value.i` [B, KV, T, d_head],
  * which the caller writes into the cache at column P. Nothing copies the cache per step (the
@@ -220,12 +219,10 @@ export function buildCachedDecodeGraph(
     ...(options.constantWeights === undefined ? {} : { constantWeights: options.constantWeights }),
   });
   const { graph } = m;
-  // Keys transposed, kᵀ [B, KV, d_head, C]: q kᵀ without a transposing pack (attention.ts).
-  const KV = config.num_key_value_heads;
-  const D = config.head_dim;
+  const kvShape = [DIM.batch, config.num_key_value_heads, C, config.head_dim];
   const cache = Array.from({ length: config.num_hidden_layers }, (_, i) => ({
-    k: graph.input(cacheKeyName(i), dtype, [DIM.batch, KV, D, C]),
-    v: graph.input(cacheValueName(i), dtype, [DIM.batch, KV, C, D]),
+    k: graph.input(cacheKeyName(i), dtype, kvShape),
+    v: graph.input(cacheValueName(i), dtype, kvShape),
   }));
   const windowed = options.lastColumnOnly === true && !options.singleToken;
   const { hidden, present } = options.singleToken

@@ -17,7 +17,7 @@
 import type { Completion, SamplingParams } from "@troupe/core";
 import type { Tokenizer } from "@troupe/engine";
 import { PREFILL_ROWS, SequenceSampler } from "./generate.ts";
-import { copyCacheRow, copyCacheRows, copyRows, type RaggedKvCache } from "./kv-cache.ts";
+import { copyCacheRow, copyRows, type RaggedKvCache } from "./kv-cache.ts";
 import { padBatch } from "./padding.ts";
 import type { ModelRunner } from "./runner.ts";
 import type { FloatArray } from "./session.ts";
@@ -295,7 +295,12 @@ export class ContinuousBatcher {
     if (old !== undefined) {
       const { num_key_value_heads: kvHeads, head_dim: headDim } = runner.config;
       const oldC = old.capacity;
-      copyCacheRows(cache, old, { count: this.active.length, kvHeads, headDim });
+      copyRows(
+        cache,
+        old,
+        { columns: oldC, kvHeads, headDim },
+        { from: 0, to: 0, count: this.active.length },
+      );
       for (let r = 0; r < this.active.length; r++) {
         cache.valid.set(old.valid.subarray(r * oldC, (r + 1) * oldC), r * capacity);
         cache.lengths[r] = old.lengths[r]!;

@@ -242,8 +242,7 @@ export class DecodeRunner {
 
   /**
    * Runs one cached-decode run: T new tokens for each of B rows over caches of C columns (per
-   * layer `keys` kᵀ [B, KV, d_head, C] and `values` [B, KV, C, d_head]); the logits land in
-   * `cache.logits` [B·V]. Returns
+   * layer `keys`/`values`, [B, KV, C, d_head]); the logits land in `cache.logits` [B·V]. Returns
    * the new keys/values [B, KV, T, d_head] per layer, for the caller to write back.
    */
   private async run(
@@ -268,9 +267,10 @@ export class DecodeRunner {
       rope_sin: tensor(this.dtype, rope.sin, [B, T, 1, D]),
       attn_bias: tensor(this.dtype, inputs.bias, [B, 1, 1, T, C + T]),
     };
+    const kvDims = [B, KV, C, D];
     for (let i = 0; i < L; i++) {
-      feeds[cacheKeyName(i)] = tensor(this.dtype, cache.keys[i]!, [B, KV, D, C]);
-      feeds[cacheValueName(i)] = tensor(this.dtype, cache.values[i]!, [B, KV, C, D]);
+      feeds[cacheKeyName(i)] = tensor(this.dtype, cache.keys[i]!, kvDims);
+      feeds[cacheValueName(i)] = tensor(this.dtype, cache.values[i]!, kvDims);
     }
     const news: NewColumns = {
       keys: Array.from({ length: L }, () => floatArray(this.dtype, B * KV * T * D)),

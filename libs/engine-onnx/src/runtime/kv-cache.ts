@@ -2,14 +2,10 @@
  * The KV caches of decoding as the host keeps them, how they are allocated and how a step's new
  * keys/values are written into them, and the attention bias of a step over a pre-allocated cache:
  *
- *   FixedKvCache   per layer one pre-allocated array of keys, stored transposed [B, KV, d_head,
- *                  capacity], and one of values [B, KV, capacity, d_head], filled column by column
- *                  (batched generation)
+ *   FixedKvCache   one pre-allocated [B, KV, capacity, d_head] array per layer and kind, filled
+ *                  column by column (batched generation)
  *   RaggedKvCache  the same arrays with one sequence per row, each at its own length (continuous
  *                  batching)
- *
- * Keys are transposed so that the graphs' q kᵀ over the cache is a plain product (attention.ts);
- * a run returns new keys as [B, KV, T, d_head] like values, and the writes here transpose them.
  *
  * Graph-side, the cached decode graph reads the cache as it is and returns only the new tokens'
  * keys/values (model/graphs.ts); the decode runner (decode-runner.ts) writes those into the arrays.
@@ -44,7 +40,7 @@ export function floatArray(dtype: FloatDType, n: number): FloatArray {
   return dtype === "float32" ? new Float32Array(n) : new Float64Array(n);
 }
 
-/** The arrays of a cache of `rows` × `capacity` columns: per layer rows·KV·capacity·d_head values of each kind. */
+/** The arrays of a cache of `rows` × `capacity` columns: per layer [rows, KV, capacity, d_head]. */
 function cacheArrays(dims: CacheDims, rows: number, capacity: number) {
   const size = rows * dims.kvHeads * capacity * dims.headDim;
   return {
@@ -57,8 +53,7 @@ function cacheArrays(dims: CacheDims, rows: number, capacity: number) {
 
 /**
  * An empty pre-allocated KV cache for `batch` rows of up to `capacity` columns (prompt + new
- * tokens): per layer keys [B, KV, d_head, capacity] and values [B, KV, capacity, d_head], filled
- * column by column.
+ * tokens): per layer [B, KV, capacity, d_head] key and value arrays, filled column by column.
  */
 export function fixedCache(dims: CacheDims, batch: number, capacity: number): FixedKvCache {
   return { batch, capacity, length: 0, ...cacheArrays(dims, batch, capacity) };
@@ -90,14 +85,16 @@ export function appendColumns(
   const P = cache.length;
   const T = valid.length / B;
   const D = headDim;
-  // Row-head r of the cache holds C columns of D values (values) or D rows of C columns (keys); of
-  // the new ones, T columns of D values.
-  const rowHeads = news.keys[0]!.length / (T * D);
+  // Row (b, kv) of the cache holds C columns of D values; of the new ones, T columns.
   for (let i = 0; i < cache.keys.length; i++) {
-    const from = news.values[i]!;
-    const store = cache.values[i]!;
-    for (let r = 0; r < rowHeads; r++) store.set(from.subarray(r * T * D, (r + 1) * T * D), (r * C + P) * D);
-    writeKeyColumns(cache.keys[i]!, news.keys[i]!, { rowHeads, T, D, C, from: 0, to: P });
+    for (const [from, store] of [
+      [news.keys[i]!, cache.keys[i]!],
+      [news.values[i]!, cache.values[i]!],
+    ] as const) {
+      const rowHeads = from.length / (T * D);
+      for (let r = 0; r < rowHeads; r++)
+        store.set(from.subarray(r * T * D, (r + 1) * T * D), (r * C + P) * D);
+    }
   }
   for (let b = 0; b < B; b++) cache.valid.set(valid.subarray(b * T, (b + 1) * T), b * C + P);
   cache.length = P + T;
@@ -117,14 +114,14 @@ export function appendRaggedColumns(
   const D = headDim;
   const KV = news.keys[0]!.length / (batch * D);
   for (let i = 0; i < cache.keys.length; i++) {
-    const [keys, values] = [cache.keys[i]!, cache.values[i]!];
-    const [newKeys, newValues] = [news.keys[i]!, news.values[i]!];
-    for (let b = 0; b < batch; b++) {
-      const column = cache.lengths[b]!;
-      for (let h = 0; h < KV; h++) {
-        const r = b * KV + h;
-        values.set(newValues.subarray(r * D, (r + 1) * D), (r * C + column) * D);
-        for (let d = 0; d < D; d++) keys[(r * D + d) * C + column] = newKeys[r * D + d]!;
+    for (const [from, store] of [
+      [news.keys[i]!, cache.keys[i]!],
+      [news.values[i]!, cache.values[i]!],
+    ] as const) {
+      for (let b = 0; b < batch; b++) {
+        const column = cache.lengths[b]!;
+        for (let h = 0; h < KV; h++)
+          store.set(from.subarray((b * KV + h) * D, (b * KV + h + 1) * D), ((b * KV + h) * C + column) * D);
       }
     }
   }
@@ -163,7 +160,7 @@ export function cachedAttentionBias(
 export interface KvCacheArrays {
   /** Columns the arrays hold. */
   readonly capacity: number;
-  /** Per layer keys [rows, KV, d_head, capacity] (transposed) and values [rows, KV, capacity, d_head]. */
+  /** Per layer [rows, KV, capacity, d_head]. */
   readonly keys: readonly FloatArray[];
   readonly values: readonly FloatArray[];
   /** [rows, capacity]: 1 where the column holds a real (non-pad) token. */
@@ -181,7 +178,7 @@ export interface FixedKvCache extends KvCacheArrays {
 }
 
 /**
- * The KV cache of continuous batching: per layer keys and values as `KvCacheArrays`, one row per
+ * The KV cache of continuous batching: per layer [rows, KV, capacity, d_head], one row per
  * sequence, each filled up to its own `lengths[row]` columns (a row's `valid` flags mark its real
  * tokens, left pads excluded). The scheduler moves rows (a sequence joins, another leaves); the
  * decode runner only appends one column per row and step (`DecodeRunner.raggedDecodeStep`).
@@ -205,10 +202,11 @@ export function copyCacheRow(cache: Omit<KvCacheArrays, "logits">, from: number,
 }
 
 /**
- * Copies `count` rows of a prefill's keys and values, per layer [rows, KV, columns, d_head] (what
- * `DecodeRunner.prefill` returns), into columns [0, columns) of rows `to`… of a pre-allocated
- * cache with at least as many columns (fixed or ragged; its keys transposed), starting at source
- * row `from`. Valid flags and lengths are the caller's.
+ * Copies `count` rows of keys and values whose rows hold `columns` columns (per layer
+ * [rows, KV, columns, d_head]: what `DecodeRunner.prefill` returns, or a smaller cache) into columns
+ * [0, columns) of rows `to`… of a pre-allocated cache with at least as many columns (fixed or
+ * ragged: per layer [rows, KV, capacity, d_head]), starting at source row `from`. Valid flags and
+ * lengths are the caller's.
  */
 export function copyRows(
   cache: Pick<FixedKvCache, "keys" | "values" | "capacity">,
@@ -219,57 +217,15 @@ export function copyRows(
   const { columns: S, kvHeads: KV, headDim: D } = shape;
   const C = cache.capacity;
   for (let i = 0; i < cache.keys.length; i++) {
-    const [from, to] = [source.values[i]!, cache.values[i]!];
-    // Rows and heads are the two outer dimensions of both: row-head rh is one run of S·D values.
-    for (let rh = 0; rh < rows.count * KV; rh++) {
-      const src = (rows.from * KV + rh) * S * D;
-      to.set(from.subarray(src, src + S * D), (rows.to * KV + rh) * C * D);
-    }
-    const keys = source.keys[i]!.subarray(rows.from * KV * S * D, (rows.from + rows.count) * KV * S * D);
-    const target = cache.keys[i]!.subarray(rows.to * KV * D * C);
-    writeKeyColumns(target, keys, { rowHeads: rows.count * KV, T: S, D, C, from: 0, to: 0 });
-  }
-}
-
-/**
- * Copies the first `count` rows of a cache into the first rows of another with at least as many
- * columns (continuous batching growing its cache): each row-head's values are one run of
- * C_from·d_head values, its keys d_head runs of C_from columns. Valid flags and lengths are the
- * caller's.
- */
-export function copyCacheRows(
-  to: Pick<KvCacheArrays, "keys" | "values" | "capacity">,
-  from: Pick<KvCacheArrays, "keys" | "values" | "capacity">,
-  shape: { readonly count: number; readonly kvHeads: number; readonly headDim: number },
-): void {
-  const { count, kvHeads: KV, headDim: D } = shape;
-  const [S, C] = [from.capacity, to.capacity];
-  for (let i = 0; i < to.keys.length; i++) {
-    for (let rh = 0; rh < count * KV; rh++) {
-      to.values[i]!.set(from.values[i]!.subarray(rh * S * D, (rh + 1) * S * D), rh * C * D);
-      for (let d = 0; d < D; d++)
-        to.keys[i]!.set(from.keys[i]!.subarray((rh * D + d) * S, (rh * D + d + 1) * S), (rh * D + d) * C);
-    }
-  }
-}
-
-/**
- * Writes new keys [rowHeads, T, D] (a run's `new_key` output) as columns `to`… of transposed cache
- * keys [rowHeads, D, C], starting at the source's column `from`.
- */
-function writeKeyColumns(
-  keys: FloatArray,
-  news: FloatArray,
-  at: { rowHeads: number; T: number; D: number; C: number; from: number; to: number },
-): void {
-  const { rowHeads, T, D, C } = at;
-  // Row by row of the destination (d), so the writes run along its columns; a row-head's source
-  // block [T, D] stays in L1 while it is read across.
-  for (let r = 0; r < rowHeads; r++) {
-    for (let d = 0; d < D; d++) {
-      const dst = (r * D + d) * C + at.to - at.from;
-      const src = r * T * D + d;
-      for (let t = at.from; t < T; t++) keys[dst + t] = news[src + t * D]!;
+    for (const [from, to] of [
+      [source.keys[i]!, cache.keys[i]!],
+      [source.values[i]!, cache.values[i]!],
+    ] as const) {
+      // Rows and heads are the two outer dimensions of both: row-head rh is one run of S·D values.
+      for (let rh = 0; rh < rows.count * KV; rh++) {
+        const src = (rows.from * KV + rh) * S * D;
+        to.set(from.subarray(src, src + S * D), (rows.to * KV + rh) * C * D);
+      }
     }
   }
 }

@@ -38,17 +38,15 @@ describe("attention", () => {
     const dims = { q: [B, KV, GT, D], cache: [B, KV, C, D], new: [B, KV, T, D], bias: [B, 1, GT, C + T] };
     const graph = new Graph("cached");
     const q = graph.input("q", "float64", dims.q);
-    // The cache's keys come transposed, kᵀ [B, KV, D, C]; the joined keys take them back.
     const cache = {
-      k: op.transpose(graph.input("ck", "float64", dims.cache), [0, 1, 3, 2]),
+      k: graph.input("ck", "float64", dims.cache),
       v: graph.input("cv", "float64", dims.cache),
     };
     const k = graph.input("k", "float64", dims.new);
     const v = graph.input("v", "float64", dims.new);
     const bias = graph.input("bias", "float64", dims.bias);
     graph.output(cachedAttention(q, k, v, cache, bias), "cached");
-    const cacheK = op.transpose(cache.k, [0, 1, 3, 2]);
-    graph.output(attention(q, op.concat([cacheK, k], 2), op.concat([cache.v, v], 2), bias), "joined");
+    graph.output(attention(q, op.concat([cache.k, k], 2), op.concat([cache.v, v], 2), bias), "joined");
     const biasData = Float64Array.from({ length: size(dims.bias) }, () => (rand() < 0.3 ? MASKED_BIAS : 0));
     const feed = (d: number[]) => ({ data: random(size(d), rand), dims: d });
     const out = await runGraph(graph, {
@@ -70,10 +68,12 @@ describe("attention", () => {
     const q = graph.input("q", "float64", dims.q);
     const k = graph.input("k", "float64", dims.k);
     const v = graph.input("v", "float64", dims.k);
-    const ck = graph.input("ck", "float64", dims.cache);
-    const cache = { k: op.transpose(ck, [0, 1, 3, 2]), v: graph.input("cv", "float64", dims.cache) };
+    const cache = {
+      k: graph.input("ck", "float64", dims.cache),
+      v: graph.input("cv", "float64", dims.cache),
+    };
     const bias = graph.input("bias", "float64", dims.bias);
-    // q [B, KV, G, D] (head h = kv·G + g), the token's k, v [B, KV, 1, D], the keys kᵀ [B, KV, D, C].
+    // q [B, KV, G, D] (head h = kv·G + g) and the token's k, v [B, KV, 1, D], as the step shapes them.
     const heads = (x: Value, n: number) => op.reshape(x, graph.ints([B, KV, n, D]), [B, KV, n, D]);
     const step = singleTokenAttention(heads(q, G), heads(k, 1), heads(v, 1), cache, bias, {
       H: KV * G,
@@ -83,7 +83,7 @@ describe("attention", () => {
     });
     graph.output(step.merged, "step");
     // The same with general shapes, the token's key and value after the cache's.
-    const joinedK = op.concat([ck, heads(k, 1)], 2);
+    const joinedK = op.concat([cache.k, heads(k, 1)], 2);
     const joinedV = op.concat([cache.v, heads(v, 1)], 2);
     graph.output(attention(heads(q, G), joinedK, joinedV, bias), "joined");
     const feed = (d: number[]) => ({ data: random(size(d), rand), dims: d });

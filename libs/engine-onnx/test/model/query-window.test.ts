@@ -112,7 +112,7 @@ describe.each(Object.entries(TINY_CONFIGS))(
       };
       for (const [name, t] of weightFeedArrays(weights, config)) feeds[name] = t;
       for (let i = 0; i < L; i++) {
-        feeds[cacheKeyName(i)] = { data: new Float64Array(0), dims: [B, KV, D, 0] }; // keys transposed
+        feeds[cacheKeyName(i)] = { data: new Float64Array(0), dims: [B, KV, 0, D] };
         feeds[cacheValueName(i)] = { data: new Float64Array(0), dims: [B, KV, 0, D] };
       }
       const full = await runGraph(buildCachedDecodeGraph(config, "float64"), feeds);

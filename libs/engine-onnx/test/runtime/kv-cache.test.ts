@@ -5,7 +5,6 @@ import {
   appendRaggedColumns,
   cachedAttentionBias,
   copyCacheRow,
-  copyCacheRows,
   copyRows,
   fixedCache,
   raggedCache,
@@ -38,15 +37,13 @@ describe("KV caches", () => {
     // T = 2 new columns per row, per layer [B, KV, T, D] = [2, 1, 2, 2]: values tag layer, row, column.
     const news = (kind: number) =>
       [0, 1].map((layer) => Float64Array.from({ length: 8 }, (_, i) => 100 * kind + 10 * layer + i));
-    appendColumns(cache, { keys: news(1), values: news(4) }, Uint8Array.of(1, 1, 0, 1), 2);
+    appendColumns(cache, { keys: news(1), values: news(2) }, Uint8Array.of(1, 1, 0, 1), 2);
     expect(cache.length).toBe(2);
-    appendColumns(cache, { keys: news(3), values: news(8) }, Uint8Array.of(1, 0, 1, 1), 2);
+    appendColumns(cache, { keys: news(3), values: news(4) }, Uint8Array.of(1, 0, 1, 1), 2);
     expect(cache.length).toBe(4);
-    // Row 0 of layer 1's values: columns 0–1 from the first write, 2–3 from the second, each D
-    // values; its keys transposed [D, C]: d = 0 of columns 0–3, then d = 1.
-    expect(Array.from(cache.values[1]!.subarray(0, 8))).toEqual([410, 411, 412, 413, 810, 811, 812, 813]);
-    expect(Array.from(cache.keys[1]!.subarray(0, 8))).toEqual([110, 112, 310, 312, 111, 113, 311, 313]);
-    expect(Array.from(cache.values[0]!.subarray(8, 16))).toEqual([404, 405, 406, 407, 804, 805, 806, 807]);
+    // Row 0 of layer 1's keys: columns 0–1 from the first write, 2–3 from the second.
+    expect(Array.from(cache.keys[1]!.subarray(0, 8))).toEqual([110, 111, 112, 113, 310, 311, 312, 313]);
+    expect(Array.from(cache.values[0]!.subarray(8, 16))).toEqual([204, 205, 206, 207, 404, 405, 406, 407]);
     expect(Array.from(cache.valid)).toEqual([1, 1, 1, 0, 0, 1, 1, 1]);
   });
 
@@ -56,9 +53,8 @@ describe("KV caches", () => {
     const news = [0, 1].map((layer) => Float64Array.from({ length: 4 }, (_, i) => 10 * layer + i + 1));
     appendRaggedColumns(cache, { keys: news, values: news }, 2, 2);
     expect(Array.from(cache.lengths)).toEqual([1, 3, 1]);
-    // Row 0 at column 0, row 1 at column 2; row 2 untouched. Values [C, D] per row, keys [D, C].
-    expect(Array.from(cache.values[0]!)).toEqual([1, 2, 0, 0, 0, 0, 0, 0, 0, 0, 3, 4, 0, 0, 0, 0, 0, 0]);
-    expect(Array.from(cache.keys[0]!)).toEqual([1, 0, 0, 2, 0, 0, 0, 0, 3, 0, 0, 4, 0, 0, 0, 0, 0, 0]);
+    // Row 0 at column 0, row 1 at column 2; row 2 untouched.
+    expect(Array.from(cache.keys[0]!)).toEqual([1, 2, 0, 0, 0, 0, 0, 0, 0, 0, 3, 4, 0, 0, 0, 0, 0, 0]);
     expect(Array.from(cache.valid)).toEqual([1, 0, 0, 0, 0, 1, 0, 0, 0]);
   });
 
@@ -69,24 +65,12 @@ describe("KV caches", () => {
     copyCacheRow(cache, 0, 1);
     expect(Array.from(cache.keys[0]!.subarray(6))).toEqual([1, 2, 3, 4, 5, 6]);
     expect(Array.from(cache.valid)).toEqual([1, 1, 0, 1, 1, 0]);
-    // A prefill of 2 columns for 1 row, into row 1 ([T, D] each: keys transposed on the way).
+    // A prefill of 2 columns for 1 row, into row 1.
     const source = {
       keys: [Float64Array.of(7, 8, 9, 10), new Float64Array(4)],
-      values: [Float64Array.of(7, 8, 9, 10), new Float64Array(4)],
+      values: [new Float64Array(4), new Float64Array(4)],
     };
-    cache.values[0]!.set([1, 2, 3, 4, 5, 6], 6);
     copyRows(cache, source, { columns: 2, kvHeads: 1, headDim: 2 }, { from: 0, to: 1, count: 1 });
-    expect(Array.from(cache.values[0]!.subarray(6))).toEqual([7, 8, 9, 10, 5, 6]);
-    expect(Array.from(cache.keys[0]!.subarray(6))).toEqual([7, 9, 3, 8, 10, 6]);
-  });
-
-  it("a cache's rows are copied into a wider one column for column (keys transposed)", () => {
-    const from = raggedCache(dims, 2, 2);
-    from.keys[1]!.set([1, 2, 3, 4, 5, 6, 7, 8]); // rows 0, 1: [D, C] = [[1, 2], [3, 4]], [[5, 6], [7, 8]]
-    from.values[1]!.set([11, 12, 13, 14, 15, 16, 17, 18]); // [C, D] = [[11, 12], [13, 14]], …
-    const to = raggedCache(dims, 3, 3);
-    copyCacheRows(to, from, { count: 2, kvHeads: 1, headDim: 2 });
-    expect(Array.from(to.keys[1]!.subarray(0, 12))).toEqual([1, 2, 0, 3, 4, 0, 5, 6, 0, 7, 8, 0]);
-    expect(Array.from(to.values[1]!.subarray(0, 12))).toEqual([11, 12, 13, 14, 0, 0, 15, 16, 17, 18, 0, 0]);
+    expect(Array.from(cache.keys[0]!.subarray(6))).toEqual([7, 8, 9, 10, 5, 6]);
   });
 });
