@@ -64,8 +64,10 @@ export class GraphSession {
 
   /**
    * Runs with the given feeds; every graph input must be fed. `into` gives pre-allocated tensors
-   * for some outputs: ORT writes those outputs straight into their arrays (no fresh allocation and
-   * no copy into a new JS buffer); the other outputs come back as usual.
+   * for some outputs: ORT writes those outputs straight into their arrays (the run allocates no
+   * buffer of its own for them); the other outputs come back as usual. onnxruntime-node 1.30 still
+   * hands every output back as a copy in a fresh ArrayBuffer, the pre-allocated ones included, which
+   * is dropped here — so an output as large as a whole KV cache would cost a copy per run.
    */
   async run(
     feeds: Readonly<Record<string, ort.Tensor>>,
