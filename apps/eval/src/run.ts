@@ -5,7 +5,7 @@
 
 import { BASELINES, type Baseline, withBaseline } from "@troupe/envs";
 import { manifestEnvironmentLoader } from "@troupe/envs/module";
-import { createSandbox } from "@troupe/sandbox";
+import { createSandboxService } from "@troupe/sandbox";
 import type { ObjectStore } from "@troupe/storage";
 import { createTeamRegistry, type LoadedTeam, needsSandbox } from "@troupe/teams";
 import { type EvalProgress, evaluateSubject } from "./evaluate.ts";
@@ -66,8 +66,9 @@ export async function runEvaluation(options: RunEvalOptions): Promise<RunEvalRes
   });
   const entries: EvalEntry[] = [];
   // A sandbox only when some subject runs the agents' code (created once, on first need).
-  let runner: Awaited<ReturnType<typeof createSandbox>> | undefined;
-  const sandbox = async () => (runner ??= await createSandbox());
+  let runner: Awaited<ReturnType<typeof createSandboxService>> | undefined;
+  // In a service process: a runs' fork from this process, which holds the teams' models, is slow.
+  const sandbox = async () => (runner ??= await createSandboxService());
   const arms = options.arms ?? ["team"];
   const evaluateOne = async (open: () => Promise<OpenSubject>) => {
     const subject = await open();
@@ -138,7 +139,7 @@ function baselineTeam(loaded: LoadedTeam, baseline: Baseline): LoadedTeam {
 async function sandboxIfNeeded(
   store: ObjectStore,
   run: string,
-  sandbox: () => Promise<Awaited<ReturnType<typeof createSandbox>>>,
+  sandbox: () => Promise<Awaited<ReturnType<typeof createSandboxService>>>,
 ) {
   const runId = run.includes("@") ? run.slice(0, run.lastIndexOf("@")) : run;
   const key = `runs/${runId}/config.json`;

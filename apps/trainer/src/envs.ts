@@ -1,7 +1,8 @@
 /**
  * The trainer builds environments through the shared registry in @troupe/envs (the API and the
  * evaluator serve published teams through the same one). Environments that run the agents' code
- * get one sandbox per process (bubblewrap, as many runs at once as there are cores), made up front by
+ * get one sandbox per process (bubblewrap, as many runs at once as there are cores, in a small
+ * service process that starts the runs), made up front by
  * `checkRecipeSandbox` or when the first code runs (the start evaluation, before any step); without
  * bubblewrap that is a RecipeError line, unless the recipe says `environment.unsafe: true` (rlimits only).
  */
@@ -15,10 +16,10 @@ import {
 } from "@troupe/envs";
 import {
   type ConnectedRunner,
-  createSandbox,
+  createSandboxService,
   type LiveRun,
   type RunRequest,
-  type Sandbox,
+  type SandboxService,
   SandboxUnavailableError,
 } from "@troupe/sandbox";
 
@@ -29,14 +30,18 @@ export type TrainerEnvironment = RegisteredEnvironment;
 /** The environment's team for a recipe: its specialisation, with the recipe's turn overrides. */
 export const recipeTeam = configuredTeam;
 
-const sandboxes = new Map<boolean, Promise<Sandbox>>();
+const sandboxes = new Map<boolean, Promise<SandboxService>>();
 
-/** The process's sandbox (one per `unsafe` setting); bubblewrap missing is a RecipeError line. */
-function sandbox(unsafe: boolean): Promise<Sandbox> {
+/**
+ * The process's sandbox (one per `unsafe` setting), in a service process of its own: a trainer
+ * holding its models forks slowly (50 ms a run's process at 800 MiB, on the JavaScript thread;
+ * @troupe/sandbox service.ts); bubblewrap missing is a RecipeError line.
+ */
+function sandbox(unsafe: boolean): Promise<SandboxService> {
   let made = sandboxes.get(unsafe);
   if (!made) {
     // A failure is kept too: every later run gets the same one line at once, not another probe.
-    made = createSandbox({ unsafe }).catch((error: unknown) => {
+    made = createSandboxService({ unsafe }).catch((error: unknown) => {
       if (error instanceof SandboxUnavailableError) {
         throw new RecipeError(
           `environment: the agents' code must run in a sandbox, and bubblewrap cannot run here (${error.reason}); ` +
