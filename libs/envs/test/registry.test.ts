@@ -40,6 +40,7 @@ describe("options", () => {
       problems: "gsm8k",
       roles: "team",
       instructions: "full",
+      toolInputs: "none",
     });
     expect(environmentOptions("writing", {})).toEqual({ task: "tldr" });
     expect(environmentOptions("sudoku", {}).size).toBe(4);
