@@ -13,6 +13,11 @@ export const MASKED_BIAS = -1e9;
 /**
  * cos/sin tables [B, T, 1, D] of HF's default RoPE: inv_freq_j = θ^(−2j/D) for j < D/2,
  * angle = position · inv_freq, duplicated over both halves (the rotate_half layout).
+ *
+ * Each position's row is computed once per (D, θ, dtype) and copied from then on: a decode step
+ * asks for the same few positions again and again, and their cos/sin were 2.6% of a serving
+ * process's JavaScript thread. The rows are the same numbers either way (the same operations,
+ * computed once).
  */
 export function ropeTables(
   positions: Int32Array,
@@ -20,24 +25,58 @@ export function ropeTables(
   theta: number,
   dtype: FloatDType,
 ): { cos: Float32Array | Float64Array; sin: Float32Array | Float64Array } {
-  const half = headDim / 2;
   const n = positions.length;
   const cos = dtype === "float32" ? new Float32Array(n * headDim) : new Float64Array(n * headDim);
   const sin = dtype === "float32" ? new Float32Array(n * headDim) : new Float64Array(n * headDim);
-  const invFreq = Array.from({ length: half }, (_, j) => 1 / theta ** ((2 * j) / headDim));
+  let maxPosition = 0;
+  for (let i = 0; i < n; i++) maxPosition = Math.max(maxPosition, positions[i]!);
+  const rows = ropeRows(headDim, theta, dtype, maxPosition);
   for (let i = 0; i < n; i++) {
     const pos = positions[i]!;
+    if (pos < 0) throw new Error(`ropeTables: position ${pos} at index ${i} is negative`);
+    cos.set(rows.cos.subarray(pos * headDim, (pos + 1) * headDim), i * headDim);
+    sin.set(rows.sin.subarray(pos * headDim, (pos + 1) * headDim), i * headDim);
+  }
+  return { cos, sin };
+}
+
+interface RopeRows {
+  cos: Float32Array | Float64Array;
+  sin: Float32Array | Float64Array;
+  /** Positions 0 … rows − 1 are filled. */
+  rows: number;
+}
+const ropeRowTables = new Map<string, RopeRows>();
+
+/** The cos/sin rows of positions 0 … at least `maxPosition` for (D, θ, dtype), grown by doubling. */
+function ropeRows(headDim: number, theta: number, dtype: FloatDType, maxPosition: number): RopeRows {
+  const key = `${headDim}/${theta}/${dtype}`;
+  let table = ropeRowTables.get(key);
+  if (table !== undefined && maxPosition < table.rows) return table;
+  const rows = Math.max(64, 2 ** Math.ceil(Math.log2(maxPosition + 1)));
+  const cos = dtype === "float32" ? new Float32Array(rows * headDim) : new Float64Array(rows * headDim);
+  const sin = dtype === "float32" ? new Float32Array(rows * headDim) : new Float64Array(rows * headDim);
+  const from = table?.rows ?? 0;
+  if (table !== undefined) {
+    cos.set(table.cos);
+    sin.set(table.sin);
+  }
+  const half = headDim / 2;
+  const invFreq = Array.from({ length: half }, (_, j) => 1 / theta ** ((2 * j) / headDim));
+  for (let pos = from; pos < rows; pos++) {
     for (let j = 0; j < half; j++) {
       const angle = pos * invFreq[j]!;
       const c = Math.cos(angle);
       const s = Math.sin(angle);
-      cos[i * headDim + j] = c;
-      cos[i * headDim + half + j] = c;
-      sin[i * headDim + j] = s;
-      sin[i * headDim + half + j] = s;
+      cos[pos * headDim + j] = c;
+      cos[pos * headDim + half + j] = c;
+      sin[pos * headDim + j] = s;
+      sin[pos * headDim + half + j] = s;
     }
   }
-  return { cos, sin };
+  table = { cos, sin, rows };
+  ropeRowTables.set(key, table);
+  return table;
 }
 
 /**

@@ -13,6 +13,32 @@ describe("host-computed graph inputs", () => {
     expect(f32.cos[0]).toBe(Math.fround(Math.cos(2)));
   });
 
+  it("RoPE rows computed once per position: the same numbers as the formula, before and after the table grows", () => {
+    // θ = 10000, D = 8 (an unusual pair, so this test's table starts empty); positions past the
+    // first table's 64 rows make it grow, and rows asked for again are copies of the same numbers.
+    const D = 8;
+    const formula = (pos: number) => {
+      const half = Array.from({ length: D / 2 }, (_, j) => pos * (1 / 10_000 ** ((2 * j) / D)));
+      return { cos: [...half, ...half].map(Math.cos), sin: [...half, ...half].map(Math.sin) };
+    };
+    for (const positions of [
+      [0, 5, 63],
+      [200, 3, 64, 1000],
+      [5, 1000, 0],
+    ]) {
+      const { cos, sin } = ropeTables(Int32Array.from(positions), D, 10_000, "float64");
+      positions.forEach((pos, i) => {
+        expect(Array.from(cos.subarray(i * D, (i + 1) * D))).toEqual(formula(pos).cos);
+        expect(Array.from(sin.subarray(i * D, (i + 1) * D))).toEqual(formula(pos).sin);
+      });
+      const f32 = ropeTables(Int32Array.from(positions), D, 10_000, "float32");
+      expect(Array.from(f32.cos)).toEqual(Array.from(cos, Math.fround));
+    }
+    expect(() => ropeTables(Int32Array.of(1, -1), D, 10_000, "float64")).toThrow(
+      "ropeTables: position -1 at index 1 is negative",
+    );
+  });
+
   it("attention bias: causal, and padded keys masked", () => {
     const M = MASKED_BIAS;
     // one row, no cache, 3 tokens, the first is left padding
