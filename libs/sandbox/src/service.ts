@@ -126,18 +126,15 @@ export class SandboxService implements ConnectedRunner {
     // while runs are in flight (`hold`), so a CLI ends when its work does.
     // (It holds it while the service starts, until `ready`.)
     child.unref();
-    const idle = () => {
-      if (this.pending.size === 0) child.channel?.unref();
-    };
     return new Promise<void>((resolve, reject) => {
       let up = false;
       child.on("message", (reply: ServiceReply) => {
         if (reply.op === "ready") {
           up = true;
-          idle();
+          this.unrefIfIdle();
           resolve();
         } else if (reply.op === "unavailable") {
-          idle();
+          this.unrefIfIdle();
           reject(new SandboxUnavailableError(reply.reason));
         } else {
           this.route(reply);
@@ -192,6 +189,11 @@ export class SandboxService implements ConnectedRunner {
 
   private release(id: number): void {
     this.pending.delete(id);
+    this.unrefIfIdle();
+  }
+
+  /** With no reply awaited, the channel no longer holds the event loop. */
+  private unrefIfIdle(): void {
     if (this.pending.size === 0) this.child?.channel?.unref();
   }
 
