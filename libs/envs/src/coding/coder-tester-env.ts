@@ -219,6 +219,9 @@ export function coderTesterEnv(options: CoderTesterEnvOptions): Environment<Code
         entryPoint: problem.entryPoint,
         trusted: problem.prompt,
         variants: set.mutants.map((m) => m.name),
+        // An assert the reference fails rejects no mutant, so with none passing the reward is 0
+        // whatever the mutants answer: their runs are skipped.
+        variantsWhen: "some-test-passes",
       },
       options.harness,
     );

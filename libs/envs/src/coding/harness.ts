@@ -70,6 +70,15 @@ export interface HarnessJob {
    * entry point (and `candidate`) rebound to each in turn. Reported in `variants`, in this order.
    */
   readonly variants?: readonly string[];
+  /**
+   * When the variants run: `always` (beside the tests proper, the default), or `some-test-passes`:
+   * after them, and only when at least one test passed on the program. A test that fails on the
+   * program rejects nothing (a tester's strict reward counts a wrong program as rejected only by an
+   * assert the reference passes), so the variants' runs could change nothing: each is reported not
+   * run, its cases without a result. The tester's asserts at toy scale mostly fail on the reference,
+   * and the variants were most of a coder + tester step's sandbox runs.
+   */
+  readonly variantsWhen?: "always" | "some-test-passes";
   /** Ask whether the entry point's results depend on the function `callee` (see the module comment). */
   readonly dependence?: { readonly callee: string };
 }
@@ -106,7 +115,7 @@ export interface VariantReport {
   readonly tests: readonly TestCaseResult[];
   readonly passed: number;
   readonly total: number;
-  /** The entry point could not be bound to this function (the program lacks it): no test ran. */
+  /** No test ran: the entry point could not be bound to this function (the program lacks it), or (`variantsWhen: some-test-passes`) no test passed on the program. */
   readonly error?: string;
 }
 
@@ -206,6 +215,9 @@ const HarnessJobSchema = z.object({
   trusted: z.string({ error: "trusted must be a string" }).optional(),
   variants: z
     .array(z.string().regex(/^[A-Za-z_]\w*$/, "each variant must be a Python identifier"))
+    .optional(),
+  variantsWhen: z
+    .enum(["always", "some-test-passes"], { error: "variantsWhen must be 'always' or 'some-test-passes'" })
     .optional(),
   dependence: z
     .object({ callee: z.string().regex(/^[A-Za-z_]\w*$/, "dependence.callee must be a Python identifier") })
@@ -562,13 +574,20 @@ export async function runTests(
   const opts = { ...defaultHarnessOptions, ...options };
   // Every variant gets a fresh run of its own (new processes, new files): nothing the tests bound,
   // imported, stashed or wrote in one pass reaches the next.
-  const [run, ...variantRuns] = await Promise.all([
-    runOnce(runner, job, opts),
-    ...(job.variants ?? []).map((name) => runOnce(runner, { ...withoutQuestions(job), bindTo: name }, opts)),
-  ]);
+  const runVariant = (name: string) => runOnce(runner, { ...withoutQuestions(job), bindTo: name }, opts);
+  const [run, ...variantRuns] =
+    job.variantsWhen === "some-test-passes"
+      ? await runThenVariants(job, () => runOnce(runner, job, opts), runVariant)
+      : await Promise.all([runOnce(runner, job, opts), ...(job.variants ?? []).map(runVariant)]);
   const { report, standInProgram, recorded } = run!;
   const variants = (job.variants ?? []).map((name, v): VariantReport => {
-    const variant = variantRuns[v]!.report;
+    const variantRun = variantRuns[v];
+    if (variantRun === undefined) {
+      const error = "not run: no test passes on the program";
+      const cases = report.tests.map((t) => ({ source: t.source, passed: false, error, noResult: true }));
+      return { name, tests: cases, passed: 0, total: cases.length, error };
+    }
+    const variant = variantRun.report;
     if (variant.syntaxOk && variant.loadError === undefined && variant.harnessError === undefined)
       return { name, tests: variant.tests, passed: variant.passed, total: variant.total };
     const why = variant.loadError ?? variant.harnessError ?? variant.syntaxError ?? "no result";
@@ -592,6 +611,17 @@ export async function runTests(
     ...(job.variants ? { variants } : {}),
     ...(calleeUse ? { calleeUse, calleeMatters: calleeUse.matters } : {}),
   };
+}
+
+/** `variantsWhen: some-test-passes`: the tests proper first, then every variant only when one of them passed. */
+async function runThenVariants(
+  job: HarnessJob,
+  runProgram: () => Promise<SingleRun>,
+  runVariant: (name: string) => Promise<SingleRun>,
+): Promise<SingleRun[]> {
+  const run = await runProgram();
+  if (run.report.passed === 0) return [run];
+  return [run, ...(await Promise.all((job.variants ?? []).map(runVariant)))];
 }
 
 /** The job's tests and program alone: a variant's run asks no static or dependence questions. */

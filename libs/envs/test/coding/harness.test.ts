@@ -1,3 +1,4 @@
+import type { CodeRunner, ConnectedRunner } from "@troupe/sandbox";
 import { describe, expect, it } from "vitest";
 import { type CodingProblem, loadHumanEval, runTests } from "../../src/coding/index.ts";
 import { doubleSum } from "./fixtures.ts";
@@ -418,5 +419,78 @@ describe("harness: the same tests against other functions of the program (varian
     expect(r.variants![1]!.tests[1]).toMatchObject({ passed: false, error: "AssertionError" });
     expect(r.variants![2]!.tests.map((t) => t.timedOut)).toEqual([true, true]);
     expect(r.variants![3]!.error).toMatch(/^not run: could not bind double_sum to nope \(NameError/);
+  });
+
+  it("variantsWhen some-test-passes: runs them when a test passes, and none when every test fails", async () => {
+    const program = `${doubleSum.prompt}${doubleSum.canonicalSolution}\n` + "def m0(xs):\n    return None\n";
+    const job = { program, style: "asserts", entryPoint: "double_sum", variants: ["m0"] } as const;
+    // Sandbox calls of any kind (connected or not); a job without variants makes `one` of them.
+    let runs = 0;
+    const counting = {
+      run: (request: Parameters<typeof runner.run>[0]) => {
+        runs++;
+        return runner.run(request);
+      },
+      ...("runConnected" in runner
+        ? {
+            runConnected: (...args: Parameters<ConnectedRunner["runConnected"]>) => {
+              runs++;
+              return (runner as ConnectedRunner).runConnected(...args);
+            },
+          }
+        : {}),
+    } as CodeRunner;
+    await runTests(counting, {
+      program,
+      style: "asserts",
+      entryPoint: "double_sum",
+      tests: "assert double_sum([1]) == 2",
+    });
+    const one = runs;
+    expect(one).toBeGreaterThan(0);
+    runs = 0;
+    const oneValid = await runTests(counting, {
+      ...job,
+      tests: "assert double_sum([1]) == 2\nassert double_sum([]) == 5",
+      variantsWhen: "some-test-passes",
+    });
+    expect([oneValid.passed, runs]).toEqual([1, 2 * one]);
+    expect(oneValid.variants!.map((v) => [v.name, v.passed, v.total, v.error])).toEqual([
+      ["m0", 0, 2, undefined],
+    ]);
+
+    runs = 0;
+    const noneValid = await runTests(counting, {
+      ...job,
+      tests: "assert double_sum([1]) == 3\nassert double_sum([]) == 5",
+      variantsWhen: "some-test-passes",
+    });
+    expect([noneValid.passed, runs]).toEqual([0, one]);
+    expect(noneValid.variants).toEqual([
+      {
+        name: "m0",
+        passed: 0,
+        total: 2,
+        error: "not run: no test passes on the program",
+        tests: [
+          {
+            source: "assert double_sum([1]) == 3",
+            passed: false,
+            error: "not run: no test passes on the program",
+            noResult: true,
+          },
+          {
+            source: "assert double_sum([]) == 5",
+            passed: false,
+            error: "not run: no test passes on the program",
+            noResult: true,
+          },
+        ],
+      },
+    ]);
+    // The same failing tests with the default run the variant beside them.
+    runs = 0;
+    await runTests(counting, { ...job, tests: "assert double_sum([1]) == 3" });
+    expect(runs).toBe(2 * one);
   });
 });
