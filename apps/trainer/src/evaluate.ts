@@ -41,7 +41,7 @@ export interface EvaluateOptions {
 export async function evaluate(options: EvaluateOptions): Promise<EvalResult> {
   const { trainerEnv, team, policies, tasks, sampling, seed } = options;
   const played = await runEpisodes(
-    { runId: "eval", step: 0, seed, env: trainerEnv.env, team, policies, ...sampling },
+    { runId: "eval", step: 0, seed, env: trainerEnv.evaluationEnv, team, policies, ...sampling },
     tasks,
   );
   const episodes = played.map(summarizeEpisode);

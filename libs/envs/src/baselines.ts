@@ -177,11 +177,16 @@ export function withBaseline(
 ): { registered: RegisteredEnvironment; team: Team } {
   const order = team.roles.map((r) => r.id);
   const env = baselineEnvironment(registered.env, baseline, order) as Environment<unknown, unknown>;
+  const evaluationEnv =
+    registered.evaluationEnv === registered.env
+      ? env
+      : (baselineEnvironment(registered.evaluationEnv, baseline, order) as Environment<unknown, unknown>);
   const { demo: _demo, ...rest } = registered;
   return {
     registered: {
       ...rest,
       env,
+      evaluationEnv,
       team: () => baselineTeam(team, baseline),
       render: (state: unknown, actions: readonly ExecutedAction[]) =>
         registered.render((state as BaselineState).inner, actions),

@@ -50,6 +50,12 @@ export interface BuiltEnvironment {
   readonly demo?: (task: Task<unknown>, state: unknown, agent: AgentId) => string;
   /** The payload's inputs and labels when they depend on the options (the data-file environment); else the entry's. */
   readonly payload?: PayloadParts;
+  /**
+   * The environment held-out evaluation plays, when it can be cheaper than `env`: the same states,
+   * team rewards, `done` and `success` for the same actions, without local rewards that only
+   * training reads (coder + tester: the tester's asserts are not judged against mutants). Absent: `env`.
+   */
+  readonly evaluationEnv?: Environment<unknown, unknown>;
 }
 
 export interface EnvironmentEntry<S extends z.ZodObject = z.ZodObject> {

@@ -133,6 +133,11 @@ export interface RegisteredEnvironment {
   /** The options as given (without defaults filled in, and without the runner). */
   readonly options: Readonly<Record<string, unknown>>;
   readonly env: Environment<unknown, unknown>;
+  /**
+   * What held-out evaluation plays: `env`, or a cheaper one with the same states, team rewards and
+   * success that leaves out local rewards only training reads (`BuiltEnvironment.evaluationEnv`).
+   */
+  readonly evaluationEnv: Environment<unknown, unknown>;
   /** Whether the agents' code runs (the environment holds a sandbox runner). */
   readonly needsSandbox: boolean;
   /** `count` distinct tasks of a split (at most a dataset split's size); the same (split, seed) gives the same tasks. */
@@ -213,6 +218,7 @@ export function createEnvironment(name: string, options: Record<string, unknown>
     name,
     options: given,
     env: built.env,
+    evaluationEnv: built.evaluationEnv ?? built.env,
     needsSandbox: sandboxed,
     generateTasks: built.generateTasks,
     team: built.team,

@@ -6,7 +6,13 @@
  */
 import { createSandbox } from "@troupe/sandbox";
 import { describe, expect, test } from "vitest";
-import { createEnvironment, ENVIRONMENTS, environmentOptions, needsSandbox } from "../src/index.ts";
+import {
+  createEnvironment,
+  ENVIRONMENTS,
+  environmentOptions,
+  needsSandbox,
+  withBaseline,
+} from "../src/index.ts";
 
 const sandbox = await createSandbox();
 
@@ -119,6 +125,34 @@ describe("tasks and teams", () => {
     expect(roles("writing", { task: "arxiv" })).toEqual(["background", "methods"]);
     expect(roles("sudoku", { roles: "tool" })).toEqual(["tool", "plan"]);
     expect(createEnvironment("coding", { runner: sandbox }).team("shared").turnOrder).toBe("parallel");
+  });
+
+  test("the evaluation environment: the training one, except coder + tester's, which does not judge the tester", async () => {
+    const sudoku = createEnvironment("sudoku", {});
+    expect(sudoku.evaluationEnv).toBe(sudoku.env);
+    const helperMain = createEnvironment("coding", { runner: sandbox, train: ["toy"], test: "toy" });
+    expect(helperMain.evaluationEnv).toBe(helperMain.env);
+    const coderTester = createEnvironment("coding", {
+      runner: sandbox,
+      roles: "coder-tester",
+      train: ["toy"],
+      test: "toy",
+    });
+    expect(coderTester.evaluationEnv).not.toBe(coderTester.env);
+    const [task] = coderTester.generateTasks("test", 1, 0);
+    const asserts = (task!.payload as { toy: { asserts: string } }).toy.asserts;
+    const step = async (env: typeof coderTester.env) =>
+      env.step(await env.reset(task!, 0), { tester: asserts });
+    const [trained, evaluated] = [await step(coderTester.env), await step(coderTester.evaluationEnv)];
+    expect(trained.localRewards.tester).toBeGreaterThan(0);
+    expect(evaluated.localRewards).toEqual({});
+    expect(evaluated.state).toEqual(trained.state);
+    // A baseline's evaluation wraps the evaluation environment (and is the env itself where they are one).
+    const team = coderTester.team("per-role");
+    const single = withBaseline(coderTester, team, "single").registered;
+    expect(single.evaluationEnv).not.toBe(single.env);
+    const sudokuSingle = withBaseline(sudoku, sudoku.team("per-role"), "single").registered;
+    expect(sudokuSingle.evaluationEnv).toBe(sudokuSingle.env);
   });
 
   test("a given task is checked against the payload schema, naming the field", () => {

@@ -50,7 +50,7 @@ export async function sampleFinal(
       runId: "compare-samples",
       step: recipe.train.steps,
       seed: recipe.seed,
-      env: trainerEnv.env,
+      env: trainerEnv.evaluationEnv,
       team,
       policies: policySet(run.engine, team, recipe.train.steps),
       // one sampled episode: every role at temperature 1, its own other fields kept

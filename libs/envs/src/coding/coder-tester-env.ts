@@ -50,9 +50,16 @@ export const CODER_TESTER_REWARDS = {
 /**
  * `maxTurns`: the coder's attempts per episode (default 3). `feedback`: what agents read about the
  * code-vs-generated-tests run; default diagnostics including the (teammate-written) asserts.
- * `reward`: the tester's reward, `strict` (default) or `paper`.
+ * `reward`: the tester's reward, `strict` (default) or `paper`. `judgeTester`: see the field.
  */
-export type CoderTesterEnvOptions = CodingEnvOptions;
+export interface CoderTesterEnvOptions extends CodingEnvOptions {
+  /**
+   * Whether the tester's tests are judged (its local reward: against the reference and its mutants,
+   * or a stub). Default true; false for held-out evaluation, which reads only the team's success:
+   * the mutants' generation, screening and runs were most of an evaluation's sandbox time.
+   */
+  readonly judgeTester?: boolean;
+}
 
 export const defaultCoderTesterOptions = { maxTurns: 3, reward: "strict" } as const;
 
@@ -252,7 +259,7 @@ export function coderTesterEnv(options: CoderTesterEnvOptions): Environment<Code
       // Without hidden tests (a served prompt) the coder's code runs against the tester's tests
       // only, and neither the code nor the tests are judged (the tester's reward needs the reference).
       const labelled = p.test !== "";
-      const judgeTests = labelled && testerActed && tests !== null;
+      const judgeTests = labelled && testerActed && tests !== null && (options.judgeTester ?? true);
       const [hiddenReport, generatedReport, canonicalReport, stubReport, mutantReport] = await Promise.all([
         labelled && coderActed && code !== null ? run(coderProgram(p, code), p.test, "check", p) : undefined,
         code !== null && tests !== null ? run(coderProgram(p, code), tests, "asserts", p) : undefined,

@@ -249,6 +249,16 @@ export const codingEntry = defineEnvironment({
     const harness = { perTestTimeoutMs: options.perTestTimeoutMs, wallMs: options.wallMs };
     const feedback = FEEDBACK[options.feedback]();
     const helperMain = options.roles !== "coder-tester";
+    const coderTester = (judgeTester: boolean) =>
+      coderTesterEnv({
+        runner,
+        maxTurns: options.maxTurns,
+        harness,
+        reward: options.reward,
+        prompt: options.prompt,
+        judgeTester,
+        ...(options.feedback === "diagnostics" ? {} : { feedback }),
+      }) as Environment<unknown, CodingProblem>;
     const scored: Environment<unknown, CodingProblem> = helperMain
       ? (auxMainEnv({
           runner,
@@ -259,15 +269,10 @@ export const codingEntry = defineEnvironment({
           prompt: options.prompt,
           solo: options.roles === "single",
         }) as Environment<unknown, CodingProblem>)
-      : (coderTesterEnv({
-          runner,
-          maxTurns: options.maxTurns,
-          harness,
-          reward: options.reward,
-          prompt: options.prompt,
-          ...(options.feedback === "diagnostics" ? {} : { feedback }),
-        }) as Environment<unknown, CodingProblem>);
+      : coderTester(true);
     const env = options.unscored ? unscoredEnvironment(scored, helperMain) : scored;
+    // Evaluation reads the team's success only: coder + tester's tester is not judged there.
+    const evaluationEnv = !helperMain && !options.unscored ? coderTester(false) : undefined;
     const generateTasks = datasetTasks(
       `coding-${options.train.join("+")}`,
       splits(options),
@@ -275,6 +280,15 @@ export const codingEntry = defineEnvironment({
     );
     return {
       env: checkedEnvironment("coding", env, CodingProblemSchema as z.ZodType<CodingProblem>),
+      ...(evaluationEnv
+        ? {
+            evaluationEnv: checkedEnvironment(
+              "coding",
+              evaluationEnv,
+              CodingProblemSchema as z.ZodType<CodingProblem>,
+            ),
+          }
+        : {}),
       generateTasks,
       // The toy problems carry their reference in each role's form: the warm start's demonstrations.
       ...(options.train.every((set) => set === "toy")

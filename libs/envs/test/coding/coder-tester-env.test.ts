@@ -1,4 +1,5 @@
 import { deepFreeze, Rng } from "@troupe/core";
+import type { ConnectedRunner } from "@troupe/sandbox";
 import { describe, expect, it } from "vitest";
 import {
   coderTesterEnv,
@@ -60,6 +61,41 @@ describe("coder + tester environment", () => {
     const r = await env.step(s0, { tester: py("assert double_sum([1]) is None or True") });
     // Canonical passes (validity 1); the stub passes too (not rejected) → 0.5.
     expect(r.localRewards).toEqual({ tester: 0.5 });
+  });
+
+  it("judgeTester false: the same states, team reward and success, no tester reward and no reference runs", async () => {
+    let runs = 0;
+    const counting = {
+      run: (request: Parameters<typeof runner.run>[0]) => (runs++, runner.run(request)),
+    } as typeof runner;
+    if ("runConnected" in runner) {
+      const connected = runner as ConnectedRunner;
+      (counting as ConnectedRunner).runConnected = (...args) => (runs++, connected.runConnected(...args));
+    }
+    const tests = py("assert double_sum([1]) == 2\nassert double_sum([]) == 0");
+    const code = py("def double_sum(xs):\n    return 2 * sum(xs)");
+    const play = async (judgeTester: boolean) => {
+      runs = 0;
+      const env = coderTesterEnv({ runner: counting, maxTurns: 2, judgeTester });
+      const t = await env.step(await env.reset(task, 0), { tester: tests });
+      const testerRuns = runs;
+      const c = await env.step(t.state, { coder: code });
+      return { t, c, testerRuns };
+    };
+    const judged = await play(true);
+    const unjudged = await play(false);
+    expect(judged.t.localRewards).toEqual({ tester: 1 });
+    expect(unjudged.t.localRewards).toEqual({});
+    expect(judged.testerRuns).toBeGreaterThan(0);
+    expect(unjudged.testerRuns).toBe(0);
+    expect(unjudged.t.state).toEqual(judged.t.state);
+    expect([
+      unjudged.c.state,
+      unjudged.c.teamReward,
+      unjudged.c.success,
+      unjudged.c.done,
+      unjudged.c.localRewards,
+    ]).toEqual([judged.c.state, 1, true, true, { coder: 1 }]);
   });
 
   it("ends after maxTurns coder attempts", async () => {
