@@ -148,8 +148,12 @@ function coderTesterPrompt(state: CoderTesterState, agent: AgentId, brief: boole
   const own = agent === "coder" ? state.code : state.tests;
   const other = agent === "coder" ? state.tests : state.code;
   if (brief) {
-    let text = `${briefInstructions(agent, p)}\n${p.prompt}`;
+    // The teammate's work comes before the problem, so the problem's docstring is what a byte-level
+    // model read last before it writes: with the tester's asserts between them, a tiny coder copied
+    // the asserts' numbers (`return n%4+1` for `mod 5, then add 2` below `assert f(42)==6`).
+    let text = `${briefInstructions(agent, p)}\n`;
     if (other !== null) text += `# ${agent === "coder" ? "tests" : "code"}:\n${other}\n`;
+    text += p.prompt;
     if (own !== null) text += `# yours:\n${own}\n`;
     if (state.feedback[agent]) text += state.feedback[agent];
     return text;

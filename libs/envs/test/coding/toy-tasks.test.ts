@@ -202,4 +202,24 @@ describe("the demonstrations through the strict rewards", () => {
       `# main: write f, may call aux\n${p.prompt}`,
     );
   });
+
+  test("brief coder + tester prompts: the tester's asserts come before the problem the coder writes", async () => {
+    const built = createEnvironment("coding", {
+      runner: sandbox,
+      roles: "coder-tester",
+      train: ["toy"],
+      test: "toy",
+      prompt: "brief",
+    });
+    const task = built.generateTasks("test", 1, 0)[0]!;
+    const p = task.payload as ToyProblem;
+    const s0 = await built.env.reset(task, 0);
+    expect(built.env.observe(s0, "tester").messages.at(-1)!.content).toBe(
+      `# tester: write asserts on f\n${p.prompt}`,
+    );
+    const { state } = await built.env.step(s0, { tester: "assert f(1)==2" });
+    expect(built.env.observe(state, "coder").messages.at(-1)!.content).toBe(
+      `# coder: write f\n# tests:\nassert f(1)==2\n${p.prompt}`,
+    );
+  });
 });
