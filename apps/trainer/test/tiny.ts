@@ -204,13 +204,22 @@ export async function withWarmStart<T>(
     engine: Engine;
     team: Team;
   }) => T | Promise<T>,
+  stopRequested?: () => boolean,
 ): Promise<T> {
   const { trainerEnv, team } = recipeEnvironment(recipe);
   const engine = await createEngine(recipe, teamPolicies(team));
   try {
     const notes: string[] = [];
     const reporter = { ...quiet, note: (message: string) => notes.push(message) };
-    const result = await warmStart({ recipe, trainerEnv, team, engine, store, reporter });
+    const result = await warmStart({
+      recipe,
+      trainerEnv,
+      team,
+      engine,
+      store,
+      reporter,
+      ...(stopRequested ? { stopRequested } : {}),
+    });
     return await read({ result, notes, engine, team });
   } finally {
     await engine.close();

@@ -38,4 +38,6 @@ export interface RunContext {
   /** The store a run's objects (and its cached warm start) are in. */
   readonly store: ObjectStore;
   readonly reporter: TrainReporter;
+  /** Asked after each committed warm-start step: true (SIGINT/SIGTERM) stops the warm start there. */
+  readonly stopRequested?: () => boolean;
 }

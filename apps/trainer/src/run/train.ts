@@ -29,11 +29,12 @@ import { createReferenceEngine } from "./reference.ts";
 import { evalTasks, trainTasks } from "./tasks.ts";
 
 /** A run's context, with the run itself in place of the store it is in (`runStore.store`). */
-export interface TrainOptions extends Omit<RunContext, "store"> {
+export interface TrainOptions extends Omit<RunContext, "store" | "stopRequested"> {
   readonly runStore: RunStore;
   /**
    * Asked after each step's learner update (with that step): true — e.g. after SIGINT/SIGTERM —
-   * makes the loop commit that step and return.
+   * makes the loop commit that step and return. warmStartAndTrain also asks it with −1 after each
+   * committed warm-start step, and stops the warm start there.
    */
   readonly stopRequested?: (step: number) => boolean;
   /** Where the samples come from (default: `localRollouts`, mode "all"). */

@@ -107,6 +107,8 @@ export interface WarmStartResult {
   readonly runId: string;
   readonly cached: boolean;
   readonly finalNll: Record<string, number>;
+  /** `stopRequested` stopped it after a committed step; the next call goes on from there. */
+  readonly stopped?: boolean;
 }
 
 /**
@@ -212,6 +214,10 @@ export async function warmStart(context: RunContext): Promise<WarmStartResult | 
       );
       break;
     }
+    if (step < sft.steps - 1 && context.stopRequested?.()) {
+      reporter.note(`warm start: stopped after committing its step ${step + 1}/${sft.steps}`);
+      return { runId: runStore.runId, cached: false, finalNll, stopped: true };
+    }
   }
   await freshOptimizer(engine, team);
   return { runId: runStore.runId, cached: false, finalNll };
@@ -310,9 +316,29 @@ export function demonstrationEnvironment(recipe: Recipe, trainerEnv: TrainerEnvi
  * committed step yet, then train(), which continues after the newest committed step.
  */
 export async function warmStartAndTrain(options: TrainOptions): Promise<TrainSummary> {
-  const { recipe, trainerEnv, team, engine, runStore, reporter } = options;
+  const { recipe, trainerEnv, team, engine, runStore, reporter, stopRequested } = options;
   if ((await runStore.latestCommittedStep()) === undefined) {
-    await warmStart({ recipe, trainerEnv, team, engine, store: runStore.store, reporter });
+    const started = await warmStart({
+      recipe,
+      trainerEnv,
+      team,
+      engine,
+      store: runStore.store,
+      reporter,
+      // Asked with −1: before RL step 0.
+      ...(stopRequested ? { stopRequested: () => stopRequested(-1) } : {}),
+    });
+    if (started?.stopped) {
+      // The warm start is committed step by step in its own cached run; a resume goes on from it.
+      return {
+        runId: runStore.runId,
+        firstStep: 0,
+        lastCommittedStep: undefined,
+        stoppedEarly: true,
+        evals: [],
+        storageWaitMs: 0,
+      };
+    }
   }
   return train(options);
 }

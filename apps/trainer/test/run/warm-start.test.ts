@@ -190,6 +190,28 @@ describe("warm start", () => {
     );
   });
 
+  it("stops after a committed step when asked (a signal), and goes on from there to the same weights", async () => {
+    const recipe = loadRecipeText(recipeText("{ lr: 0.001 }"));
+    const store = new FileStore(join(root, "asked-to-stop"));
+    let asked = 0;
+    const stopped = await withWarmStart(
+      recipe,
+      store,
+      async ({ result, notes, team }) => ({
+        result,
+        notes,
+        progress: await warmStartProgress(new RunStore(store, warmStartId(recipe, team)), recipe.sft!),
+      }),
+      () => ++asked >= 2,
+    );
+    expect(stopped.result?.stopped).toBe(true);
+    expect(stopped.notes.at(-1)).toBe("warm start: stopped after committing its step 2/3");
+    expect(stopped.progress).toEqual({ latest: 1, finished: false });
+    const nll = (folder: FileStore) =>
+      withWarmStart(recipe, folder, ({ result }) => [result!.finalNll, result!.stopped ?? false]);
+    expect(await nll(store)).toEqual(await nll(new FileStore(join(root, "never-stopped"))));
+  });
+
   it("hands RL the warm-start weights with a fresh optimizer, computed or loaded from the cache", async () => {
     const computed = await warmStartWeights("{ lr: 0.001 }", "fresh");
     expect(await warmStartWeights("{ lr: 0.001 }", "fresh", true)).toBe(computed);
