@@ -10,6 +10,11 @@ import type { FloatDType } from "../graph/builder.ts";
 /** Additive bias of a masked attention entry: large and finite, so a fully masked row stays finite. */
 export const MASKED_BIAS = -1e9;
 
+/** A zeroed float array of `n` elements in the graphs' dtype. */
+export function floatArray(dtype: FloatDType, n: number): Float32Array | Float64Array {
+  return dtype === "float32" ? new Float32Array(n) : new Float64Array(n);
+}
+
 /**
  * cos/sin tables [B, T, 1, D] of HF's default RoPE: inv_freq_j = θ^(−2j/D) for j < D/2,
  * angle = position · inv_freq, duplicated over both halves (the rotate_half layout).
@@ -26,8 +31,8 @@ export function ropeTables(
   dtype: FloatDType,
 ): { cos: Float32Array | Float64Array; sin: Float32Array | Float64Array } {
   const n = positions.length;
-  const cos = dtype === "float32" ? new Float32Array(n * headDim) : new Float64Array(n * headDim);
-  const sin = dtype === "float32" ? new Float32Array(n * headDim) : new Float64Array(n * headDim);
+  const cos = floatArray(dtype, n * headDim);
+  const sin = floatArray(dtype, n * headDim);
   let maxPosition = 0;
   for (let i = 0; i < n; i++) maxPosition = Math.max(maxPosition, positions[i]!);
   const rows = ropeRows(headDim, theta, dtype, maxPosition);
@@ -54,8 +59,8 @@ function ropeRows(headDim: number, theta: number, dtype: FloatDType, maxPosition
   let table = ropeRowTables.get(key);
   if (table !== undefined && maxPosition < table.rows) return table;
   const rows = Math.max(64, 2 ** Math.ceil(Math.log2(maxPosition + 1)));
-  const cos = dtype === "float32" ? new Float32Array(rows * headDim) : new Float64Array(rows * headDim);
-  const sin = dtype === "float32" ? new Float32Array(rows * headDim) : new Float64Array(rows * headDim);
+  const cos = floatArray(dtype, rows * headDim);
+  const sin = floatArray(dtype, rows * headDim);
   const from = table?.rows ?? 0;
   if (table !== undefined) {
     cos.set(table.cos);
@@ -94,8 +99,7 @@ export function attentionBias(
   const total = past + time;
   if (keyValid.length !== batch * total)
     throw new Error(`attentionBias: keyValid has ${keyValid.length} entries`);
-  const out =
-    dtype === "float32" ? new Float32Array(batch * time * total) : new Float64Array(batch * time * total);
+  const out = floatArray(dtype, batch * time * total);
   for (let b = 0; b < batch; b++) {
     for (let t = 0; t < time; t++) {
       const row = (b * time + t) * total;

@@ -25,7 +25,7 @@ import {
   newKeyName,
   newValueName,
 } from "../model/graphs.ts";
-import { ropeTables } from "../model/host-inputs.ts";
+import { floatArray, ropeTables } from "../model/host-inputs.ts";
 import { BoundedSession } from "./arena.ts";
 import {
   appendColumns,
@@ -35,7 +35,6 @@ import {
   cachedAttentionBias,
   type FixedKvCache,
   fixedCache,
-  floatArray,
   type NewColumns,
   type RaggedKvCache,
   raggedCache,

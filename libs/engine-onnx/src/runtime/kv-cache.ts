@@ -12,7 +12,7 @@
  */
 import type { QwenConfig } from "@troupe/engine";
 import type { FloatDType } from "../graph/builder.ts";
-import { MASKED_BIAS } from "../model/host-inputs.ts";
+import { floatArray, MASKED_BIAS } from "../model/host-inputs.ts";
 import type { FloatArray } from "./session.ts";
 
 /** What a cache's arrays are sized by. */
@@ -33,11 +33,6 @@ export function cacheDims(config: QwenConfig, dtype: FloatDType): CacheDims {
     vocab: config.vocab_size,
     dtype,
   };
-}
-
-/** A float array of the cache's dtype. */
-export function floatArray(dtype: FloatDType, n: number): FloatArray {
-  return dtype === "float32" ? new Float32Array(n) : new Float64Array(n);
 }
 
 /** The arrays of a cache of `rows` × `capacity` columns: per layer [rows, KV, capacity, d_head]. */
@@ -141,7 +136,7 @@ export function cachedAttentionBias(
 ): FloatArray {
   const { batch: B, capacity: C, length: P } = cache;
   const S = C + time;
-  const out = dtype === "float32" ? new Float32Array(B * time * S) : new Float64Array(B * time * S);
+  const out = floatArray(dtype, B * time * S);
   out.fill(MASKED_BIAS);
   for (let b = 0; b < B; b++) {
     for (let t = 0; t < time; t++) {

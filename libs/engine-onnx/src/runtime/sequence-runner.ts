@@ -11,7 +11,7 @@ import type { LossSums, PolicyLossConfig, QwenConfig } from "@troupe/engine";
 import type { FloatDType } from "../graph/builder.ts";
 import { graphWeightSpecs } from "../model/fused-weights.ts";
 import { buildScoringGraph, buildTrainGraph, gradName, TRAIN_INPUTS } from "../model/graphs.ts";
-import { attentionBias, ropeTables } from "../model/host-inputs.ts";
+import { attentionBias, floatArray, ropeTables } from "../model/host-inputs.ts";
 import { BoundedSession } from "./arena.ts";
 import type { MemoryPlan } from "./memory-plan.ts";
 import { padBatch } from "./padding.ts";
@@ -156,7 +156,7 @@ export class SequenceRunner {
   ): Record<string, ort.Tensor> {
     const B = sequences.length;
     const perToken = (pick: (s: LossSequenceInput, j: number) => number) => {
-      const data = this.dtype === "float32" ? new Float32Array(B * width) : new Float64Array(B * width);
+      const data = floatArray(this.dtype, B * width);
       sequences.forEach((s, b) => {
         for (let j = 0; j < s.completionTokenIds.length; j++) data[column(b, j)] = pick(s, j);
       });
@@ -227,7 +227,7 @@ export class SequenceRunner {
       this.gradientBuffers = {};
       for (const spec of this.weightSpecs) {
         const n = spec.shape.reduce((a, b) => a * b, 1);
-        const data = this.dtype === "float32" ? new Float32Array(n) : new Float64Array(n);
+        const data = floatArray(this.dtype, n);
         this.gradientBuffers[gradName(spec.name)] = tensor(this.dtype, data, spec.shape);
       }
     }
