@@ -1,5 +1,4 @@
 import { deepFreeze, Rng } from "@troupe/core";
-import type { ConnectedRunner } from "@troupe/sandbox";
 import { describe, expect, it } from "vitest";
 import {
   coderTesterEnv,
@@ -10,7 +9,7 @@ import {
   type TestReport,
 } from "../../src/coding/index.ts";
 import { py, doubleSumTask as task } from "./fixtures.ts";
-import { testRunner } from "./local-python-runner.ts";
+import { countingRunner, testRunner } from "./local-python-runner.ts";
 
 const { runner } = await testRunner();
 
@@ -64,21 +63,14 @@ describe("coder + tester environment", () => {
   });
 
   it("judgeTester false: the same states, team reward and success, no tester reward and no reference runs", async () => {
-    let runs = 0;
-    const counting = {
-      run: (request: Parameters<typeof runner.run>[0]) => (runs++, runner.run(request)),
-    } as typeof runner;
-    if ("runConnected" in runner) {
-      const connected = runner as ConnectedRunner;
-      (counting as ConnectedRunner).runConnected = (...args) => (runs++, connected.runConnected(...args));
-    }
+    const counting = countingRunner(runner);
     const tests = py("assert double_sum([1]) == 2\nassert double_sum([]) == 0");
     const code = py("def double_sum(xs):\n    return 2 * sum(xs)");
     const play = async (judgeTester: boolean) => {
-      runs = 0;
-      const env = coderTesterEnv({ runner: counting, maxTurns: 2, judgeTester });
+      counting.reset();
+      const env = coderTesterEnv({ runner: counting.runner, maxTurns: 2, judgeTester });
       const t = await env.step(await env.reset(task, 0), { tester: tests });
-      const testerRuns = runs;
+      const testerRuns = counting.calls();
       const c = await env.step(t.state, { coder: code });
       return { t, c, testerRuns };
     };

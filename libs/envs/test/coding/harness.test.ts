@@ -1,8 +1,7 @@
-import type { CodeRunner, ConnectedRunner } from "@troupe/sandbox";
 import { describe, expect, it } from "vitest";
 import { type CodingProblem, loadHumanEval, runTests } from "../../src/coding/index.ts";
 import { doubleSum } from "./fixtures.ts";
-import { testRunner } from "./local-python-runner.ts";
+import { countingRunner, testRunner } from "./local-python-runner.ts";
 
 const { runner } = await testRunner();
 const problems = new Map((await loadHumanEval()).map((p) => [p.taskId, p]));
@@ -425,47 +424,33 @@ describe("harness: the same tests against other functions of the program (varian
     const program = `${doubleSum.prompt}${doubleSum.canonicalSolution}\n` + "def m0(xs):\n    return None\n";
     const job = { program, style: "asserts", entryPoint: "double_sum", variants: ["m0"] } as const;
     // Sandbox calls of any kind (connected or not); a job without variants makes `one` of them.
-    let runs = 0;
-    const counting = {
-      run: (request: Parameters<typeof runner.run>[0]) => {
-        runs++;
-        return runner.run(request);
-      },
-      ...("runConnected" in runner
-        ? {
-            runConnected: (...args: Parameters<ConnectedRunner["runConnected"]>) => {
-              runs++;
-              return (runner as ConnectedRunner).runConnected(...args);
-            },
-          }
-        : {}),
-    } as CodeRunner;
-    await runTests(counting, {
+    const counting = countingRunner(runner);
+    await runTests(counting.runner, {
       program,
       style: "asserts",
       entryPoint: "double_sum",
       tests: "assert double_sum([1]) == 2",
     });
-    const one = runs;
+    const one = counting.calls();
     expect(one).toBeGreaterThan(0);
-    runs = 0;
-    const oneValid = await runTests(counting, {
+    counting.reset();
+    const oneValid = await runTests(counting.runner, {
       ...job,
       tests: "assert double_sum([1]) == 2\nassert double_sum([]) == 5",
       variantsWhen: "some-test-passes",
     });
-    expect([oneValid.passed, runs]).toEqual([1, 2 * one]);
+    expect([oneValid.passed, counting.calls()]).toEqual([1, 2 * one]);
     expect(oneValid.variants!.map((v) => [v.name, v.passed, v.total, v.error])).toEqual([
       ["m0", 0, 2, undefined],
     ]);
 
-    runs = 0;
-    const noneValid = await runTests(counting, {
+    counting.reset();
+    const noneValid = await runTests(counting.runner, {
       ...job,
       tests: "assert double_sum([1]) == 3\nassert double_sum([]) == 5",
       variantsWhen: "some-test-passes",
     });
-    expect([noneValid.passed, runs]).toEqual([0, one]);
+    expect([noneValid.passed, counting.calls()]).toEqual([0, one]);
     expect(noneValid.variants).toEqual([
       {
         name: "m0",
@@ -489,8 +474,8 @@ describe("harness: the same tests against other functions of the program (varian
       },
     ]);
     // The same failing tests with the default run the variant beside them.
-    runs = 0;
-    await runTests(counting, { ...job, tests: "assert double_sum([1]) == 3" });
-    expect(runs).toBe(2 * one);
+    counting.reset();
+    await runTests(counting.runner, { ...job, tests: "assert double_sum([1]) == 3" });
+    expect(counting.calls()).toBe(2 * one);
   });
 });

@@ -8,7 +8,13 @@ import { spawn } from "node:child_process";
 import { mkdir, mkdtemp, rm, writeFile } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import { dirname, join } from "node:path";
-import type { CodeRunner, RunRequest, RunResult } from "@troupe/sandbox";
+import {
+  type CodeRunner,
+  type ConnectedRunner,
+  isConnectedRunner,
+  type RunRequest,
+  type RunResult,
+} from "@troupe/sandbox";
 
 const DEFAULT_WALL_MS = 10_000;
 const DEFAULT_OUTPUT_BYTES = 1 << 20;
@@ -111,4 +117,25 @@ export async function testRunner(): Promise<{ runner: CodeRunner; kind: string }
     }
   }
   return { runner: new LocalPythonRunner(), kind: "local-python (test-only)" };
+}
+
+/**
+ * `runner` with a count of the sandbox calls made through it (plain and connected runs alike),
+ * for tests that check what a step or a job ran; `reset()` starts the count again.
+ */
+export function countingRunner(runner: CodeRunner): { runner: CodeRunner; calls(): number; reset(): void } {
+  let calls = 0;
+  const counted: CodeRunner = {
+    run: (request) => {
+      calls++;
+      return runner.run(request);
+    },
+  };
+  if (isConnectedRunner(runner)) {
+    (counted as ConnectedRunner).runConnected = (requests, talk) => {
+      calls++;
+      return runner.runConnected(requests, talk);
+    };
+  }
+  return { runner: counted, calls: () => calls, reset: () => void (calls = 0) };
 }
