@@ -580,20 +580,24 @@ export async function runTests(
       ? await runThenVariants(job, () => runOnce(runner, job, opts), runVariant)
       : await Promise.all([runOnce(runner, job, opts), ...(job.variants ?? []).map(runVariant)]);
   const { report, standInProgram, recorded } = run!;
+  // A variant that ran no test: each of the program's tests reported failed with why.
+  const notRun = (name: string, error: string, noResult?: true): VariantReport => {
+    const cases = report.tests.map((t) => ({
+      source: t.source,
+      passed: false,
+      error,
+      ...(noResult && { noResult }),
+    }));
+    return { name, tests: cases, passed: 0, total: cases.length, error };
+  };
   const variants = (job.variants ?? []).map((name, v): VariantReport => {
     const variantRun = variantRuns[v];
-    if (variantRun === undefined) {
-      const error = "not run: no test passes on the program";
-      const cases = report.tests.map((t) => ({ source: t.source, passed: false, error, noResult: true }));
-      return { name, tests: cases, passed: 0, total: cases.length, error };
-    }
+    if (variantRun === undefined) return notRun(name, "not run: no test passes on the program", true);
     const variant = variantRun.report;
     if (variant.syntaxOk && variant.loadError === undefined && variant.harnessError === undefined)
       return { name, tests: variant.tests, passed: variant.passed, total: variant.total };
     const why = variant.loadError ?? variant.harnessError ?? variant.syntaxError ?? "no result";
-    const error = `not run: could not bind ${job.entryPoint} to ${name} (${why})`;
-    const cases = report.tests.map((t) => ({ source: t.source, passed: false, error }));
-    return { name, tests: cases, passed: 0, total: cases.length, error };
+    return notRun(name, `not run: could not bind ${job.entryPoint} to ${name} (${why})`);
   });
   let calleeUse: CalleeUse | undefined;
   if (job.dependence) {
