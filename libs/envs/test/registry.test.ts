@@ -63,6 +63,9 @@ describe("options", () => {
     expect(() => environmentOptions("coding", { roles: "coder-tester" })).toThrow(
       /^environment\.options\.test: roles "coder-tester" needs reference solutions/,
     );
+    expect(() =>
+      environmentOptions("coding", { roles: "coder-tester", test: "toy", coderReward: "all" }),
+    ).toThrow(/^environment\.options\.coderReward: /);
   });
 
   test("which environments run the agents' code", () => {

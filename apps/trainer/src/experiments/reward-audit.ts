@@ -15,10 +15,11 @@
  * A sample whose strategy did not record its episode's success (MAGRPO's) counts as a success
  * when its team reward is at least `--success-at` (helper + main under `strict`: 2.5, the tiers
  * of a solution whose every test passes — with 4 asserts a failing one earns at most 2.25;
- * coder + tester: 1); without `--success-at` such a sample counts as not solved.
+ * coder + tester: 1); without `--success-at` such a sample counts as not solved. `--agent <id>`
+ * audits that agent's samples only (coder + tester: the coder's, without the tester's).
  *
  *   npx tsx --conditions=@troupe/source apps/trainer/src/experiments/reward-audit.ts \
- *     --store /work/stores/coding-x --run <runId> [--team-bar 2.5] [--success-at 2.5] [--window 5] [--show 4]
+ *     --store /work/stores/coding-x --run <runId> [--team-bar 2.5] [--success-at 2.5] [--window 5] [--show 4] [--agent coder]
  */
 import { parseArgs } from "node:util";
 import type { Sample } from "@troupe/core";
@@ -64,6 +65,7 @@ async function main(): Promise<void> {
       "success-at": { type: "string" },
       window: { type: "string", default: "5" },
       show: { type: "string", default: "4" },
+      agent: { type: "string" },
     },
   });
   if (!values.store || !values.run) {
@@ -83,7 +85,9 @@ async function main(): Promise<void> {
   const rows: StepAudit[] = [];
   const all: Sample[][] = [];
   for (let step = 0; step <= latest; step++) {
-    const samples = [...(await run.readStep(step)).shards.values()].flat();
+    const samples = [...(await run.readStep(step)).shards.values()]
+      .flat()
+      .filter((s) => values.agent === undefined || s.provenance.agent === values.agent);
     all.push(samples);
     rows.push(auditSamples(step, samples, teamBar, successAt));
   }

@@ -99,11 +99,9 @@ export function auxMainReward(report: TestReport, reward: CodingReward): AuxMain
     return { ...parts, total, ...(stoppedAt ? { stoppedAt } : {}), ...(withheld ? { withheld } : {}) };
   };
   if (aux.defined && aux.hasReturn) parts.auxDefined = T.auxDefined;
-  if (!(main.defined && main.hasReturn)) return done("structure");
-  parts.mainDefined = T.mainDefined;
-  if (!report.syntaxOk) return done("syntax");
-  parts.syntax = T.syntax;
-  if (report.total > 0) parts.tests = (T.tests * report.passed) / report.total;
+  const { stoppedAt, ...own } = ownTiers(report, main);
+  Object.assign(parts, own);
+  if (stoppedAt) return done(stoppedAt);
   if (report.passed > 0 && aux.defined && main.callsCallee) {
     const use = report.calleeUse;
     if (use !== undefined && reward === "strict") {
@@ -119,6 +117,34 @@ export function auxMainReward(report: TestReport, reward: CodingReward): AuxMain
     if (main.ignoredCalleeCalls > 0) parts.ignoredAuxResult = T.ignoredAuxResult;
   }
   return done();
+}
+
+/**
+ * Tiers 1 (main's own), 2 and 3 of one function: defined with a `return <value>` (a gate), the
+ * program compiles (a gate), its share of the tests passed. What a function written alone earns.
+ */
+function ownTiers(
+  report: TestReport,
+  f: FunctionReport,
+): { mainDefined: number; syntax: number; tests: number; stoppedAt?: "structure" | "syntax" } {
+  const T = AUX_MAIN_REWARD_TIERS;
+  if (!(f.defined && f.hasReturn)) return { mainDefined: 0, syntax: 0, tests: 0, stoppedAt: "structure" };
+  if (!report.syntaxOk) return { mainDefined: T.mainDefined, syntax: 0, tests: 0, stoppedAt: "syntax" };
+  const tests = report.total > 0 ? (T.tests * report.passed) / report.total : 0;
+  return { mainDefined: T.mainDefined, syntax: T.syntax, tests };
+}
+
+/** The most a function written alone earns: tiers 1 (main's), 2 and 3. */
+export const SOLO_TIERS_MAX =
+  AUX_MAIN_REWARD_TIERS.mainDefined + AUX_MAIN_REWARD_TIERS.syntax + AUX_MAIN_REWARD_TIERS.tests;
+
+/**
+ * The single agent's tiers for the function of the query labelled `label` (defined with a return,
+ * compiles, share of tests passed; `roles: single` is paid these), over their maximum: in [0, 1].
+ */
+export function soloTiersShare(report: TestReport, label: string): number {
+  const { mainDefined, syntax, tests } = ownTiers(report, findFunction(report, label));
+  return (mainDefined + syntax + tests) / SOLO_TIERS_MAX;
 }
 
 function findFunction(report: TestReport, label: string): FunctionReport {

@@ -8,11 +8,17 @@
  * | reward            | value                                                                                 |
  * |-------------------|---------------------------------------------------------------------------------------|
  * | team (per step)   | 1 on the step the episode ends if the code passes every hidden (dataset) test, else 0 |
- * | coder (local)     | fraction of hidden tests its code passes (on steps where the coder acted)             |
+ * | coder (local)     | `tests`: fraction of hidden tests its code passes; `tiers`: the single agent's tiers, over their maximum (on steps where the coder acted) |
  * | tester (local)    | on steps where the tester acted: `strict` validity · discrimination; `paper` 0.5 · validity + 0.5 · discrimination |
  *
  * validity = fraction of the tester's asserts the canonical solution passes. success = the code
  * passes every hidden test.
+ * - The coder's `tests` reward (the default) is Stronger-MAS's. `tiers` pays the coder what the
+ *   single agent of `roles: single` is paid (aux-main-reward.ts: 0.6 for a function defined with a
+ *   return, 0.5 more when the program compiles, 1.0 × the share of hidden tests passed; over 2.1),
+ *   so a team and the single agent differ by the tester, not by the coder's reward. At toy scale
+ *   the coder's `tests` reward pays nothing to most groups (code that does not compile and code
+ *   that computes the wrong value both earn 0).
  * - `paper` (Stronger-MAS): discrimination = fraction of known-wrong programs its tests reject
  *   (fail at least one assert): a stub returning `None`, plus the coder's current code when it
  *   fails a hidden test. A tester that writes `assert f(<example>) is not None` earns ~1.
@@ -26,10 +32,12 @@
 import type { AgentId, Environment } from "@troupe/core";
 import { checkMaxTurns, type TurnState, textEnvironment } from "../text-env.ts";
 import { isAllPassed } from "./aux-main-env.ts";
+import { soloTiersShare } from "./aux-main-reward.ts";
 import type { CodingProblem } from "./dataset.ts";
 import { extractCode } from "./extract.ts";
 import { type CodingEnvOptions, checkReward, diagnosticsFeedback } from "./feedback.ts";
 import {
+  type HarnessJob,
   passFraction,
   runTests,
   type TestCaseResult,
@@ -59,6 +67,18 @@ export interface CoderTesterEnvOptions extends CodingEnvOptions {
    * the mutants' generation, screening and runs were most of an evaluation's sandbox time.
    */
   readonly judgeTester?: boolean;
+  /** The coder's local reward: `tests` (default, Stronger-MAS: share of hidden tests passed) or `tiers`. */
+  readonly coderReward?: CoderReward;
+}
+
+export const CODER_REWARDS = ["tests", "tiers"] as const;
+export type CoderReward = (typeof CODER_REWARDS)[number];
+
+/** The `coderReward` option, checked (callers outside TypeScript can pass anything). */
+function checkCoderReward(reward: unknown): CoderReward {
+  if (!CODER_REWARDS.includes(reward as CoderReward))
+    throw new Error(`coderTesterEnv: coderReward must be "tests" or "tiers", got ${JSON.stringify(reward)}`);
+  return reward as CoderReward;
 }
 
 export const defaultCoderTesterOptions = { maxTurns: 3, reward: "strict" } as const;
@@ -208,10 +228,24 @@ export function coderTesterEnv(options: CoderTesterEnvOptions): Environment<Code
   const strict =
     checkReward("coderTesterEnv", options.reward ?? defaultCoderTesterOptions.reward) === "strict";
   // The prompt is trusted: its helpers run in the checker, whatever the coder redefines.
-  const run = (program: string, tests: string, style: "check" | "asserts", problem: CodingProblem) =>
+  const tiers = checkCoderReward(options.coderReward ?? "tests") === "tiers";
+  const run = (
+    program: string,
+    tests: string,
+    style: "check" | "asserts",
+    problem: CodingProblem,
+    functions?: HarnessJob["functions"],
+  ) =>
     runTests(
       options.runner,
-      { program, tests, style, entryPoint: problem.entryPoint, trusted: problem.prompt },
+      {
+        program,
+        tests,
+        style,
+        entryPoint: problem.entryPoint,
+        trusted: problem.prompt,
+        ...(functions ? { functions } : {}),
+      },
       options.harness,
     );
   // strict: the tester's asserts against the reference and against each of its mutants, each in
@@ -265,7 +299,9 @@ export function coderTesterEnv(options: CoderTesterEnvOptions): Environment<Code
       const labelled = p.test !== "";
       const judgeTests = labelled && testerActed && tests !== null && (options.judgeTester ?? true);
       const [hiddenReport, generatedReport, canonicalReport, stubReport, mutantReport] = await Promise.all([
-        labelled && coderActed && code !== null ? run(coderProgram(p, code), p.test, "check", p) : undefined,
+        labelled && coderActed && code !== null
+          ? run(coderProgram(p, code), p.test, "check", p, [{ label: "coder", code, name: p.entryPoint }])
+          : undefined,
         code !== null && tests !== null ? run(coderProgram(p, code), tests, "asserts", p) : undefined,
         judgeTests && !strict ? run(canonicalProgram(p), tests, "asserts", p) : undefined,
         judgeTests && !strict ? run(stubProgram(p), tests, "asserts", p) : undefined,
@@ -276,7 +312,10 @@ export function coderTesterEnv(options: CoderTesterEnvOptions): Environment<Code
       const hiddenAllPassed = hidden !== null && hidden.total > 0 && hidden.passed === hidden.total;
 
       const localRewards: Record<AgentId, number> = {};
-      if (coderActed) localRewards.coder = hidden ? passFraction(hidden) : 0;
+      if (coderActed) {
+        if (tiers) localRewards.coder = hiddenReport ? soloTiersShare(hiddenReport, "coder") : 0;
+        else localRewards.coder = hidden ? passFraction(hidden) : 0;
+      }
       const tester = testerReward(
         { mutantReport, canonicalReport, stubReport, generatedReport },
         hiddenAllPassed,

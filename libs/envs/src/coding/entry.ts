@@ -24,7 +24,7 @@ import type { CodeAnswer, TestRunAnswer } from "../answer.ts";
 import { checkedEnvironment, datasetTasks, defineEnvironment, textTeam } from "../entry.ts";
 import { type AuxMainState, auxMainEnv, auxMainProgram } from "./aux-main-env.ts";
 import { NO_AUX_MAIN_REWARD } from "./aux-main-reward.ts";
-import { type CoderTesterState, coderProgram, coderTesterEnv } from "./coder-tester-env.ts";
+import { CODER_REWARDS, type CoderTesterState, coderProgram, coderTesterEnv } from "./coder-tester-env.ts";
 import {
   CODING_MAX_CODE_CHARS,
   CODING_MAX_PROMPT_CHARS,
@@ -65,6 +65,13 @@ export const CodingOptionsSchema = z
     wallMs: z.number().int().min(500).max(120_000).default(10_000),
     /** `strict`: collaboration and tests are paid for what they achieve when run; `paper`: the published rewards. */
     reward: z.enum(CODING_REWARDS).default("strict"),
+    /**
+     * The coder's local reward of `roles: coder-tester`: `tests` (Stronger-MAS: the share of hidden
+     * tests passed) or `tiers` (what the single agent is paid: defined, compiles, tests; over their
+     * maximum). The other roles are paid CoMLRL's tiers whatever it says, so a compare's
+     * single-agent arm, derived from a coder + tester recipe, keeps it.
+     */
+    coderReward: z.enum(CODER_REWARDS).optional(),
     /** What agents read besides the problem: the paper's instructions, or one role line (tiny models). */
     prompt: z.enum(CODING_PROMPTS).default("full"),
     /**
@@ -257,6 +264,7 @@ export const codingEntry = defineEnvironment({
         reward: options.reward,
         prompt: options.prompt,
         judgeTester,
+        ...(options.coderReward ? { coderReward: options.coderReward } : {}),
         ...(options.feedback === "diagnostics" ? {} : { feedback }),
       }) as Environment<unknown, CodingProblem>;
     const scored: Environment<unknown, CodingProblem> = helperMain

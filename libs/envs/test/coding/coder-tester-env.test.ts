@@ -90,6 +90,31 @@ describe("coder + tester environment", () => {
     ]).toEqual([judged.c.state, 1, true, true, { coder: 1 }]);
   });
 
+  it("coderReward tiers: the single agent's tiers over their maximum, 2.1", async () => {
+    const env = coderTesterEnv({ runner, maxTurns: 1, coderReward: "tiers" });
+    const s0 = await env.reset(task, 0);
+    const coder = async (code: string) => (await env.step(s0, { coder: py(code) })).localRewards.coder;
+    // Defined with a return, compiles, 1 of 3 hidden asserts: (0.6 + 0.5 + 1/3) / 2.1.
+    expect(await coder("def double_sum(xs):\n    return 0")).toBeCloseTo((0.6 + 0.5 + 1 / 3) / 2.1, 12);
+    // Every hidden assert: 1, and the team's success.
+    const right = await env.step(s0, { coder: py("def double_sum(xs):\n    return 2 * sum(xs)") });
+    expect([right.localRewards.coder, right.success, right.teamReward]).toEqual([1, true, 1]);
+    // Defined with a return, does not compile: 0.6 / 2.1.
+    expect(await coder("def double_sum(xs):\n    return 2 * sum(xs")).toBeCloseTo(0.6 / 2.1, 12);
+    // No `return <value>` (cut short), or another function's name: 0.
+    expect(await coder("def double_sum(xs):\n    s = 2")).toBe(0);
+    expect(await coder("def other(xs):\n    return 2 * sum(xs)")).toBe(0);
+    // The default, Stronger-MAS's: the share of hidden asserts passed.
+    const plain = coderTesterEnv({ runner, maxTurns: 1 });
+    const r = await plain.step(await plain.reset(task, 0), {
+      coder: py("def double_sum(xs):\n    return 0"),
+    });
+    expect(r.localRewards).toEqual({ coder: 1 / 3 });
+    expect(() => coderTesterEnv({ runner, coderReward: "all" as "tiers" })).toThrow(
+      'coderTesterEnv: coderReward must be "tests" or "tiers", got "all"',
+    );
+  });
+
   it("ends after maxTurns coder attempts", async () => {
     const env = coderTesterEnv({ runner, maxTurns: 1 });
     const s0 = await env.reset(task, 0);
