@@ -222,12 +222,34 @@ function testerReward(
   return undefined;
 }
 
+/**
+ * One run of `tests` against `program` on `problem`. The prompt is trusted: its helpers run in the
+ * checker, whatever the coder redefines. The coder's hidden-test run also asks for its function's
+ * static facts (`functions`: defined, a return), which the `tiers` reward reads.
+ */
+function runOnProblem(
+  options: CoderTesterEnvOptions,
+  job: Pick<HarnessJob, "program" | "tests" | "style" | "functions">,
+  problem: CodingProblem,
+): Promise<TestReport> {
+  const { functions, ...rest } = job;
+  return runTests(
+    options.runner,
+    {
+      ...rest,
+      entryPoint: problem.entryPoint,
+      trusted: problem.prompt,
+      ...(functions ? { functions } : {}),
+    },
+    options.harness,
+  );
+}
+
 export function coderTesterEnv(options: CoderTesterEnvOptions): Environment<CoderTesterState, CodingProblem> {
   const maxTurns = checkMaxTurns("coderTesterEnv", options.maxTurns ?? defaultCoderTesterOptions.maxTurns);
   const feedback = options.feedback ?? diagnosticsFeedback({ revealTests: true });
   const strict =
     checkReward("coderTesterEnv", options.reward ?? defaultCoderTesterOptions.reward) === "strict";
-  // The prompt is trusted: its helpers run in the checker, whatever the coder redefines.
   const tiers = checkCoderReward(options.coderReward ?? "tests") === "tiers";
   const run = (
     program: string,
@@ -235,19 +257,7 @@ export function coderTesterEnv(options: CoderTesterEnvOptions): Environment<Code
     style: "check" | "asserts",
     problem: CodingProblem,
     functions?: HarnessJob["functions"],
-  ) =>
-    runTests(
-      options.runner,
-      {
-        program,
-        tests,
-        style,
-        entryPoint: problem.entryPoint,
-        trusted: problem.prompt,
-        ...(functions ? { functions } : {}),
-      },
-      options.harness,
-    );
+  ) => runOnProblem(options, { program, tests, style, functions }, problem);
   // strict: the tester's asserts against the reference and against each of its mutants, each in
   // a fresh run of its own (`variants`): nothing the asserts bind, import or write while the
   // reference runs is there when a mutant does, so "compare with what the first pass saw" finds
