@@ -35,13 +35,14 @@ import { isAllPassed } from "./aux-main-env.ts";
 import { soloTiersShare } from "./aux-main-reward.ts";
 import type { CodingProblem } from "./dataset.ts";
 import { extractCode } from "./extract.ts";
-import { type CodingEnvOptions, checkReward, diagnosticsFeedback } from "./feedback.ts";
+import { type CodingEnvOptions, checkChoice, checkReward, diagnosticsFeedback } from "./feedback.ts";
 import {
   type HarnessJob,
   passFraction,
   runTests,
   type TestCaseResult,
   type TestReport,
+  type TestStyle,
   type TestSummary,
   testSummary,
 } from "./harness.ts";
@@ -73,13 +74,6 @@ export interface CoderTesterEnvOptions extends CodingEnvOptions {
 
 export const CODER_REWARDS = ["tests", "tiers"] as const;
 export type CoderReward = (typeof CODER_REWARDS)[number];
-
-/** The `coderReward` option, checked (callers outside TypeScript can pass anything). */
-function checkCoderReward(reward: unknown): CoderReward {
-  if (!CODER_REWARDS.includes(reward as CoderReward))
-    throw new Error(`coderTesterEnv: coderReward must be "tests" or "tiers", got ${JSON.stringify(reward)}`);
-  return reward as CoderReward;
-}
 
 export const defaultCoderTesterOptions = { maxTurns: 3, reward: "strict" } as const;
 
@@ -223,26 +217,30 @@ function testerReward(
 }
 
 /**
- * One run of `tests` against `program` on `problem`. The prompt is trusted: its helpers run in the
- * checker, whatever the coder redefines. The coder's hidden-test run also asks for its function's
- * static facts (`functions`: defined, a return), which the `tiers` reward reads.
+ * Runs of `tests` against `program` on a problem. The prompt is trusted: its helpers run in the
+ * checker, whatever the coder redefines. Under the `tiers` reward the coder's hidden-test run also
+ * asks for its function's static facts (`functions`: defined, a return), which that reward reads.
  */
-function runOnProblem(
-  options: CoderTesterEnvOptions,
-  job: Pick<HarnessJob, "program" | "tests" | "style" | "functions">,
-  problem: CodingProblem,
-): Promise<TestReport> {
-  const { functions, ...rest } = job;
-  return runTests(
-    options.runner,
-    {
-      ...rest,
-      entryPoint: problem.entryPoint,
-      trusted: problem.prompt,
-      ...(functions ? { functions } : {}),
-    },
-    options.harness,
-  );
+function problemRunner(options: CoderTesterEnvOptions) {
+  return (
+    program: string,
+    tests: string,
+    style: TestStyle,
+    problem: CodingProblem,
+    functions?: HarnessJob["functions"],
+  ): Promise<TestReport> =>
+    runTests(
+      options.runner,
+      {
+        program,
+        tests,
+        style,
+        entryPoint: problem.entryPoint,
+        trusted: problem.prompt,
+        ...(functions ? { functions } : {}),
+      },
+      options.harness,
+    );
 }
 
 export function coderTesterEnv(options: CoderTesterEnvOptions): Environment<CoderTesterState, CodingProblem> {
@@ -250,14 +248,9 @@ export function coderTesterEnv(options: CoderTesterEnvOptions): Environment<Code
   const feedback = options.feedback ?? diagnosticsFeedback({ revealTests: true });
   const strict =
     checkReward("coderTesterEnv", options.reward ?? defaultCoderTesterOptions.reward) === "strict";
-  const tiers = checkCoderReward(options.coderReward ?? "tests") === "tiers";
-  const run = (
-    program: string,
-    tests: string,
-    style: "check" | "asserts",
-    problem: CodingProblem,
-    functions?: HarnessJob["functions"],
-  ) => runOnProblem(options, { program, tests, style, functions }, problem);
+  const tiers =
+    checkChoice("coderTesterEnv", "coderReward", CODER_REWARDS, options.coderReward ?? "tests") === "tiers";
+  const run = problemRunner(options);
   // strict: the tester's asserts against the reference and against each of its mutants, each in
   // a fresh run of its own (`variants`): nothing the asserts bind, import or write while the
   // reference runs is there when a mutant does, so "compare with what the first pass saw" finds
@@ -310,7 +303,13 @@ export function coderTesterEnv(options: CoderTesterEnvOptions): Environment<Code
       const judgeTests = labelled && testerActed && tests !== null && (options.judgeTester ?? true);
       const [hiddenReport, generatedReport, canonicalReport, stubReport, mutantReport] = await Promise.all([
         labelled && coderActed && code !== null
-          ? run(coderProgram(p, code), p.test, "check", p, [{ label: "coder", code, name: p.entryPoint }])
+          ? run(
+              coderProgram(p, code),
+              p.test,
+              "check",
+              p,
+              tiers ? [{ label: "coder", code, name: p.entryPoint }] : undefined,
+            )
           : undefined,
         code !== null && tests !== null ? run(coderProgram(p, code), tests, "asserts", p) : undefined,
         judgeTests && !strict ? run(canonicalProgram(p), tests, "asserts", p) : undefined,

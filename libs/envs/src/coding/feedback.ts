@@ -42,11 +42,26 @@ export interface FeedbackTransition {
 export const CODING_REWARDS = ["strict", "paper"] as const;
 export type CodingReward = (typeof CODING_REWARDS)[number];
 
-/** The `reward` option, checked (callers outside TypeScript can pass anything). */
+/**
+ * An option that takes one of two values, checked (callers outside TypeScript can pass anything):
+ * `env: name must be "a" or "b", got …`.
+ */
+export function checkChoice<T extends string>(
+  env: string,
+  name: string,
+  choices: readonly [T, T],
+  value: unknown,
+): T {
+  if (!choices.includes(value as T))
+    throw new Error(
+      `${env}: ${name} must be "${choices[0]}" or "${choices[1]}", got ${JSON.stringify(value)}`,
+    );
+  return value as T;
+}
+
+/** The `reward` option, checked. */
 export function checkReward(env: string, reward: unknown): CodingReward {
-  if (!CODING_REWARDS.includes(reward as CodingReward))
-    throw new Error(`${env}: reward must be "strict" or "paper", got ${JSON.stringify(reward)}`);
-  return reward as CodingReward;
+  return checkChoice(env, "reward", CODING_REWARDS, reward);
 }
 
 /** Options of the multi-turn coding environments (helper + main, coder + tester); defaults per environment. */

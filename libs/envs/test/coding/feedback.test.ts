@@ -2,6 +2,7 @@
 import { describe, expect, it } from "vitest";
 import {
   CODING_REWARDS,
+  checkChoice,
   checkReward,
   describeReport,
   diagnosticsFeedback,
@@ -138,5 +139,12 @@ describe("checkReward", () => {
       'coderTesterEnv: reward must be "strict" or "paper", got 3',
     );
     expect(() => checkReward("coderTesterEnv", undefined)).toThrow("got undefined");
+  });
+
+  it("checkChoice: either value, anything else one line naming the environment and the option", () => {
+    expect(checkChoice("coderTesterEnv", "coderReward", ["tests", "tiers"], "tiers")).toBe("tiers");
+    expect(() => checkChoice("coderTesterEnv", "coderReward", ["tests", "tiers"], "all")).toThrow(
+      'coderTesterEnv: coderReward must be "tests" or "tiers", got "all"',
+    );
   });
 });
