@@ -4,7 +4,9 @@
  * checkout of this repository> (e.g. a `git worktree` of the commit before), in that one too,
  * alternating call by call in one process: a before/after under the same machine load. Prints
  * per checkout the median wall and process-CPU ms of a call, tok/s, and whether the sampled tokens
- * are the same as this checkout's.
+ * are the same as this checkout's. The same rounds time the call's weight products alone
+ * (gemm-floor.ts: what no change to the rest of the decode loop can beat on this machine), and
+ * with BENCH_COMPARE the most any checkout could gain over that one: its call over the floor.
  *
  * Run: `npm run bench:sample` in libs/engine-onnx (BENCH_ROUNDS, default 9).
  */
@@ -14,6 +16,7 @@ import { join, resolve } from "node:path";
 import { pathToFileURL } from "node:url";
 import { samplingParams } from "@troupe/core";
 import { ByteTokenizer, tinyQwenConfig } from "@troupe/engine";
+import { weightProductsCall } from "./gemm-floor.ts";
 
 const ROUNDS = Number(process.env.BENCH_ROUNDS ?? 9);
 const BATCH = 16;
@@ -60,6 +63,12 @@ async function checkout(name: string, root: string): Promise<Checkout> {
 const here = resolve(import.meta.dirname, "../../..");
 const checkouts = [await checkout("this", here)];
 if (process.env.BENCH_COMPARE) checkouts.push(await checkout("compare", resolve(process.env.BENCH_COMPARE)));
+const floor = {
+  run: await weightProductsCall(config, BATCH, PROMPT, NEW_TOKENS),
+  ms: [] as number[],
+  cpuMs: [] as number[],
+};
+await floor.run();
 const load = [loadavg()[0]];
 for (const c of checkouts) {
   const completions = await c.sample(); // warm-up: sessions built
@@ -77,6 +86,12 @@ for (let r = 0; r < ROUNDS; r++) {
     c.ms.push(performance.now() - t0);
     c.cpuMs.push((cpu.user + cpu.system) / 1000);
   }
+  const t0 = performance.now();
+  const c0 = process.cpuUsage();
+  await floor.run();
+  const cpu = process.cpuUsage(c0);
+  floor.ms.push(performance.now() - t0);
+  floor.cpuMs.push((cpu.user + cpu.system) / 1000);
 }
 load.push(loadavg()[0]);
 const base = checkouts[0]!;
@@ -96,6 +111,15 @@ for (const c of checkouts) {
     loadAverage1m: load,
   });
 }
+print({
+  bench: "sample_kv_cache_weight_products",
+  // The call's Gemms by the weights alone, same shapes and sessions (gemm-floor.ts).
+  ms: median(floor.ms),
+  minMs: Math.min(...floor.ms),
+  cpuMs: median(floor.cpuMs),
+  // The most a call of each checkout could be sped up by changing everything but these products.
+  ceiling: Object.fromEntries(checkouts.map((c) => [c.name, median(c.ms) / median(floor.ms)])),
+});
 if (checkouts.length === 2)
   print({
     bench: "sample_kv_cache_ratio",

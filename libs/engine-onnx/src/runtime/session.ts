@@ -40,7 +40,7 @@ export class GraphSession {
   ) {}
 
   static async create(graph: Graph, options: SessionOptions = {}): Promise<GraphSession> {
-    // TROUPE_ORT_PROFILE=1 profiles every session (bench/profile.ts reads the files).
+    // TROUPE_ORT_PROFILE=1 profiles every session (`npm run bench:ort-profile` summarises the files).
     const profile = options.profile ?? process.env.TROUPE_ORT_PROFILE === "1";
     const session = await ort.InferenceSession.create(graph.toBytes(), {
       intraOpNumThreads:
