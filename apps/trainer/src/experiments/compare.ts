@@ -7,11 +7,12 @@
 import { mean, runEpisodes, type Team } from "@troupe/core";
 import type { Engine } from "@troupe/engine";
 import { meanPassAtK } from "@troupe/envs";
-import type { ObjectStore } from "@troupe/storage";
+import { type ObjectStore, RunStore } from "@troupe/storage";
 import { policySet } from "../engines.ts";
 import type { TrainerEnvironment } from "../envs.ts";
-import type { Recipe } from "../recipe.ts";
+import { type Recipe, RecipeError } from "../recipe.ts";
 import type { TrainReporter } from "../run/context.ts";
+import { storedRecipeIs } from "../run/launch.ts";
 import { evalSampling } from "../sampling.ts";
 import { type Arm, armRecipe } from "./compare-arms.ts";
 import { type ArmResult, ArmResultSchema, type Sampled } from "./compare-results.ts";
@@ -112,11 +113,20 @@ export async function compare(options: CompareOptions): Promise<ArmResult[]> {
   for (const arm of options.arms) {
     for (const seed of options.seeds) {
       const key = armKey(options.compareId, arm, seed);
+      const recipe = armRecipe(options.base, arm, seed);
       const done = await options.store.head(key);
       if (done) {
         const parsed = ArmResultSchema.parse(
           JSON.parse(new TextDecoder().decode(await options.store.get(key))),
         );
+        // A result is this arm's only if its run ran this recipe (wherever the store was then): a
+        // compare id reused after the recipe or --set changed would tabulate old runs as new ones.
+        if (!(await storedRecipeIs(new RunStore(options.store, parsed.runId), recipe, { anyStore: true }))) {
+          throw new RecipeError(
+            `compare ${options.compareId}: ${arm} seed ${seed} finished with another recipe (run ${parsed.runId}): ` +
+              "rerun with the settings it was run with, or pass a new --id",
+          );
+        }
         options.reporter.note(`compare: ${arm} seed ${seed} already done (${parsed.runId})`);
         // Results stored before curves were kept: the curve is in the run's metrics.
         results.push(
@@ -129,7 +139,6 @@ export async function compare(options: CompareOptions): Promise<ArmResult[]> {
         continue;
       }
       options.reporter.note(`compare: ${arm} seed ${seed}`);
-      const recipe = armRecipe(options.base, arm, seed);
       const samples = options.samples ?? 0;
       let sampled: Sampled | undefined;
       const run = await runRecipe({

@@ -11,7 +11,7 @@
  * A check that fails is one RecipeError (or StoreError) line and leaves the store as it was.
  */
 import { stableHash, type Team, teamPolicies } from "@troupe/core";
-import { checkStore, type ObjectStore, type RunStore } from "@troupe/storage";
+import { checkStore, configKey, type ObjectStore, type RunStore } from "@troupe/storage";
 import { checkEngineRecipe, createEngine } from "../engines.ts";
 import {
   checkDemonstrations,
@@ -89,17 +89,29 @@ export async function writeRunConfig(runStore: RunStore, recipe: Recipe): Promis
   } catch (error) {
     if (!/already exists with a different config/.test((error as Error).message)) throw error;
   }
-  const stored = await runStore.readConfig();
-  let same = false;
-  try {
-    same = stableHash(parseRecipe(stored)) === stableHash(recipe);
-  } catch {
-    // A stored config this version cannot parse is not this recipe.
-  }
-  if (!same) {
+  if (!(await storedRecipeIs(runStore, recipe))) {
     throw new RecipeError(
       `run ${runStore.runId} already exists in ${recipe.store} with a different recipe: rerun with the settings it ` +
         "was started with, or start another run (another --id or --run)",
     );
+  }
+}
+
+/**
+ * Whether the run's stored config is `recipe`: it parses (with this version's defaults) to the
+ * same recipe, with `anyStore` wherever its store was then (a store copied or moved since). A
+ * missing config or one this version cannot parse is not.
+ */
+export async function storedRecipeIs(
+  runStore: RunStore,
+  recipe: Recipe,
+  options: { readonly anyStore?: boolean } = {},
+): Promise<boolean> {
+  if (!(await runStore.store.head(configKey(runStore.runId)))) return false;
+  try {
+    const stored = parseRecipe(await runStore.readConfig());
+    return stableHash(options.anyStore ? { ...stored, store: recipe.store } : stored) === stableHash(recipe);
+  } catch {
+    return false;
   }
 }

@@ -1,7 +1,7 @@
 /**
  * `compare` end to end on a tiny recipe: every arm trains (or only warm-starts) for real, the
  * table and the plots land in the store, and a second call reads the finished arms back instead
- * of rerunning.
+ * of rerunning — those of the same recipe only.
  */
 import { writeFileSync } from "node:fs";
 import { join } from "node:path";
@@ -84,6 +84,9 @@ describe("trainer compare", () => {
         "grpo,atgrpo-shared",
         "--seeds",
         "5,6",
+        // the runs above evaluated 4 held-out tasks (compare's default is 500: another recipe)
+        "--eval-tasks",
+        "4",
         ...flags,
       ]);
     const finished = await cli("--id", "c1", "--finished");
@@ -99,6 +102,13 @@ describe("trainer compare", () => {
     expect([none.code, none.stderr.trim().split("\n").at(-1)]).toEqual([
       2,
       "error: compare c2: none of these arms × seeds has finished",
+    ]);
+    // The same id after the recipe changed: its finished arms are not this recipe's, one line.
+    const changed = await cli("--id", "c1", "--finished", "--set", "train.tasksPerStep=3");
+    expect([changed.code, changed.stderr.trim().split("\n").at(-1)]).toEqual([
+      2,
+      "error: compare c1: grpo seed 5 finished with another recipe (run c1-grpo-s5): " +
+        "rerun with the settings it was run with, or pass a new --id",
     ]);
     const noId = await cli("--finished");
     expect(noId.stderr).toContain("--finished: name the compare to tabulate with --id");

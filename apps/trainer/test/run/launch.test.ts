@@ -10,7 +10,7 @@ import { FileStore, RunStore } from "@troupe/storage/node";
 import { describe, expect, it } from "vitest";
 import { runRecipe } from "../../src/experiments/run-recipe.ts";
 import { loadRecipeText, type Recipe, RecipeError } from "../../src/recipe.ts";
-import { checkRun, launchRun, writeRunConfig } from "../../src/run/launch.ts";
+import { checkRun, launchRun, storedRecipeIs, writeRunConfig } from "../../src/run/launch.ts";
 import {
   quiet,
   TINY_ATGRPO,
@@ -139,5 +139,22 @@ describe("writeRunConfig", () => {
     await expect(writeRunConfig(runStore, other)).rejects.toThrow(
       /^run run already exists in file:.* with a different recipe: rerun with the settings it was started with/,
     );
+  });
+});
+
+describe("storedRecipeIs", () => {
+  it("is the stored recipe's: not another, not a missing config, and with anyStore wherever its store was", async () => {
+    const folder = join(root, "stored");
+    const runStore = new RunStore(new FileStore(folder), "run");
+    const recipe = tinyRecipe(folder);
+    expect(await storedRecipeIs(runStore, recipe)).toBe(false);
+    await writeRunConfig(runStore, recipe);
+    expect(await storedRecipeIs(runStore, recipe)).toBe(true);
+    expect(await storedRecipeIs(runStore, tinyRecipe(folder, ["optimizer.lr=0.01"]))).toBe(false);
+    const moved = { ...recipe, store: "file:///elsewhere" };
+    expect(await storedRecipeIs(runStore, moved)).toBe(false);
+    expect(await storedRecipeIs(runStore, moved, { anyStore: true })).toBe(true);
+    await runStore.replaceConfig({ name: 3 });
+    expect(await storedRecipeIs(runStore, recipe)).toBe(false);
   });
 });
