@@ -77,21 +77,18 @@ for (const c of checkouts) {
     .digest("hex");
   c.logprobs = completions.flatMap((x) => x.logprobs);
 }
-for (let r = 0; r < ROUNDS; r++) {
-  for (const c of r % 2 === 0 ? checkouts : [...checkouts].reverse()) {
-    const t0 = performance.now();
-    const c0 = process.cpuUsage();
-    await c.sample();
-    const cpu = process.cpuUsage(c0);
-    c.ms.push(performance.now() - t0);
-    c.cpuMs.push((cpu.user + cpu.system) / 1000);
-  }
+/** One timed call: its wall and process-CPU ms appended to `into`. */
+async function timed(call: () => Promise<unknown>, into: { ms: number[]; cpuMs: number[] }): Promise<void> {
   const t0 = performance.now();
   const c0 = process.cpuUsage();
-  await floor.run();
+  await call();
   const cpu = process.cpuUsage(c0);
-  floor.ms.push(performance.now() - t0);
-  floor.cpuMs.push((cpu.user + cpu.system) / 1000);
+  into.ms.push(performance.now() - t0);
+  into.cpuMs.push((cpu.user + cpu.system) / 1000);
+}
+for (let r = 0; r < ROUNDS; r++) {
+  for (const c of r % 2 === 0 ? checkouts : [...checkouts].reverse()) await timed(c.sample, c);
+  await timed(floor.run, floor);
 }
 load.push(loadavg()[0]);
 const base = checkouts[0]!;
