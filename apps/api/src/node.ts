@@ -21,6 +21,10 @@
  *                                               process runs on about one core, N use N
  *   --ort-threads       TROUPE_ORT_THREADS      ONNX Runtime's intra-op threads per server process (default: 2
  *                                               for a single process, 1 per worker with --workers)
+ *   --sandbox           TROUPE_SANDBOX          where teams that run the agents' code (coding, math's tool,
+ *                                               Sudoku's and Plan-Path's tool agents) run it: auto (default:
+ *                                               bubblewrap when it can run here, else such teams get 501 and
+ *                                               the start logs why) | on (refuse to start without it) | off
  * Without any key the server runs unauthenticated, which it allows only on a loopback address.
  * SIGTERM / SIGINT: stop accepting, let in-flight requests finish (up to 10 s), close the backend.
  */
@@ -32,6 +36,12 @@ import { fileURLToPath } from "node:url";
 import { parseArgs } from "node:util";
 import { serve } from "@hono/node-server";
 import { manifestEnvironmentLoader } from "@troupe/envs/module";
+import {
+  createSandboxService,
+  type SandboxOptions,
+  type SandboxService,
+  SandboxUnavailableError,
+} from "@troupe/sandbox";
 import { checkStore, StoreError } from "@troupe/storage";
 import { DEFAULT_STORE_URI, openStore } from "@troupe/storage/node";
 import {
@@ -55,7 +65,8 @@ const SHUTDOWN_GRACE_MS = 10_000;
 const USAGE = `usage: api serve [--store <uri>] [--port <n>] [--host <addr>] [--keys-file <path>]
                  [--backend onnx|openai] [--openai-base-url <url>]
                  [--body-limit <bytes>] [--deadline-ms <ms>] [--rate-per-minute <n>]
-                 [--batching on|off] [--max-queued <n>] [--workers <n>] [--ort-threads <n>]`;
+                 [--batching on|off] [--max-queued <n>] [--workers <n>] [--ort-threads <n>]
+                 [--sandbox auto|on|off]`;
 
 const positiveInt = (name: string) =>
   z.coerce
@@ -79,6 +90,7 @@ const ServeConfigSchema = z.strictObject({
   maxQueued: positiveInt("--max-queued").optional(),
   workers: positiveInt("--workers"),
   ortThreads: positiveInt("--ort-threads").optional(),
+  sandbox: z.enum(["auto", "on", "off"], { error: "--sandbox must be auto, on or off" }),
 });
 export type ServeConfig = z.infer<typeof ServeConfigSchema>;
 
@@ -100,6 +112,7 @@ export function serveConfig(argv: string[], env: NodeJS.ProcessEnv): ServeConfig
       "max-queued": { type: "string" },
       workers: { type: "string" },
       "ort-threads": { type: "string" },
+      sandbox: { type: "string" },
     },
     strict: true,
   });
@@ -119,6 +132,7 @@ export function serveConfig(argv: string[], env: NodeJS.ProcessEnv): ServeConfig
     maxQueued: values["max-queued"] ?? env.TROUPE_MAX_QUEUED,
     workers: values.workers ?? env.TROUPE_WORKERS ?? 1,
     ortThreads: values["ort-threads"] ?? env.TROUPE_ORT_THREADS,
+    sandbox: values.sandbox ?? env.TROUPE_SANDBOX ?? "auto",
   });
   if (!parsed.success) {
     const issue = parsed.error.issues[0]!;
@@ -131,6 +145,35 @@ export function serveConfig(argv: string[], env: NodeJS.ProcessEnv): ServeConfig
 }
 
 const isLoopback = (host: string) => host === "localhost" || host === "::1" || host.startsWith("127.");
+
+/** `--sandbox on` where bubblewrap cannot run: one line, exit code 2 (as a store that cannot hold teams). */
+export class SandboxRefusedError extends Error {
+  override readonly name = "SandboxRefusedError";
+}
+
+/**
+ * The sandbox the server runs agents' code in, in a service process of its own (a server holding
+ * its teams' models would fork slowly; @troupe/sandbox service.ts), its probe run done; `state`
+ * says what the start log reports. `auto` without bubblewrap serves on without one (those teams
+ * get 501); `on` refuses to start. `options` are the sandbox's own (the server passes none).
+ */
+export async function serverSandbox(
+  config: Pick<ServeConfig, "sandbox">,
+  options: SandboxOptions = {},
+): Promise<{ sandbox?: SandboxService; state: string }> {
+  if (config.sandbox === "off") return { state: "off" };
+  try {
+    return { sandbox: await createSandboxService(options), state: "bubblewrap" };
+  } catch (error) {
+    if (!(error instanceof SandboxUnavailableError)) throw error;
+    if (config.sandbox === "on") {
+      throw new SandboxRefusedError(
+        `--sandbox on: bubblewrap cannot run here (${error.reason}): install it (bash tools/system-deps.sh), or pass --sandbox off`,
+      );
+    }
+    return { state: `unavailable (${error.reason}): teams that run the agents' code get 501` };
+  }
+}
 
 /**
  * What must hold before anything listens: the keys parse, authentication is on unless the address
@@ -154,12 +197,21 @@ async function preflight(config: ServeConfig) {
   return { keys, store };
 }
 
+/** The cluster primary's checks before it forks: preflight's, and `--sandbox on` can run here. */
+async function primaryPreflight(config: ServeConfig): Promise<void> {
+  await preflight(config);
+  if (config.sandbox === "on") (await serverSandbox(config)).sandbox?.close();
+}
+
 /**
  * Starts one server process. In a cluster's worker (`--workers` > 1) the rate buckets are the
  * primary's and the start is logged as "worker listening" (the primary logs "listening" once).
  */
 export async function startServer(config: ServeConfig) {
   const { keys, store } = await preflight(config);
+  const { sandbox, state: sandboxState } = await serverSandbox(config);
+  if (sandbox === undefined && config.sandbox === "auto")
+    consoleLogger("warn", "no sandbox", { sandbox: sandboxState });
   // The engine's sessions take their thread count from the environment when they are created.
   if (config.ortThreads !== undefined) process.env.TROUPE_ORT_THREADS = String(config.ortThreads);
   const backend: InferenceBackend =
@@ -187,7 +239,7 @@ export async function startServer(config: ServeConfig) {
       deadlineMs: config.deadlineMs,
       ratePerMinute: config.ratePerMinute,
     },
-    sandboxAvailable: false,
+    ...(sandbox ? { sandbox } : {}),
     extraRoutes: playgroundRoutes,
     ...(cluster.isWorker ? { rateLimiter: primaryRateLimiter() } : {}),
     serverStats: inCluster ? () => inCluster.whole() : local,
@@ -217,6 +269,7 @@ export async function startServer(config: ServeConfig) {
     backend: backend.name,
     ...(config.backend === "onnx" ? { batching: config.batching } : {}),
     auth: keys.length > 0 ? `${keys.length} key(s)` : "off (loopback only)",
+    sandbox: sandboxState,
     ...(cluster.isWorker ? { worker: cluster.worker?.id, pid: process.pid } : {}),
   });
 
@@ -234,6 +287,7 @@ export async function startServer(config: ServeConfig) {
       await closed;
       clearTimeout(grace);
       await backend.close?.();
+      sandbox?.close();
       consoleLogger("info", "stopped", { stats: local() });
       await inCluster?.final();
     })();
@@ -258,10 +312,10 @@ async function main(argv: string[]): Promise<number> {
   const primary = config.workers > 1 && cluster.isPrimary;
   let started: Awaited<ReturnType<typeof startServer>> | undefined;
   try {
-    if (primary) await preflight(config);
+    if (primary) await primaryPreflight(config);
     else started = await startServer(config);
   } catch (error) {
-    if (!(error instanceof StoreError)) throw error;
+    if (!(error instanceof StoreError || error instanceof SandboxRefusedError)) throw error;
     process.stderr.write(`error: ${error.message}\n`);
     return 2;
   }

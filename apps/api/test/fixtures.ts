@@ -10,7 +10,11 @@ import { join } from "node:path";
 import { serve } from "@hono/node-server";
 import { FileStore } from "@troupe/storage/node";
 import type { PublishInput } from "@troupe/teams";
-import { planPathEnvironment, tinyTeamInput } from "../../../libs/teams/test/fixtures.ts";
+import {
+  planPathEnvironment,
+  type TinyTeamOptions,
+  tinyTeamInput,
+} from "../../../libs/teams/test/fixtures.ts";
 
 /** Plan-Path on 4×4 grids with the compact roles (planner, then fixer), two turns at most. */
 export const planPath = planPathEnvironment;
@@ -19,8 +23,12 @@ export const planPath = planPathEnvironment;
  * The publish input of the tiny planner+fixer team (libs/teams' fixture), without ONNX graphs;
  * `environment` can be swapped (e.g. a tool team).
  */
-export function tinyTeam(name: string, environment: PublishInput["environment"] = planPath) {
-  return tinyTeamInput(name, { seed: 11, onnx: false, environment, runId: "api-fixture" });
+export function tinyTeam(
+  name: string,
+  environment: PublishInput["environment"] = planPath,
+  options: Pick<TinyTeamOptions, "roles" | "maxPositions"> = {},
+) {
+  return tinyTeamInput(name, { seed: 11, onnx: false, environment, runId: "api-fixture", ...options });
 }
 
 export function tempStore(): { store: FileStore; root: string; cleanup: () => void } {

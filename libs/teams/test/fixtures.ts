@@ -27,8 +27,12 @@ export const planPathEnvironment = {
   options: { roles: "compact", maxTurns: 2, rows: 4, cols: 4, blockedFraction: 0.1, minPathLength: 2 },
 };
 
-export async function tinyCheckpoint(policyId: string, seed: number): Promise<Record<string, Uint8Array>> {
-  const engine = await createOnnxEngine({ policies: [{ id: policyId, config: tinyConfig, seed }] });
+export async function tinyCheckpoint(
+  policyId: string,
+  seed: number,
+  config = tinyConfig,
+): Promise<Record<string, Uint8Array>> {
+  const engine = await createOnnxEngine({ policies: [{ id: policyId, config, seed }] });
   const files = await engine.save(policyId);
   await engine.close();
   return { ...files };
@@ -44,6 +48,10 @@ export interface TinyTeamOptions {
   readonly environment?: PublishInput["environment"];
   /** The run id recorded as the team's source. */
   readonly runId?: string;
+  /** The two roles' ids, each with a policy of its own named alike (default planner, fixer). */
+  readonly roles?: readonly [string, string];
+  /** max_position_embeddings of both models (default 512; prompts of the tool roles are longer). */
+  readonly maxPositions?: number;
 }
 
 /**
@@ -51,10 +59,14 @@ export interface TinyTeamOptions {
  * fixtures import this file), so every suite serves the same kind of team.
  */
 export async function tinyTeamInput(name: string, options: TinyTeamOptions = {}): Promise<PublishInput> {
-  const { seed = 1, onnx = true, temperature = 1 } = options;
+  const { seed = 1, onnx = true, temperature = 1, roles = ["planner", "fixer"] } = options;
+  const modelConfig =
+    options.maxPositions === undefined
+      ? tinyConfig
+      : { ...tinyConfig, max_position_embeddings: options.maxPositions };
   const policies: Record<string, PublishInput["policies"][string]> = {};
-  for (const [i, policyId] of ["planner", "fixer"].entries()) {
-    const files = servingFiles(await tinyCheckpoint(policyId, seed + i));
+  for (const [i, policyId] of roles.entries()) {
+    const files = servingFiles(await tinyCheckpoint(policyId, seed + i, modelConfig));
     const { model, parameters, config } = checkpointSummary(files);
     const graph = onnx ? exportDecodeGraph(config) : undefined;
     policies[policyId] = {
@@ -69,10 +81,7 @@ export async function tinyTeamInput(name: string, options: TinyTeamOptions = {})
     name,
     environment: options.environment ?? planPathEnvironment,
     team: { specialisation: "per-role" },
-    roles: [
-      { id: "planner", policy: "planner" },
-      { id: "fixer", policy: "fixer" },
-    ],
+    roles: roles.map((id) => ({ id, policy: id })),
     policies,
     source: { runId: options.runId ?? "fixture", step: 0 },
   };
