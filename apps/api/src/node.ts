@@ -163,7 +163,11 @@ export async function serverSandbox(
 ): Promise<{ sandbox?: SandboxService; state: string }> {
   if (config.sandbox === "off") return { state: "off" };
   try {
-    return { sandbox: await createSandboxService(options), state: "bubblewrap" };
+    const sandbox = await createSandboxService(options);
+    // The probe run said bubblewrap runs here. Its process (~75 MiB) is stopped until code runs:
+    // the first run starts it again (about a second), so a server whose teams run no code holds none.
+    sandbox.close();
+    return { sandbox, state: "bubblewrap" };
   } catch (error) {
     if (!(error instanceof SandboxUnavailableError)) throw error;
     if (config.sandbox === "on") {
