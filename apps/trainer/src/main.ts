@@ -15,7 +15,13 @@
 import { resolve } from "node:path";
 import { fileURLToPath } from "node:url";
 import { MemoryBudgetError } from "@troupe/engine-onnx";
-import { IntegrityError, ObjectNotFoundError, RetriesExhaustedError, StoreError } from "@troupe/storage/node";
+import {
+  IntegrityError,
+  ObjectNotFoundError,
+  RetriesExhaustedError,
+  RunConflictError,
+  StoreError,
+} from "@troupe/storage/node";
 import { workspaceRoot } from "./app-paths.ts";
 import { checkSetKeys, errorLine, setArguments, wantsHelp } from "./commands/cli.ts";
 import { commandCompare } from "./commands/compare.ts";
@@ -42,6 +48,7 @@ function isUserError(error: unknown): boolean {
     error instanceof StoreError ||
     error instanceof ObjectNotFoundError ||
     error instanceof IntegrityError ||
+    error instanceof RunConflictError ||
     error instanceof RetriesExhaustedError ||
     error instanceof MemoryBudgetError ||
     ((error as { code?: string })?.code?.startsWith("ERR_PARSE_ARGS") ?? false)

@@ -240,3 +240,25 @@ export async function orphans(store: ObjectStore, runId: string): Promise<string
   }
   return keys.filter((k) => !listed.has(k));
 }
+
+/**
+ * `inner` with a second writer: the first putIfAbsent of `key` finds the same bytes already there,
+ * put by "another process" a moment before (so it returns false, and the stored manifest is the
+ * one this process wrote). Every other call goes to `inner` as it is.
+ */
+export function racedStore(inner: ObjectStore, key: string): ObjectStore {
+  let raced = false;
+  return new Proxy(inner, {
+    get(target, property, receiver) {
+      if (property === "putIfAbsent")
+        return async (k: string, body: Uint8Array) => {
+          if (k !== key || raced) return target.putIfAbsent(k, body);
+          raced = true;
+          await target.put(k, body);
+          return false;
+        };
+      const value = Reflect.get(target, property, receiver);
+      return typeof value === "function" ? value.bind(target) : value;
+    },
+  });
+}

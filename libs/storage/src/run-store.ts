@@ -59,6 +59,28 @@ export interface StepData {
   readonly shards: ReadonlyMap<string, Sample[]>;
 }
 
+/**
+ * A commit another writer had already made: two processes are writing one run (the same run id
+ * started twice). The stored run is the other's; the process that lost stops (`mustCommit`).
+ */
+export class RunConflictError extends Error {
+  override readonly name = "RunConflictError";
+}
+
+/**
+ * The commit, or a RunConflictError naming `what` (e.g. "step 3") when another writer committed it
+ * first: a writer that went on after losing would mix its state with the stored one's.
+ */
+export function mustCommit(commit: StepCommit, runId: string, what: string): StepCommit {
+  if (!commit.committed) {
+    throw new RunConflictError(
+      `run ${runId}: ${what} was committed by another process writing this run (the same run id started twice); ` +
+        "this one stops and the run goes on in the other",
+    );
+  }
+  return commit;
+}
+
 /** Data written, manifest not yet: `commit()` writes it (putIfAbsent), committing the thing. */
 export interface StagedCommit {
   commit(): Promise<StepCommit>;

@@ -7,7 +7,7 @@ import { describe, expect, it } from "vitest";
 import type { FileStore } from "../src/file-store.ts";
 import { IntegrityError } from "../src/manifest.ts";
 import { RolloutQueue } from "../src/rollout-queue.ts";
-import { RunStore } from "../src/run-store.ts";
+import { mustCommit, RunConflictError, RunStore } from "../src/run-store.ts";
 import { syntheticSamples } from "./samples.ts";
 import { storeKinds, tempFileStore } from "./stores.ts";
 
@@ -39,6 +39,17 @@ describe.each(storeKinds)("RunStore: $name", ({ make }) => {
     expect(winners).toHaveLength(1);
     // Every loser got the winner's manifest back.
     for (const r of results) expect(r.manifest.attempt).toBe(winners[0]!.manifest.attempt);
+    // mustCommit passes the winner's commit through and names the step for every loser.
+    for (const r of results) {
+      if (r.committed) expect(mustCommit(r, run.runId, "step 4")).toBe(r);
+      else
+        expect(() => mustCommit(r, run.runId, "step 4")).toThrow(
+          new RunConflictError(
+            "run run-race: step 4 was committed by another process writing this run (the same run id started twice); " +
+              "this one stops and the run goes on in the other",
+          ),
+        );
+    }
     const winnerIndex = results.findIndex((r) => r.committed);
     expect((await run.readStep(4)).shards.get("w")).toEqual(candidates[winnerIndex]!.w);
     // Losers' data objects are orphans; sweeping removes them and leaves the step readable.

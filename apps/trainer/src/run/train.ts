@@ -15,7 +15,7 @@
 import { mean, type RolloutSample, type Sample, teamPolicies } from "@troupe/core";
 import type { OptimizerConfig, TrainStepConfig } from "@troupe/engine";
 import { estimateAdvantages, type FilterReport, runStrategy } from "@troupe/rl";
-import type { MetricValue, RunStore } from "@troupe/storage";
+import { type MetricValue, mustCommit, type RunStore } from "@troupe/storage";
 import { policySet } from "../engines.ts";
 import { type EvalResult, evaluate } from "../evaluate.ts";
 import type { Recipe } from "../recipe.ts";
@@ -359,12 +359,14 @@ async function commitStep(
     Promise.all(work.checkpoints.map(([policyId, files]) => runStore.stageCheckpoint(policyId, step, files))),
     runStore.writeMetrics(step, work.metrics),
   ]);
+  // Each commit is this process's or the run has a second writer: it stops at the first it lost.
+  const { runId } = runStore;
   for (const [i, stage] of checkpointStages.entries()) {
-    await stage.commit();
+    mustCommit(await stage.commit(), runId, `the checkpoint of ${work.checkpoints[i]![0]} at step ${step}`);
     if (i === 0) faultPoint("mid-checkpoints", step);
   }
   faultPoint("after-checkpoints", step); // (the metrics were written with the data, above)
-  await stepStage.commit();
+  mustCommit(await stepStage.commit(), runId, `step ${step}`);
   committed();
   await scalars(step + 1, work.metrics);
   faultPoint("after-commit", step);

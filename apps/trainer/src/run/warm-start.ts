@@ -112,6 +112,40 @@ export interface WarmStartResult {
 }
 
 /**
+ * Step `step` of a warm start: its checkpoints, metrics and commit (`final` when it stops there).
+ * A warm start is a cache that runs of the same recipe share, so two processes may train the same
+ * one at once (compare arms side by side): where the other committed first, its step is the one
+ * that counts and this process goes on from its checkpoints, as a resume would (the same seed and
+ * data give the same weights; whatever differs, the engine and the store agree again). Returns
+ * whether the stored step is final.
+ */
+async function commitWarmStartStep(
+  context: RunContext,
+  runStore: RunStore,
+  step: number,
+  final: boolean,
+  metrics: Record<string, number>,
+): Promise<boolean> {
+  const { engine, team, reporter } = context;
+  let lost = false;
+  for (const policyId of teamPolicies(team)) {
+    lost = !(await runStore.writeCheckpoint(policyId, step, await engine.save(policyId))).committed || lost;
+  }
+  await runStore.writeMetrics(step, metrics);
+  const commit = await runStore.commitStep(step, new Map(), {
+    kind: "sft",
+    ...(final ? { final: true } : {}),
+  });
+  if (lost || !commit.committed) {
+    await restoreStep(engine, runStore, team, step);
+    reporter.note(
+      `warm start: another process committed step ${step + 1} of ${runStore.runId} first; going on from its checkpoint`,
+    );
+  }
+  return commit.manifest.meta.final === true;
+}
+
+/**
  * Trains (or loads from the store's cache) the recipe's warm start into the context's engine;
  * undefined when the recipe has none.
  */
@@ -181,13 +215,9 @@ export async function warmStart(context: RunContext): Promise<WarmStartResult | 
       seed: deriveSeed(recipe.seed, "sft", step),
     });
     const metrics = await sftStep(engine, demos, optimizerAt(step), microBatching(recipe));
-    for (const policyId of teamPolicies(team)) {
-      await runStore.writeCheckpoint(policyId, step, await engine.save(policyId));
-    }
     finalNll = Object.fromEntries([...metrics].map(([id, m]) => [id, m.nll]));
     for (const [policyId, m] of metrics) remember(policyId, m.nll);
-    const stop = goodEnough();
-    await runStore.writeMetrics(step, {
+    const stop = await commitWarmStartStep(context, runStore, step, goodEnough(), {
       demonstrations: demos.length,
       ...Object.fromEntries(
         [...metrics].flatMap(([id, m]) => [
@@ -196,7 +226,6 @@ export async function warmStart(context: RunContext): Promise<WarmStartResult | 
         ]),
       ),
     });
-    await runStore.commitStep(step, new Map(), { kind: "sft", ...(stop ? { final: true } : {}) });
     // Only the newest warm-start checkpoint is ever read (to resume, or as the cached result).
     await runStore.pruneCheckpoints(step, { keepEvery: sft.steps });
     faultPoint("sft-after-step", step);

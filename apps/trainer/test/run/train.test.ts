@@ -6,11 +6,11 @@
 import { join } from "node:path";
 import { canonicalJson, teamPolicies } from "@troupe/core";
 import { decodeCheckpoint } from "@troupe/engine";
-import { FileStore, type RunStore } from "@troupe/storage/node";
+import { FileStore, RunConflictError, type RunStore, stepFolder } from "@troupe/storage/node";
 import { describe, expect, it } from "vitest";
 import { createEnvironment } from "../../src/envs.ts";
 import { loadRecipeText } from "../../src/recipe.ts";
-import { TINY_ATGRPO, TINY_PLAN_PATH, tempRoot, trainRun } from "../tiny.ts";
+import { racedStore, TINY_ATGRPO, TINY_PLAN_PATH, tempRoot, trainRun } from "../tiny.ts";
 
 const root = tempRoot("e2e");
 
@@ -78,6 +78,15 @@ describe("trainer end to end", () => {
       expect(await strip(second.runStore)).toBe(await strip(straight.runStore));
     }
   }, 120_000);
+
+  it("stops at a step another process committed first (the same run id started twice), in one line", async () => {
+    const store = racedStore(new FileStore(join(root, "raced")), `${stepFolder("raced", 1)}/manifest.json`);
+    const run = trainRun(recipe, store, "raced");
+    await expect(run).rejects.toThrow(RunConflictError);
+    await expect(run).rejects.toThrow(
+      /^run raced: step 1 was committed by another process writing this run \(the same run id started twice\); this one stops and the run goes on in the other$/,
+    );
+  });
 
   it("a recipe naming an unknown environment fails before any work, listing the known ones", () => {
     expect(() => createEnvironment("maze", {})).toThrow(

@@ -6,7 +6,7 @@
  */
 import { join } from "node:path";
 import { sha256Hex, teamPolicies } from "@troupe/core";
-import { RunStore } from "@troupe/storage";
+import { type ObjectStore, RunStore, stepFolder } from "@troupe/storage";
 import { FileStore } from "@troupe/storage/node";
 import { describe, expect, it } from "vitest";
 import { createEnvironment, recipeEnvironment, recipeTeam } from "../../src/envs.ts";
@@ -20,7 +20,7 @@ import {
   warmStartLr,
 } from "../../src/run/warm-start.ts";
 import { warmStartId, warmStartProgress } from "../../src/run/warm-start-cache.ts";
-import { TINY_PLAN_PATH, tempRoot, withWarmStart } from "../tiny.ts";
+import { racedStore, TINY_PLAN_PATH, tempRoot, withWarmStart } from "../tiny.ts";
 
 const sft = SftSchema.parse({ steps: 10, batchSize: 8, lr: 1, mistakeRate: 0 });
 const lrs = (extra: object) => Array.from({ length: 10 }, (_, s) => warmStartLr(s, { ...sft, ...extra }));
@@ -210,6 +210,26 @@ describe("warm start", () => {
     const nll = (folder: FileStore) =>
       withWarmStart(recipe, folder, ({ result }) => [result!.finalNll, result!.stopped ?? false]);
     expect(await nll(store)).toEqual(await nll(new FileStore(join(root, "never-stopped"))));
+  });
+
+  it("goes on from a step another process committed first (a shared cache), to the same weights", async () => {
+    const recipe = loadRecipeText(recipeText("{ lr: 0.001 }"));
+    const id = warmStartId(recipe, recipeEnvironment(recipe).team);
+    const train = (store: ObjectStore) =>
+      withWarmStart(recipe, store, async ({ result, notes, engine, team }) => ({
+        notes,
+        finalNll: result!.finalNll,
+        weights: sha256Hex((await engine.save(teamPolicies(team)[0]!))["model.safetensors"]!),
+      }));
+    const raced = await train(
+      racedStore(new FileStore(join(root, "raced")), `${stepFolder(id, 1)}/manifest.json`),
+    );
+    expect(raced.notes).toContain(
+      `warm start: another process committed step 2 of ${id} first; going on from its checkpoint`,
+    );
+    const alone = await train(new FileStore(join(root, "alone")));
+    expect(alone.notes.some((n) => n.includes("another process"))).toBe(false);
+    expect([raced.finalNll, raced.weights]).toEqual([alone.finalNll, alone.weights]);
   });
 
   it("hands RL the warm-start weights with a fresh optimizer, computed or loaded from the cache", async () => {
