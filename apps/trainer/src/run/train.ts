@@ -341,7 +341,9 @@ function backgroundCommits(options: TrainOptions, latest: number | undefined, sc
  * Step s's writes. All data objects first, concurrently (invisible until their manifests; each
  * await is a turn of the event loop, which a synchronous engine run can hold for a while, so
  * fewer sequential awaits finish sooner behind the next step); then the manifests in commit
- * order: each policy's checkpoint, the step (the commit), then retention.
+ * order: each policy's checkpoint, the metrics row, the step (the commit), then retention. The
+ * metrics row is a plain put, so it waits for the checkpoints: a second process writing this run
+ * stops at the first checkpoint it lost (mustCommit) without replacing the winner's row.
  */
 async function commitStep(
   options: TrainOptions,
@@ -357,7 +359,6 @@ async function commitStep(
       ...work.meta,
     }),
     Promise.all(work.checkpoints.map(([policyId, files]) => runStore.stageCheckpoint(policyId, step, files))),
-    runStore.writeMetrics(step, work.metrics),
   ]);
   // Each commit is this process's or the run has a second writer: it stops at the first it lost.
   const { runId } = runStore;
@@ -365,7 +366,8 @@ async function commitStep(
     mustCommit(await stage.commit(), runId, `the checkpoint of ${work.checkpoints[i]![0]} at step ${step}`);
     if (i === 0) faultPoint("mid-checkpoints", step);
   }
-  faultPoint("after-checkpoints", step); // (the metrics were written with the data, above)
+  await runStore.writeMetrics(step, work.metrics);
+  faultPoint("after-checkpoints", step);
   mustCommit(await stepStage.commit(), runId, `step ${step}`);
   committed();
   await scalars(step + 1, work.metrics);

@@ -6,9 +6,16 @@
 import { join } from "node:path";
 import { canonicalJson, teamPolicies } from "@troupe/core";
 import { decodeCheckpoint } from "@troupe/engine";
-import { FileStore, RunConflictError, type RunStore, stepFolder } from "@troupe/storage/node";
+import {
+  checkpointFolder,
+  FileStore,
+  metricsKey,
+  RunConflictError,
+  type RunStore,
+  stepFolder,
+} from "@troupe/storage/node";
 import { describe, expect, it } from "vitest";
-import { createEnvironment } from "../../src/envs.ts";
+import { createEnvironment, recipeEnvironment } from "../../src/envs.ts";
 import { loadRecipeText } from "../../src/recipe.ts";
 import { racedStore, TINY_ATGRPO, TINY_PLAN_PATH, tempRoot, trainRun } from "../tiny.ts";
 
@@ -86,6 +93,18 @@ describe("trainer end to end", () => {
     await expect(run).rejects.toThrow(
       /^run raced: step 1 was committed by another process writing this run \(the same run id started twice\); this one stops and the run goes on in the other$/,
     );
+  });
+
+  it("stops at a checkpoint another process committed first, before writing the step's metrics row", async () => {
+    const [first] = teamPolicies(recipeEnvironment(recipe).team);
+    const inner = new FileStore(join(root, "raced-checkpoint"));
+    const store = racedStore(inner, `${checkpointFolder("raced-ckpt", first!, 1)}/manifest.json`);
+    await expect(trainRun(recipe, store, "raced-ckpt")).rejects.toThrow(
+      `run raced-ckpt: the checkpoint of ${first} at step 1 was committed by another process writing this run`,
+    );
+    // Step 0 is this process's; step 1's metrics row would be the other process's to write.
+    expect(await inner.head(metricsKey("raced-ckpt", 0, "learner"))).toBeDefined();
+    expect(await inner.head(metricsKey("raced-ckpt", 1, "learner"))).toBeUndefined();
   });
 
   it("a recipe naming an unknown environment fails before any work, listing the known ones", () => {
