@@ -131,7 +131,8 @@ async function commitWarmStartStep(
   for (const policyId of teamPolicies(team)) {
     lost = !(await runStore.writeCheckpoint(policyId, step, await engine.save(policyId))).committed || lost;
   }
-  await runStore.writeMetrics(step, metrics);
+  // The metrics row is a plain put: the process that lost a checkpoint leaves it to the other.
+  if (!lost) await runStore.writeMetrics(step, metrics);
   const commit = await runStore.commitStep(step, new Map(), {
     kind: "sft",
     ...(final ? { final: true } : {}),

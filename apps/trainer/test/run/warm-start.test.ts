@@ -6,7 +6,7 @@
  */
 import { join } from "node:path";
 import { sha256Hex, teamPolicies } from "@troupe/core";
-import { type ObjectStore, RunStore, stepFolder } from "@troupe/storage";
+import { checkpointFolder, type ObjectStore, RunStore, stepFolder } from "@troupe/storage";
 import { FileStore } from "@troupe/storage/node";
 import { describe, expect, it } from "vitest";
 import { createEnvironment, recipeEnvironment, recipeTeam } from "../../src/envs.ts";
@@ -221,15 +221,20 @@ describe("warm start", () => {
         finalNll: result!.finalNll,
         weights: sha256Hex((await engine.save(teamPolicies(team)[0]!))["model.safetensors"]!),
       }));
-    const raced = await train(
-      racedStore(new FileStore(join(root, "raced")), `${stepFolder(id, 1)}/manifest.json`),
-    );
-    expect(raced.notes).toContain(
-      `warm start: another process committed step 2 of ${id} first; going on from its checkpoint`,
-    );
     const alone = await train(new FileStore(join(root, "alone")));
     expect(alone.notes.some((n) => n.includes("another process"))).toBe(false);
-    expect([raced.finalNll, raced.weights]).toEqual([alone.finalNll, alone.weights]);
+    // The other process committed step 2 itself, or the first policy's checkpoint of it.
+    const [first] = teamPolicies(recipeEnvironment(recipe).team);
+    for (const [folder, key] of [
+      ["raced-step", `${stepFolder(id, 1)}/manifest.json`],
+      ["raced-checkpoint", `${checkpointFolder(id, first!, 1)}/manifest.json`],
+    ] as const) {
+      const raced = await train(racedStore(new FileStore(join(root, folder)), key));
+      expect(raced.notes, key).toContain(
+        `warm start: another process committed step 2 of ${id} first; going on from its checkpoint`,
+      );
+      expect([raced.finalNll, raced.weights], key).toEqual([alone.finalNll, alone.weights]);
+    }
   });
 
   it("hands RL the warm-start weights with a fresh optimizer, computed or loaded from the cache", async () => {
