@@ -54,12 +54,8 @@ export function weightProducts(
   return { step, prefill };
 }
 
-/** A session running `products` side by side (each its own input rows), weights baked or fed. */
-async function productsSession(
-  products: readonly Product[],
-  baked: boolean,
-  seed: number,
-): Promise<() => Promise<unknown>> {
+/** A session running `products` side by side (each its own input rows), the weights baked in. */
+async function productsSession(products: readonly Product[], seed: number): Promise<() => Promise<unknown>> {
   let state = seed >>> 0;
   const random = (n: number) =>
     Float32Array.from({ length: n }, () => {
@@ -74,10 +70,7 @@ async function productsSession(
   };
   products.forEach((p, i) => {
     const x = fed(`x${i}`, random(p.rows * p.inputs), [p.rows, p.inputs]);
-    const shape = [p.outputs, p.inputs];
-    const w = baked
-      ? graph.constant(random(p.outputs * p.inputs), "float32", shape)
-      : fed(`w${i}`, random(p.outputs * p.inputs), shape);
+    const w = graph.constant(random(p.outputs * p.inputs), "float32", [p.outputs, p.inputs]);
     graph.output(op.linear(x, w), `y${i}`);
   });
   // The step session's options (decode-runner.ts): arena on, default threads.
@@ -95,8 +88,8 @@ export async function weightProductsCall(
   newTokens: number,
 ): Promise<() => Promise<void>> {
   const { step, prefill } = weightProducts(config, batch, promptTokens);
-  const runPrefill = await productsSession(prefill, true, 1);
-  const runStep = await productsSession(step, true, 2);
+  const runPrefill = await productsSession(prefill, 1);
+  const runStep = await productsSession(step, 2);
   return async () => {
     await runPrefill();
     for (let n = 1; n < newTokens; n++) await runStep();
