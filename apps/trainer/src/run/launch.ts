@@ -11,7 +11,7 @@
  * A check that fails is one RecipeError (or StoreError) line and leaves the store as it was.
  */
 import { stableHash, type Team, teamPolicies } from "@troupe/core";
-import { checkStore, configKey, type ObjectStore, type RunStore } from "@troupe/storage";
+import { checkStore, ObjectNotFoundError, type ObjectStore, type RunStore } from "@troupe/storage";
 import { checkEngineRecipe, createEngine } from "../engines.ts";
 import {
   checkDemonstrations,
@@ -107,11 +107,19 @@ export async function storedRecipeIs(
   recipe: Recipe,
   options: { readonly anyStore?: boolean } = {},
 ): Promise<boolean> {
-  if (!(await runStore.store.head(configKey(runStore.runId)))) return false;
+  let config: unknown;
   try {
-    const stored = parseRecipe(await runStore.readConfig());
+    config = await runStore.readConfig();
+  } catch (error) {
+    // No config is not this recipe; a store that cannot be read is its own error.
+    if (error instanceof ObjectNotFoundError) return false;
+    throw error;
+  }
+  try {
+    const stored = parseRecipe(config);
     return stableHash(options.anyStore ? { ...stored, store: recipe.store } : stored) === stableHash(recipe);
   } catch {
+    // A stored config this version cannot parse is not this recipe.
     return false;
   }
 }
