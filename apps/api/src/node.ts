@@ -26,7 +26,8 @@
  *                                               bubblewrap when it can run here, else such teams get 501 and
  *                                               the start logs why) | on (refuse to start without it) | off
  * Without any key the server runs unauthenticated, which it allows only on a loopback address.
- * SIGTERM / SIGINT: stop accepting, let in-flight requests finish (up to 10 s), close the backend.
+ * SIGTERM / SIGINT: stop accepting, let in-flight requests finish (up to 10 s), close the backend
+ * and the sandbox.
  */
 
 import cluster from "node:cluster";
@@ -204,7 +205,8 @@ async function preflight(config: ServeConfig) {
 /** The cluster primary's checks before it forks: preflight's, and `--sandbox on` can run here. */
 async function primaryPreflight(config: ServeConfig): Promise<void> {
   await preflight(config);
-  if (config.sandbox === "on") (await serverSandbox(config)).sandbox?.close();
+  // Its probe run only: serverSandbox stops the service process after it.
+  if (config.sandbox === "on") await serverSandbox(config);
 }
 
 /**
